@@ -1,0 +1,3 @@
+module github.com/swarmscore/swarmscore
+
+go 1.26.8

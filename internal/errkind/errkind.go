@@ -1,0 +1,86 @@
+// Package errkind holds the small set of error kinds every layer reports and
+// the two edges (HTTP problems, CLI exit codes) translate, each in one place.
+//
+// Code wraps a sentinel with %w and a specific message:
+//
+//	return fmt.Errorf("%w: agent %q", errkind.ErrNotFound, id)
+//
+// and the edges ask Of(err) which kind it is.
+package errkind
+
+import (
+	"errors"
+
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// Kind classifies an error for the edges.
+type Kind int
+
+// The kinds. Unknown is any error that is none of the others: an internal
+// failure whose details belong in the log, not in a response.
+const (
+	Unknown Kind = iota
+	Invalid
+	NotFound
+	Conflict
+	Unauthorized
+	Forbidden
+	Unavailable
+)
+
+// Sentinels to wrap with %w.
+var (
+	ErrInvalid      = errors.New("invalid")
+	ErrNotFound     = errors.New("not found")
+	ErrConflict     = errors.New("conflict")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrUnavailable  = errors.New("unavailable")
+)
+
+var sentinels = []struct {
+	err  error
+	kind Kind
+}{
+	{ErrInvalid, Invalid},
+	{score.ErrInvalid, Invalid},
+	{ErrNotFound, NotFound},
+	{ErrConflict, Conflict},
+	{ErrUnauthorized, Unauthorized},
+	{ErrForbidden, Forbidden},
+	{ErrUnavailable, Unavailable},
+}
+
+// Of reports the kind of err: the first sentinel in the chain that it matches,
+// Unknown if none (including nil).
+func Of(err error) Kind {
+	if err == nil {
+		return Unknown
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.kind
+		}
+	}
+	return Unknown
+}
+
+// String is the kind's stable lower-case name, used in problem type URIs.
+func (k Kind) String() string {
+	switch k {
+	case Invalid:
+		return "invalid"
+	case NotFound:
+		return "not-found"
+	case Conflict:
+		return "conflict"
+	case Unauthorized:
+		return "unauthorized"
+	case Forbidden:
+		return "forbidden"
+	case Unavailable:
+		return "unavailable"
+	}
+	return "internal"
+}

@@ -1,0 +1,39 @@
+package errkind
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/swarmscore/swarmscore/score"
+)
+
+func TestOf(t *testing.T) {
+	_, scoreErr := score.Compute(score.Counts{ConduitTotal: 1, ConduitSuccess: 2})
+	cases := []struct {
+		err  error
+		want Kind
+	}{
+		{nil, Unknown},
+		{errors.New("boom"), Unknown},
+		{fmt.Errorf("%w: agent %q", ErrNotFound, "a"), NotFound},
+		{fmt.Errorf("ingest: %w", fmt.Errorf("%w: id reused", ErrConflict)), Conflict},
+		{fmt.Errorf("%w: bad", ErrInvalid), Invalid},
+		{scoreErr, Invalid},
+		{ErrUnauthorized, Unauthorized},
+		{ErrForbidden, Forbidden},
+		{fmt.Errorf("db: %w", ErrUnavailable), Unavailable},
+	}
+	for _, c := range cases {
+		if got := Of(c.err); got != c.want {
+			t.Errorf("Of(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	seen := map[string]bool{}
+	for k := Unknown; k <= Unavailable; k++ {
+		if seen[k.String()] {
+			t.Errorf("duplicate name %q", k)
+		}
+		seen[k.String()] = true
+	}
+}
