@@ -11,6 +11,7 @@ package errkind
 import (
 	"errors"
 
+	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -45,6 +46,7 @@ var sentinels = []struct {
 }{
 	{ErrInvalid, Invalid},
 	{score.ErrInvalid, Invalid},
+	{passport.ErrInvalid, Invalid},
 	{ErrNotFound, NotFound},
 	{ErrConflict, Conflict},
 	{ErrUnauthorized, Unauthorized},

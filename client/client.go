@@ -1,0 +1,470 @@
+// Package client is a typed Go client for the SwarmScore HTTP API (the
+// routes `swarmscore serve` exposes, documented at /openapi.json).
+//
+// Every method returns a *Problem (use errors.As) when the server answers
+// with an RFC 9457 problem, so callers can branch on its stable Type URI;
+// transport failures are returned as they come from net/http.
+//
+//	c, _ := client.New("http://127.0.0.1:8080", client.WithToken(token))
+//	res, err := c.IngestEvents(ctx, events)
+//	cert, err := c.Certificate(ctx, "agent-1")
+//	v, err := c.Verify(ctx, cert.Raw, "agent-1")
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProblemBase prefixes every problem Type the server sends.
+const ProblemBase = "https://swarmscore.dev/problems/"
+
+// The problem types, for comparison with Problem.Type.
+const (
+	ProblemInvalid          = ProblemBase + "invalid-request"
+	ProblemMalformedJSON    = ProblemBase + "malformed-json"
+	ProblemWrongType        = ProblemBase + "wrong-type"
+	ProblemUnauthorized     = ProblemBase + "unauthorized"
+	ProblemForbidden        = ProblemBase + "forbidden"
+	ProblemNotFound         = ProblemBase + "not-found"
+	ProblemNoRoute          = ProblemBase + "no-route"
+	ProblemMethodNotAllowed = ProblemBase + "method-not-allowed"
+	ProblemConflict         = ProblemBase + "conflict"
+	ProblemBodyTooLarge     = ProblemBase + "body-too-large"
+	ProblemRateLimited      = ProblemBase + "rate-limited"
+	ProblemInternal         = ProblemBase + "internal"
+	ProblemUnavailable      = ProblemBase + "unavailable"
+)
+
+// Problem is an error response (RFC 9457). A response that is not a
+// problem document (a proxy's HTML page, say) becomes a Problem with the
+// HTTP status, Type "about:blank" and the start of the body as Detail.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail"`
+	Instance  string `json:"instance"`
+	RequestID string `json:"request_id"`
+	// RetryAfter is the Retry-After header of a 429 or 503, zero if none.
+	RetryAfter time.Duration `json:"-"`
+}
+
+func (p *Problem) Error() string {
+	s := fmt.Sprintf("swarmscore: %d %s", p.Status, p.Title)
+	if p.Detail != "" {
+		s += ": " + p.Detail
+	}
+	return s
+}
+
+// Client talks to one SwarmScore server. It is safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	token string
+	hc    *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sets the operator bearer token sent to operator routes (it is
+// sent to no other route).
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient replaces http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// New returns a client for the server at baseURL (e.g.
+// "http://127.0.0.1:8080"). It fails for a URL that is not absolute http(s).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q must be an absolute http or https URL", baseURL)
+	}
+	c := &Client{base: u, hc: http.DefaultClient}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// maxResponse bounds what the client reads from a response.
+const maxResponse = 16 << 20
+
+// do sends a request and returns the response body of a 2xx answer.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body io.Reader, contentType string, operator bool, hdr http.Header) (*http.Response, []byte, error) {
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawPath = c.base.EscapedPath() + escapePath(path)
+	if query != nil {
+		u.RawQuery = query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if operator && c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode >= 400 {
+		return resp, b, problemFrom(resp, b)
+	}
+	return resp, b, nil
+}
+
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+func problemFrom(resp *http.Response, b []byte) error {
+	p := &Problem{}
+	if err := json.Unmarshal(b, p); err != nil || p.Type == "" {
+		detail := string(b)
+		if len(detail) > 200 {
+			detail = detail[:200]
+		}
+		p = &Problem{Type: "about:blank", Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(detail)}
+	}
+	p.Status = resp.StatusCode
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
+		p.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return p
+}
+
+func decode(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("client: decoding the response: %w", err)
+	}
+	return nil
+}
+
+// IsProblem reports whether err is a *Problem of the given type (one of the
+// Problem* constants).
+func IsProblem(err error, typ string) bool {
+	var p *Problem
+	return errors.As(err, &p) && p.Type == typ
+}
+
+// Certificate is an agent's signed Execution Passport.
+type Certificate struct {
+	// Raw is the document exactly as served: verify these bytes, never a
+	// re-encoding (the signature covers fields this client may not know).
+	Raw  json.RawMessage
+	ETag string
+	// NotModified is true when CertificateIfNoneMatch's ETag still named
+	// the current passport; Raw is then empty.
+	NotModified bool
+}
+
+// Certificate fetches the agent's current passport (GET
+// /swarmscore/{agent_id}/certificate). An unknown agent is a Problem of
+// type ProblemNotFound.
+func (c *Client) Certificate(ctx context.Context, agentID string) (*Certificate, error) {
+	return c.CertificateIfNoneMatch(ctx, agentID, "")
+}
+
+// CertificateIfNoneMatch is Certificate with a conditional request: when
+// etag still names the current passport the result has NotModified set.
+func (c *Client) CertificateIfNoneMatch(ctx context.Context, agentID, etag string) (*Certificate, error) {
+	var hdr http.Header
+	if etag != "" {
+		hdr = http.Header{"If-None-Match": {etag}}
+	}
+	resp, b, err := c.do(ctx, http.MethodGet, "/swarmscore/"+agentID+"/certificate", nil, nil, "", false, hdr)
+	if err != nil {
+		return nil, err
+	}
+	cert := &Certificate{ETag: resp.Header.Get("ETag"), NotModified: resp.StatusCode == http.StatusNotModified}
+	if !cert.NotModified {
+		cert.Raw = b
+	}
+	return cert, nil
+}
+
+// Verification is the §7.3 verdict.
+type Verification struct {
+	Valid             bool          `json:"valid"`
+	SignatureValid    bool          `json:"signature_valid"`
+	ScoreValid        bool          `json:"score_valid"`
+	ExpiresAt         *time.Time    `json:"expires_at"`
+	DetectedTampering bool          `json:"detected_tampering"`
+	Errors            []VerifyError `json:"errors"`
+}
+
+// VerifyError is one reason a passport is not valid, with a stable code.
+type VerifyError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Verify asks the server to verify a passport for agentID (POST
+// /swarmscore/verify). certificate must be the JSON document as received.
+func (c *Client) Verify(ctx context.Context, certificate []byte, agentID string) (*Verification, error) {
+	if !json.Valid(certificate) {
+		return nil, errors.New("client: the certificate is not valid JSON")
+	}
+	id, err := json.Marshal(agentID)
+	if err != nil {
+		return nil, err
+	}
+	// Built by hand: json.Marshal would compact the certificate, and it is
+	// sent byte for byte as received.
+	body := make([]byte, 0, len(certificate)+len(id)+32)
+	body = append(body, `{"certificate":`...)
+	body = append(body, certificate...)
+	body = append(body, `,"agent_id":`...)
+	body = append(append(body, id...), '}')
+	_, b, err := c.do(ctx, http.MethodPost, "/swarmscore/verify", nil, bytes.NewReader(body), "application/json", false, nil)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verification{}
+	return v, decode(b, v)
+}
+
+// Dimension is one scored dimension of a Score.
+type Dimension struct {
+	Total           int64   `json:"total"`
+	Success         int64   `json:"success"`
+	Rate            float64 `json:"rate"`
+	VolumeFactor    float64 `json:"volume_factor"`
+	Contribution    int     `json:"contribution"`
+	MaxContribution int     `json:"max_contribution"`
+}
+
+// Gap is an unmet requirement for the next tier.
+type Gap struct {
+	Tier        string `json:"tier"`
+	Requirement string `json:"requirement"`
+	Required    int64  `json:"required"`
+	Actual      int64  `json:"actual"`
+}
+
+// Score is an agent's current score. EscrowModifier is kept as the exact
+// decimal the server sent (e.g. "0.392").
+type Score struct {
+	AgentID           string      `json:"agent_id"`
+	ComputedAt        time.Time   `json:"computed_at"`
+	ExpiresAt         time.Time   `json:"expires_at"`
+	FormulaVersion    string      `json:"formula_version"`
+	Score             int         `json:"score"`
+	Tier              string      `json:"tier"`
+	EscrowModifier    json.Number `json:"escrow_modifier"`
+	Conduit           Dimension   `json:"conduit"`
+	AP2               Dimension   `json:"ap2"`
+	QualificationGaps []Gap       `json:"qualification_gaps"`
+}
+
+// Score fetches the agent's current score (GET /swarmscore/{agent_id}).
+func (c *Client) Score(ctx context.Context, agentID string) (*Score, error) {
+	_, b, err := c.do(ctx, http.MethodGet, "/swarmscore/"+agentID, nil, nil, "", false, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &Score{}
+	return s, decode(b, s)
+}
+
+// Event is one Conduit session or AP2 transaction report, in the wire
+// format of `swarmscore ingest`. Use ConduitSession or AP2Transaction to
+// build one.
+type Event struct {
+	Type              string     `json:"type"`
+	ID                string     `json:"id"`
+	AgentID           string     `json:"agent_id,omitempty"`
+	ProviderID        string     `json:"provider_id,omitempty"`
+	BuyerID           string     `json:"buyer_id,omitempty"`
+	Status            string     `json:"status"`
+	EscrowAmountCents *int64     `json:"escrow_amount_cents,omitempty"`
+	StartedAt         time.Time  `json:"started_at"`
+	CompletedAt       *time.Time `json:"completed_at,omitempty"`
+	SettledAt         *time.Time `json:"settled_at,omitempty"`
+}
+
+// ConduitSession builds a Conduit session event; completed is ignored when
+// zero (a non-terminal status).
+func ConduitSession(id, agentID, status string, started, completed time.Time) Event {
+	e := Event{Type: "conduit_session", ID: id, AgentID: agentID, Status: status, StartedAt: started}
+	if !completed.IsZero() {
+		e.CompletedAt = &completed
+	}
+	return e
+}
+
+// AP2Transaction builds an AP2 transaction event; settled is ignored when
+// zero (a non-terminal status).
+func AP2Transaction(id, providerID, buyerID, status string, escrowCents int64, started, settled time.Time) Event {
+	e := Event{Type: "ap2_transaction", ID: id, ProviderID: providerID, BuyerID: buyerID, Status: status,
+		EscrowAmountCents: &escrowCents, StartedAt: started}
+	if !settled.IsZero() {
+		e.SettledAt = &settled
+	}
+	return e
+}
+
+// IngestResult says what the server did with a batch.
+type IngestResult struct {
+	Accepted   int         `json:"accepted"`
+	Duplicates int         `json:"duplicates"`
+	Rejected   []Rejection `json:"rejected"`
+}
+
+// Rejection is one refused event: its 0-based index in the batch, its
+// NDJSON line (0 for a JSON array), its id when it parsed, and why.
+type Rejection struct {
+	Index  int    `json:"index"`
+	Line   int    `json:"line"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// IngestEvents sends events as a JSON array (POST /swarmscore/events) with
+// the operator token. At most 10,000 events per call.
+func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResult, error) {
+	body, err := json.Marshal(events)
+	if err != nil {
+		return nil, err
+	}
+	return c.ingest(ctx, bytes.NewReader(body), "application/json")
+}
+
+// IngestNDJSON streams NDJSON events (one object per line) from r.
+func (c *Client) IngestNDJSON(ctx context.Context, r io.Reader) (*IngestResult, error) {
+	return c.ingest(ctx, r, "application/x-ndjson")
+}
+
+func (c *Client) ingest(ctx context.Context, r io.Reader, ct string) (*IngestResult, error) {
+	_, b, err := c.do(ctx, http.MethodPost, "/swarmscore/events", nil, r, ct, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := &IngestResult{}
+	return res, decode(b, res)
+}
+
+// Escrow is the hold for one payment (§5).
+type Escrow struct {
+	Score          int         `json:"score"`
+	EscrowModifier json.Number `json:"escrow_modifier"`
+	HoldCents      int64       `json:"hold_cents"`
+	ReleasedCents  int64       `json:"released_cents"`
+}
+
+// Escrow computes the hold for a payment of amountCents to the agent (POST
+// /swarmscore/{agent_id}/escrow) with the operator token.
+func (c *Client) Escrow(ctx context.Context, agentID string, amountCents int64) (*Escrow, error) {
+	body := []byte(`{"amount_cents":` + strconv.FormatInt(amountCents, 10) + `}`)
+	_, b, err := c.do(ctx, http.MethodPost, "/swarmscore/"+agentID+"/escrow", nil, bytes.NewReader(body), "application/json", true, nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &Escrow{}
+	return e, decode(b, e)
+}
+
+// AgentsQuery filters the ranking. Zero values mean no filter, the server's
+// default page size (50), and the first page.
+type AgentsQuery struct {
+	Tier     string // lowest tier wanted: NONE, STANDARD or ELITE
+	MinScore int
+	Limit    int
+	Cursor   string // NextCursor of the previous page
+}
+
+// RankedAgent is one entry of the ranking.
+type RankedAgent struct {
+	AgentID        string      `json:"agent_id"`
+	Score          int         `json:"score"`
+	Tier           string      `json:"tier"`
+	EscrowModifier json.Number `json:"escrow_modifier"`
+	ConduitTotal   int64       `json:"conduit_sessions_90d"`
+	AP2Total       int64       `json:"ap2_sessions_90d"`
+	ComputedAt     time.Time   `json:"computed_at"`
+	ExpiresAt      time.Time   `json:"expires_at"`
+}
+
+// AgentsPage is one page of the ranking; NextCursor is "" on the last page.
+type AgentsPage struct {
+	Agents     []RankedAgent `json:"agents"`
+	NextCursor string        `json:"next_cursor"`
+}
+
+// Agents lists agents by current score, highest first (GET
+// /swarmscore/agents) with the operator token.
+func (c *Client) Agents(ctx context.Context, q AgentsQuery) (*AgentsPage, error) {
+	v := url.Values{}
+	if q.Tier != "" {
+		v.Set("tier", q.Tier)
+	}
+	if q.MinScore != 0 {
+		v.Set("min_score", strconv.Itoa(q.MinScore))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	_, b, err := c.do(ctx, http.MethodGet, "/swarmscore/agents", v, nil, "", true, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &AgentsPage{}
+	return p, decode(b, p)
+}
+
+// Health returns nil when the process is up (GET /healthz).
+func (c *Client) Health(ctx context.Context) error {
+	_, _, err := c.do(ctx, http.MethodGet, "/healthz", nil, nil, "", false, nil)
+	return err
+}
+
+// Ready returns nil when the server's database is reachable and migrated
+// (GET /readyz); otherwise a Problem of type ProblemUnavailable.
+func (c *Client) Ready(ctx context.Context) error {
+	_, _, err := c.do(ctx, http.MethodGet, "/readyz", nil, nil, "", false, nil)
+	return err
+}
+
+// OpenAPI returns the server's OpenAPI 3.1 document.
+func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
+	_, b, err := c.do(ctx, http.MethodGet, "/openapi.json", nil, nil, "", false, nil)
+	return b, err
+}
+
+// Metrics returns the Prometheus exposition text of GET /metrics.
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	_, b, err := c.do(ctx, http.MethodGet, "/metrics", nil, nil, "", false, nil)
+	return string(b), err
+}

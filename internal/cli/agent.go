@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+func newAgentCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Inspect agents in the ledger",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf("missing subcommand (show)")
+		},
+	}
+	cmd.AddCommand(newAgentShowCmd())
+	return cmd
+}
+
+func newAgentShowCmd() *cobra.Command {
+	var db, asOf string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show an agent's 90-day counts, score and cache state",
+		Long: `Show an agent's counts over the 90-day window, its score, tier, escrow
+modifier and qualification gaps, computed from the ledger.
+
+Without --as-of this is the current score: served from the score cache while
+the cached entry is valid, else computed and cached ("refreshed"). With
+--as-of T (RFC 3339) it is the score as of T: a cached entry valid at T is
+used, otherwise it is computed from the ledger without caching ("bypassed").`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var at time.Time
+			if asOf != "" {
+				t, err := ledger.ParseTime("--as-of", asOf)
+				if err != nil {
+					return &usageError{err}
+				}
+				at = t
+			}
+			return withLedger(cmd, db, false, func(l *service.Ledger) error {
+				info, err := l.Agent(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				s, err := l.AgentScore(cmd.Context(), args[0], at)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					enc := json.NewEncoder(out)
+					enc.SetIndent("", "  ")
+					return enc.Encode(s)
+				}
+				r := &s.Entry.Result
+				w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+				fmt.Fprintf(w, "agent\t%s\n", info.ID)
+				fmt.Fprintf(w, "registered\t%s\n", ledger.FormatTime(info.RegisteredAt))
+				fmt.Fprintf(w, "ledger\t%d records, chain head %x\n", info.ChainLength, info.ChainHead[:8])
+				fmt.Fprintf(w, "as of\t%s\n", ledger.FormatTime(s.AsOf))
+				fmt.Fprintf(w, "score\t%d\n", r.Score)
+				fmt.Fprintf(w, "tier\t%s\n", r.Tier)
+				fmt.Fprintf(w, "escrow modifier\t%s\n", r.Escrow)
+				dim := func(name, verb string, d score.Dimension) {
+					fmt.Fprintf(w, "%s\t%d/%d %s, rate %.4g, volume factor %.4g, contribution %d/%d\n",
+						name, d.Success, d.Total, verb, d.Rate(), d.VolumeFactor(), d.Contribution, d.MaxContribution)
+				}
+				dim("conduit (90d)", "verified", r.Conduit())
+				dim("ap2 (90d)", "settled", r.AP2())
+				if gaps := r.Gaps(); len(gaps) > 0 {
+					parts := make([]string, len(gaps))
+					for i, g := range gaps {
+						parts[i] = fmt.Sprintf("%s %d < %d", g.Requirement, g.Actual, g.Required)
+					}
+					fmt.Fprintf(w, "next tier\t%s needs %s\n", gaps[0].Tier, strings.Join(parts, ", "))
+				}
+				cache := fmt.Sprintf("%s (computed as of %s", s.Cache, ledger.FormatTime(s.Entry.ComputedAt))
+				if !s.Entry.ValidUntil.IsZero() {
+					cache += ", valid until " + ledger.FormatTime(s.Entry.ValidUntil)
+				}
+				fmt.Fprintf(w, "cache\t%s, expires %s)\n", cache, ledger.FormatTime(s.Entry.ExpiresAt))
+				return w.Flush()
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "db", "", dbFlagUsage)
+	f.StringVar(&asOf, "as-of", "", "compute as of this RFC 3339 time instead of now")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

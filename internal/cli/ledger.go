@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+func newLedgerCmd() *cobra.Command {
+	var db string
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Verify the ledger's hash chains and recompute scores",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf("missing subcommand (verify, recompute)")
+		},
+	}
+	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "verify",
+		Short: "Walk every agent's hash chain and report the first broken link",
+		Long: `Recompute every agent's SHA-256 hash chain from its first record and check
+that every Conduit session and AP2 transaction row holds exactly the content
+of its latest chain record (spec §8.2, §15.2). A row edited, back-dated or
+deleted outside SwarmScore, or a chain record altered or removed, is reported
+as the first broken link of that agent's chain.
+
+Exit status: 0 when every chain is intact, 1 when any is broken.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withLedger(cmd, db, false, func(l *service.Ledger) error {
+				r, err := l.VerifyLedger(cmd.Context())
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "%d agents, %d chain records, %d events checked\n", r.Agents, r.Records, r.Events)
+				if len(r.Broken) == 0 {
+					fmt.Fprintln(out, "every chain is intact")
+					return nil
+				}
+				for _, b := range r.Broken {
+					fmt.Fprintf(out, "BROKEN %s\n", b)
+				}
+				return withStatus(ExitFailure, fmt.Errorf("%d of %d chains broken", len(r.Broken), r.Agents))
+			})
+		},
+	})
+	var stale bool
+	recompute := &cobra.Command{
+		Use:   "recompute",
+		Short: "Recompute every agent's cached score as of now",
+		Long: `Recompute every agent's cached score as of now in one set-based statement
+(with --stale, only agents whose cached entry no longer holds). Passports of
+replaced entries are dropped and re-issued on their next request.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withLedger(cmd, db, false, func(l *service.Ledger) error {
+				n, err := l.RecomputeAll(cmd.Context(), stale)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d agents recomputed\n", n)
+				return nil
+			})
+		},
+	}
+	recompute.Flags().BoolVar(&stale, "stale", false, "only agents without a valid cached score")
+	cmd.AddCommand(recompute)
+	return cmd
+}

@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/passport"
+)
+
+// platformEnv names the default issuer.platform, shared with `serve`.
+const platformEnv = "SWARMSCORE_PLATFORM"
+
+func newPassportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "passport",
+		Short: "Issue and verify signed Execution Passports",
+		Long: `Issue and verify Execution Passports (§6): JSON documents carrying an agent's
+score, signed with HMAC-SHA256 over their RFC 8785 canonical form with the key
+in SWARMSCORE_SIGNING_KEY (its literal bytes, at least 32; see 'swarmscore keygen').`,
+		Args: noArgs,
+	}
+	cmd.AddCommand(newPassportIssueCmd(), newPassportVerifyCmd())
+	return cmd
+}
+
+// signingKey reads the key from the environment. Its errors say what is
+// wrong with the key (absent, too short) and never contain it.
+func signingKey(cmd *cobra.Command) (passport.Key, error) {
+	secret := getenv(cmd, service.SigningKeyEnv)
+	if secret == "" {
+		return passport.Key{}, invalidf("%s is not set; generate a key with 'swarmscore keygen'", service.SigningKeyEnv)
+	}
+	if len(secret) < passport.MinKeySize {
+		return passport.Key{}, invalidf("%s is %d bytes; at least %d are required (generate one with 'swarmscore keygen')",
+			service.SigningKeyEnv, len(secret), passport.MinKeySize)
+	}
+	k, err := passport.NewKey([]byte(secret))
+	if err != nil {
+		return passport.Key{}, &kindError{errkind.ErrInvalid, err}
+	}
+	return k, nil
+}
+
+// atFlag is an optional RFC 3339 instant; the zero value means now.
+type atFlag struct{ t time.Time }
+
+func (f *atFlag) String() string {
+	if f.t.IsZero() {
+		return ""
+	}
+	return f.t.Format(time.RFC3339)
+}
+
+func (f *atFlag) Set(s string) error {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return fmt.Errorf("want an RFC 3339 time such as 2026-03-17T14:30:00Z")
+	}
+	f.t = t
+	return nil
+}
+
+func (f *atFlag) Type() string { return "RFC3339" }
+
+func (f *atFlag) time() time.Time {
+	if f.t.IsZero() {
+		return time.Now()
+	}
+	return f.t
+}
+
+func newPassportIssueCmd() *cobra.Command {
+	var (
+		counts   countFlags
+		agentID  string
+		platform string
+		at       atFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "issue",
+		Short: "Compute a score and print it as a signed passport",
+		Long: `Compute the score from the four 90-day counts and print a signed Execution
+Passport for the agent: computed_at is --at (default now, truncated to the
+second), expires_at seven days later, agent_passport_id a fresh UUIDv4.
+
+The key is SWARMSCORE_SIGNING_KEY; a missing or short key exits with status 2.`,
+		Example: `  export SWARMSCORE_SIGNING_KEY=$(swarmscore keygen)
+  swarmscore passport issue --agent-id agent-42 --conduit-total 80 --conduit-success 76 --ap2-total 40 --ap2-success 38`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if agentID == "" {
+				return usageErrorf("missing --agent-id")
+			}
+			r, err := counts.compute(cmd)
+			if err != nil {
+				return err
+			}
+			key, err := signingKey(cmd)
+			if err != nil {
+				return err
+			}
+			if platform == "" {
+				platform = getenv(cmd, platformEnv)
+			}
+			if platform == "" {
+				platform = "swarmscore"
+			}
+			p, err := passport.New(agentID, platform, r, at.time())
+			if err != nil {
+				return passportError(err)
+			}
+			doc, err := p.Sign(key)
+			if err != nil {
+				return passportError(err)
+			}
+			_, err = cmd.OutOrStdout().Write(append(doc, '\n'))
+			return err
+		},
+	}
+	counts.register(cmd)
+	cmd.Flags().StringVar(&agentID, "agent-id", "", "the agent the passport is for (1-128 of A-Z a-z 0-9 . _ : -)")
+	cmd.Flags().StringVar(&platform, "platform", "", "issuer.platform (default $"+platformEnv+", else swarmscore)")
+	cmd.Flags().Var(&at, "at", "computed_at as RFC 3339 (default now)")
+	return cmd
+}
+
+// passportError gives passport's input errors the Invalid kind (status 2).
+func passportError(err error) error {
+	if errors.Is(err, passport.ErrInvalid) {
+		return &kindError{errkind.ErrInvalid, err}
+	}
+	return err
+}
+
+func newPassportVerifyCmd() *cobra.Command {
+	var (
+		at      atFlag
+		agentID string
+	)
+	cmd := &cobra.Command{
+		Use:   "verify [FILE|-]",
+		Short: "Verify a passport's signature, consistency and expiry",
+		Long: `Verify an Execution Passport read from FILE, or standard input when FILE is
+"-" or absent, with the key in SWARMSCORE_SIGNING_KEY, at the instant --at
+(default now). Print the verification as JSON:
+  {"valid","signature_valid","score_valid","expires_at","detected_tampering",
+   "errors":[{"code","message"}],"warnings":[{"code","message"}]}
+
+valid = signature valid AND score internally consistent AND not expired (AND,
+with --agent-id, issued for that agent). Error codes are stable (see the
+passport package).
+
+Exit status: 0 valid, 1 not valid, 2 usage error, missing or short key, or
+unreadable input.`,
+		Example: `  swarmscore passport verify passport.json
+  swarmscore passport issue ... | swarmscore passport verify --at 2026-03-20T00:00:00Z -`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("unexpected argument %q: verify reads one document", args[1])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := signingKey(cmd)
+			if err != nil {
+				return err
+			}
+			name := "-"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			doc, err := readDocument(cmd.InOrStdin(), name)
+			if err != nil {
+				return err
+			}
+			v := passport.Verify(doc, []passport.Key{key}, at.time())
+			if agentID != "" && v.Passport != nil && v.Passport.AgentID != agentID {
+				v.Fail(service.CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", v.Passport.AgentID, agentID), true)
+			}
+			out, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			if _, err := cmd.OutOrStdout().Write(append(out, '\n')); err != nil {
+				return err
+			}
+			if !v.Valid {
+				codes := make([]string, len(v.Errors))
+				for i, p := range v.Errors {
+					codes[i] = p.Code
+				}
+				return withStatus(ExitFailure, fmt.Errorf("passport is not valid: %s", strings.Join(codes, ", ")))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Var(&at, "at", "verify as of this RFC 3339 instant (default now)")
+	cmd.Flags().StringVar(&agentID, "agent-id", "", "also require the passport to be for this agent")
+	return cmd
+}
+
+// readDocument reads at most one byte more than a passport may have, so that
+// an oversized document is reported by Verify (document_too_large, status 1)
+// without reading an unbounded input. Failing to read is status 2.
+func readDocument(stdin io.Reader, name string) ([]byte, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, invalidf("reading passport: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	doc, err := io.ReadAll(io.LimitReader(r, passport.MaxDocumentSize+1))
+	if err != nil {
+		return nil, invalidf("reading passport from %s: %w", displayName(name), err)
+	}
+	return doc, nil
+}
+
+func displayName(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return name
+}

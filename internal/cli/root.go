@@ -1,0 +1,108 @@
+// Package cli is the `swarmscore` command line: one cobra command tree whose
+// commands are thin adapters over the score and passport packages and the
+// service layer. cmd/swarmscore only calls Run and exits with its code.
+//
+// Every command reads and writes through the streams and environment given to
+// Run, never os.Stdin/os.Stdout/os.Getenv directly, so tests run the whole CLI
+// in-process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// commands lists the top-level subcommands. Adding a command is one line
+// here and a constructor in its own file. Constructors must build a fresh
+// command on every call (Run builds a new tree each time, so flag values never
+// leak between runs), return errors from RunE instead of printing them, and
+// use cmd.InOrStdin/OutOrStdout and getenv(cmd, …) for I/O and configuration.
+func commands() []*cobra.Command {
+	return []*cobra.Command{
+		newScoreCmd(),
+		newEscrowCmd(),
+		newKeygenCmd(),
+		newPassportCmd(),
+		newServeCmd(), newTokenCmd(),
+		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
+	}
+}
+
+const rootLong = `swarmscore computes SwarmScore V1 reputation scores for AI agents
+(draft-stone-swarmscore-v1), holds escrow for payments, and issues and verifies
+signed Execution Passports.
+
+Exit status:
+  0  success
+  1  the command ran and the answer is negative or it failed: an invalid
+     passport (passport verify), a rejected input line (score --batch), or an
+     internal error
+  2  usage: unknown command or flag, missing or malformed value, impossible
+     counts, missing or short SWARMSCORE_SIGNING_KEY, unreadable input file
+  3  not found (e.g. an unknown agent)
+  4  unavailable: a database or service could not be reached; retrying may help
+  5  conflict with stored state
+  6  unauthorized or forbidden
+
+Errors are reported as one line on standard error: "swarmscore: <message>".`
+
+// newRoot builds the command tree.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "swarmscore",
+		Short:         "SwarmScore V1: agent reputation scores, escrow and Execution Passports",
+		Long:          rootLong,
+		SilenceUsage:  true, // a usage error is one line, not the whole help text
+		SilenceErrors: true, // exit.go prints errors, once
+		// Without RunE the root prints its help when run with no arguments.
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetFlagErrorFunc(flagError)
+	for _, c := range commands() {
+		root.AddCommand(c)
+	}
+	tagRunErrors(root)
+	return root
+}
+
+// Run executes the command line args (without the program name) and returns
+// the process exit status. It never panics and never calls os.Exit: a panic
+// inside a command is reported as an internal error with status 1.
+// env looks up configuration such as SWARMSCORE_SIGNING_KEY (os.Getenv in
+// production; a map lookup in tests).
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			code = reportFrom(stderr, nil, withStatus(ExitFailure, fmt.Errorf("internal error: %v", p)))
+		}
+	}()
+	if args == nil {
+		args = []string{} // cobra reads os.Args for a nil slice
+	}
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(context.WithValue(ctx, envKey{}, env))
+	if err != nil {
+		return reportFrom(stderr, cmd, err)
+	}
+	return ExitOK
+}
+
+type envKey struct{}
+
+// getenv returns the value of the environment variable name as given to Run.
+func getenv(cmd *cobra.Command, name string) string {
+	if env, ok := cmd.Context().Value(envKey{}).(func(string) string); ok {
+		return env(name)
+	}
+	return ""
+}

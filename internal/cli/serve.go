@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/httpapi"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
+	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+)
+
+// Server timeouts. ReadTimeout covers the largest request (8 MiB of events)
+// on a slow link; WriteTimeout the largest response.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 60 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+const serveLong = `Run the SwarmScore HTTP service (see /openapi.json for the API).
+
+The database is --db, else SWARMSCORE_DB, else the SQLite file swarmscore.db in
+the working directory; migrations are applied at start.
+
+Passports are signed with SWARMSCORE_SIGNING_KEY (at least 32 bytes). Without
+one, an SQLite store keeps a generated key beside the database file (0600;
+e.g. swarmscore.key) and logs its path; a PostgreSQL store refuses to start.
+
+SWARMSCORE_ADMIN_TOKEN (at least 32 characters) is accepted as the bearer
+token of the operator "admin"; mint more with 'swarmscore token create'.
+
+SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
+(up to --shutdown-timeout) and closes the database.`
+
+func newServeCmd() *cobra.Command {
+	var cfg serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP service",
+		Long:  serveLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
+	f.StringVar(&cfg.db, "db", "", "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else "+store.DefaultDSN+")")
+	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore)")
+	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
+	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
+	f.DurationVar(&cfg.shutdown, "shutdown-timeout", 20*time.Second, "how long in-flight requests may run after SIGTERM")
+	return cmd
+}
+
+type serveConfig struct {
+	addr, db, platform string
+	rate               float64
+	burst              int
+	shutdown           time.Duration
+}
+
+// backends are the stores the binary can open.
+var backends = store.Backends{
+	"sqlite":     sqlite.Open,
+	"postgres":   postgres.Opener,
+	"postgresql": postgres.Opener,
+}
+
+// dbDSN is the DSN a command uses: the flag, else SWARMSCORE_DB, else the
+// default SQLite file.
+func dbDSN(cmd *cobra.Command, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := getenv(cmd, "SWARMSCORE_DB"); env != "" {
+		return env
+	}
+	return store.DefaultDSN
+}
+
+// newLogger logs JSON when w is not a terminal (a service manager, a file, a
+// pipe) and text for a person at a terminal.
+func newLogger(w io.Writer) *slog.Logger {
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return slog.New(slog.NewTextHandler(w, nil))
+		}
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+func serve(cmd *cobra.Command, cfg serveConfig) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := newLogger(cmd.ErrOrStderr())
+
+	if cfg.platform == "" {
+		cfg.platform = getenv(cmd, "SWARMSCORE_PLATFORM")
+	}
+	if cfg.platform == "" {
+		cfg.platform = "swarmscore"
+	}
+	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
+		return usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
+	}
+	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
+		return usageErrorf("--addr %q is not host:port", cfg.addr)
+	}
+	dsn := dbDSN(cmd, cfg.db)
+	sqlitePath := ""
+	if store.Scheme(dsn) == "sqlite" {
+		p, err := sqlite.Path(dsn)
+		if err != nil {
+			return err
+		}
+		sqlitePath = p
+	}
+	// The key comes before the database: a misconfigured server fails
+	// fast and leaves nothing behind.
+	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), sqlitePath, log)
+	if err != nil {
+		return err
+	}
+
+	st, err := backends.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("closing the database", "err", err)
+		}
+	}()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	tokens := &service.Tokens{Store: st}
+	if admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN"); admin != "" {
+		id, err := tokens.Bootstrap(ctx, admin)
+		if err != nil {
+			return err
+		}
+		log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
+	}
+	api := &service.API{Ledger: &service.Ledger{Store: st}, Key: key, Platform: cfg.platform, Tokens: tokens}
+	handler := httpapi.New(api, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst})
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("%w: listen on %s: %v", errkind.ErrInvalid, cfg.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "db", store.Redact(dsn), "platform", cfg.platform)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process the default way
+	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.shutdown.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdown)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("in-flight requests did not finish in time; closing their connections", "err", err)
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeInProcess starts serve through Run, checks it answers, and stops
+// it by cancelling the context (what SIGTERM does in the binary).
+func TestServeInProcess(t *testing.T) {
+	dir := t.TempDir()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := map[string]string{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(dir, "s.db")},
+			strings.NewReader(""), io.Discard, pw, func(k string) string { return env[k] })
+		pw.Close()
+	}()
+	addr := make(chan string, 1)
+	var logs strings.Builder
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
+				addr <- l.Addr
+			}
+		}
+	}()
+	var a string
+	select {
+	case a = <-addr:
+	case code := <-done:
+		t.Fatalf("serve exited with %d", code)
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	resp, err := http.Get("http://" + a + "/readyz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("readyz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeBadFlags(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+	for _, args := range [][]string{
+		{"serve", "--db", db, "--rate-limit", "-1"},
+		{"serve", "--db", db, "--rate-limit", "5", "--rate-burst", "0"},
+		{"serve", "--db", db, "--addr", "not-an-address"},
+		{"serve", "--db", "mysql://x"},
+		{"serve", "extra-arg"},
+	} {
+		if code, _, errs := runCLI(t, nil, args...); code != ExitUsage || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+}

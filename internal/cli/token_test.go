@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func TestTokenCommands(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	code, out, errs := runCLI(t, nil, "token", "create", "--operator", "acme", "--db", db)
+	secret := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(secret, "sst_") || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "shown only this once") {
+		t.Fatalf("create: %d %q %q", code, out, errs)
+	}
+	code, out, _ = runCLI(t, map[string]string{"SWARMSCORE_DB": db}, "token", "create", "--operator", "beta", "--json")
+	var tok struct{ ID, Operator, Token string }
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil || tok.Operator != "beta" || tok.Token == secret {
+		t.Fatalf("create --json via SWARMSCORE_DB: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, nil, "token", "list", "--db", db)
+	if code != 0 || !strings.Contains(out, "acme") || !strings.Contains(out, tok.ID) || strings.Contains(out, secret) || strings.Contains(out, tok.Token) {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	if code, out, _ = runCLI(t, nil, "token", "revoke", tok.ID, "--db", db); code != 0 || !strings.Contains(out, tok.ID) {
+		t.Fatalf("revoke: %d %q", code, out)
+	}
+	_, out, _ = runCLI(t, nil, "token", "list", "--db", db)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 4 && f[0] == tok.ID && f[3] == "-":
+			t.Fatalf("revoked token listed as active: %q", line)
+		case len(f) == 4 && f[1] == "acme" && f[3] != "-":
+			t.Fatalf("active token listed as revoked: %q", line)
+		}
+	}
+	if code, _, errs = runCLI(t, nil, "token", "revoke", "tok-nope", "--db", db); code != ExitNotFound || !strings.Contains(errs, "tok-nope") {
+		t.Fatalf("revoke unknown: %d %q", code, errs)
+	}
+	if code, _, errs = runCLI(t, nil, "token", "create", "--operator", "bad name", "--db", db); code != ExitUsage || !strings.Contains(errs, "operator") {
+		t.Fatalf("bad operator: %d %q", code, errs)
+	}
+	if code, _, _ = runCLI(t, nil, "token", "create", "--db", db); code != ExitUsage {
+		t.Fatalf("missing --operator: %d", code)
+	}
+}

@@ -1,0 +1,512 @@
+package httpapi
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// agentID reads and checks the {agent_id} path segment.
+func agentID(r *http.Request) (string, error) {
+	id := r.PathValue("agent_id")
+	if err := ledger.CheckID("agent_id", id); err != nil {
+		return "", errorf(ptInvalid, "path segment %s", err)
+	}
+	return id, nil
+}
+
+// rfc3339 renders t as the wire format uses it everywhere: UTC, seconds.
+func rfc3339(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+// certificate serves the agent's current passport. The ETag is a digest of
+// the exact bytes, so it changes exactly when a new passport is issued;
+// caches may keep the document until its expires_at.
+func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.svc.Certificate(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if c.Issued {
+		s.metrics.passports.Inc()
+	}
+	sum := sha256.Sum256(c.Passport)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	maxAge := int64(c.ExpiresAt.Sub(s.now()) / time.Second)
+	if maxAge < 0 {
+		maxAge = 0
+	}
+	h.Set("Cache-Control", "public, max-age="+itoa(maxAge))
+	h.Set("Expires", c.ExpiresAt.UTC().Format(http.TimeFormat))
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeJSON(w, http.StatusOK, c.Passport)
+}
+
+// etagMatch implements If-None-Match's weak comparison for one ETag.
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+type verifyRequest struct {
+	Certificate json.RawMessage `json:"certificate"`
+	AgentID     json.RawMessage `json:"agent_id"`
+}
+
+// verifyResponse has exactly the §7.3 fields plus errors.
+type verifyResponse struct {
+	Valid             bool                  `json:"valid"`
+	SignatureValid    bool                  `json:"signature_valid"`
+	ScoreValid        bool                  `json:"score_valid"`
+	ExpiresAt         *string               `json:"expires_at"`
+	DetectedTampering bool                  `json:"detected_tampering"`
+	Errors            []service.VerifyError `json:"errors"`
+}
+
+// verify checks a passport (spec §7.3). A document that is not a valid
+// passport is still a 200 with valid false and the reasons; only a request
+// that is not a verify request at all is a problem.
+func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
+	var req verifyRequest
+	if err := decodeObject(r.Body, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch k := jsonKind(req.Certificate); k {
+	case "object":
+	case "nothing", "null":
+		s.fail(w, r, errorf(ptInvalid, "field certificate is required"))
+		return
+	default:
+		s.fail(w, r, errorf(ptWrongType, "field certificate must be a JSON object, not a JSON %s", k))
+		return
+	}
+	var agent string
+	switch k := jsonKind(req.AgentID); k {
+	case "string":
+		if err := json.Unmarshal(req.AgentID, &agent); err != nil {
+			s.fail(w, r, jsonError(err))
+			return
+		}
+		if err := ledger.CheckID("agent_id", agent); err != nil {
+			s.fail(w, r, errorf(ptInvalid, "field %s", err))
+			return
+		}
+	case "nothing", "null":
+		s.fail(w, r, errorf(ptInvalid, "field agent_id is required"))
+		return
+	default:
+		s.fail(w, r, errorf(ptWrongType, "field agent_id must be a JSON string, not a JSON %s", k))
+		return
+	}
+	v, err := s.svc.Verify(r.Context(), req.Certificate, agent)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	switch {
+	case v.DetectedTampering:
+		s.metrics.verifications.WithLabelValues("tampered").Inc()
+	case v.Valid:
+		s.metrics.verifications.WithLabelValues("valid").Inc()
+	default:
+		s.metrics.verifications.WithLabelValues("invalid").Inc()
+	}
+	resp := verifyResponse{
+		Valid:             v.Valid,
+		SignatureValid:    v.SignatureValid,
+		ScoreValid:        v.ScoreValid,
+		DetectedTampering: v.DetectedTampering,
+		Errors:            v.Errors,
+	}
+	if !v.ExpiresAt.IsZero() {
+		e := rfc3339(v.ExpiresAt)
+		resp.ExpiresAt = &e
+	}
+	if resp.Errors == nil {
+		resp.Errors = []service.VerifyError{}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+// score serves the agent's current score: the CLI's --json shape with the
+// agent and the entry's times in front.
+func (s *Server) score(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.svc.Score(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b := make([]byte, 0, 1024)
+	b = append(b, `{"agent_id":`...)
+	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9._:-]: quoting is JSON-exact
+	b = append(b, `,"computed_at":"`...)
+	b = append(b, rfc3339(e.ComputedAt)...)
+	b = append(b, `","expires_at":"`...)
+	b = append(b, rfc3339(e.ExpiresAt)...)
+	b = append(b, `",`...)
+	b = e.Result.AppendJSONFields(b)
+	b = append(b, "}\n"...)
+	w.Header().Set("Cache-Control", "no-cache")
+	writeJSON(w, http.StatusOK, b)
+}
+
+type rejection struct {
+	Index  int    `json:"index"`
+	Line   int    `json:"line,omitempty"`
+	ID     string `json:"id,omitempty"`
+	Reason string `json:"reason"`
+}
+
+type ingestResponse struct {
+	Accepted   int         `json:"accepted"`
+	Duplicates int         `json:"duplicates"`
+	Rejected   []rejection `json:"rejected"`
+}
+
+// events ingests a JSON array or NDJSON stream of events for the calling
+// operator. Events that do not parse are rejected on their own (with their
+// index, and line for NDJSON); the parsed ones go to the ledger as one
+// all-or-nothing batch. A body that is not JSON at all, or is too large,
+// stores nothing.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	parsed, err := readEvents(r.Body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := ingestResponse{Rejected: parsed.rejected}
+	if len(parsed.events) > 0 {
+		outcomes, err := s.svc.Ingest(r.Context(), operatorFrom(r), parsed.events)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if len(outcomes) != len(parsed.events) {
+			s.fail(w, r, errors.New("ingest returned a different number of outcomes than events"))
+			return
+		}
+		for i, o := range outcomes {
+			switch o.Status {
+			case store.Accepted:
+				resp.Accepted++
+			case store.Duplicate:
+				resp.Duplicates++
+			default:
+				reason := "rejected"
+				if o.Err != nil {
+					reason = o.Err.Error()
+				}
+				resp.Rejected = append(resp.Rejected, rejection{
+					Index: parsed.index[i], Line: parsed.line[i], ID: parsed.events[i].ID, Reason: reason,
+				})
+			}
+		}
+	}
+	sortRejections(resp.Rejected)
+	if resp.Rejected == nil {
+		resp.Rejected = []rejection{}
+	}
+	s.metrics.eventsIn.Add(float64(resp.Accepted))
+	s.metrics.eventsDup.Add(float64(resp.Duplicates))
+	s.metrics.eventsBad.Add(float64(len(resp.Rejected)))
+	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+func sortRejections(rs []rejection) {
+	// insertion sort: parse rejections and store rejections are each in
+	// order already, and the list is at most MaxEvents long.
+	for i := 1; i < len(rs); i++ {
+		for j := i; j > 0 && rs[j].Index < rs[j-1].Index; j-- {
+			rs[j], rs[j-1] = rs[j-1], rs[j]
+		}
+	}
+}
+
+// parsedEvents are the events of a request body that parsed, with their
+// positions, and the ones that did not.
+type parsedEvents struct {
+	events   []ledger.Event
+	index    []int // 0-based position of events[i] in the request
+	line     []int // its NDJSON line number, 0 for a JSON array
+	rejected []rejection
+}
+
+func (p *parsedEvents) add(index, line int, ev ledger.Event, err error) error {
+	if index >= MaxEvents {
+		return errorf(ptBodyTooLarge, "more than %d events in one request; split the batch", MaxEvents)
+	}
+	if err != nil {
+		p.rejected = append(p.rejected, rejection{Index: index, Line: line, Reason: err.Error()})
+		return nil
+	}
+	p.events = append(p.events, ev)
+	p.index = append(p.index, index)
+	p.line = append(p.line, line)
+	return nil
+}
+
+// readEvents reads a JSON array of events or NDJSON (told apart by the
+// first non-blank byte), the same objects `swarmscore ingest` reads.
+func readEvents(body io.Reader) (*parsedEvents, error) {
+	br := bufio.NewReaderSize(body, 64<<10)
+	var first byte
+	for {
+		b, err := br.ReadByte()
+		if err == io.EOF {
+			return nil, errorf(ptInvalid, "the request body is empty; send a JSON array or NDJSON of events")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+			first = b
+			br.UnreadByte()
+			break
+		}
+	}
+	p := &parsedEvents{}
+	if first != '[' {
+		lr := ledger.NewLineReader(br)
+		for i := 0; ; i++ {
+			ln, err := lr.Next()
+			if err == io.EOF {
+				return p, nil
+			}
+			if err != nil {
+				return nil, err // a read error: the body limit, or the client went away
+			}
+			if err := p.add(i, ln.Number, ln.Event, ln.Err); err != nil {
+				return nil, err
+			}
+		}
+	}
+	dec := json.NewDecoder(br)
+	if _, err := dec.Token(); err != nil { // the '['
+		return nil, jsonError(err)
+	}
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(err)
+		}
+		ev, perr := ledger.ParseEvent(raw)
+		if err := p.add(i, 0, ev, perr); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the ']'
+		return nil, jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, err
+		}
+		return nil, errorf(ptMalformedJSON, "unexpected data after the JSON array of events")
+	}
+	return p, nil
+}
+
+type escrowRequest struct {
+	AmountCents json.RawMessage `json:"amount_cents"`
+}
+
+type escrowResponse struct {
+	Score         int            `json:"score"`
+	Modifier      score.Modifier `json:"escrow_modifier"`
+	HoldCents     int64          `json:"hold_cents"`
+	ReleasedCents int64          `json:"released_cents"`
+}
+
+// escrow computes the hold for a payment to the agent (spec §5).
+func (s *Server) escrow(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req escrowRequest
+	if err := decodeObject(r.Body, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	amount, err := parseCents("amount_cents", req.AmountCents, ledger.MaxEscrowCents)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.svc.Escrow(r.Context(), id, amount)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(escrowResponse{e.Score, e.Modifier, e.HoldCents, e.ReleasedCents}))
+}
+
+type rankedAgent struct {
+	AgentID        string         `json:"agent_id"`
+	Score          int            `json:"score"`
+	Tier           score.Tier     `json:"tier"`
+	EscrowModifier score.Modifier `json:"escrow_modifier"`
+	ConduitTotal   int64          `json:"conduit_sessions_90d"`
+	AP2Total       int64          `json:"ap2_sessions_90d"`
+	ComputedAt     string         `json:"computed_at"`
+	ExpiresAt      string         `json:"expires_at"`
+}
+
+type rankingResponse struct {
+	Agents     []rankedAgent `json:"agents"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+// agents ranks agents for marketplace search: tier is the lowest tier
+// wanted, min_score the lowest score, limit the page size (1..1000, default
+// 50) and cursor the next_cursor of the previous page.
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.fail(w, r, errorf(ptInvalid, "the query string is not valid: %v", err))
+		return
+	}
+	q, err := rankingQuery(values)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.svc.Ranking(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := rankingResponse{Agents: make([]rankedAgent, 0, len(page.Agents))}
+	for _, e := range page.Agents {
+		resp.Agents = append(resp.Agents, rankedAgent{
+			AgentID:        e.AgentID,
+			Score:          e.Result.Score,
+			Tier:           e.Result.Tier,
+			EscrowModifier: e.Result.Escrow,
+			ConduitTotal:   e.Result.Counts.ConduitTotal,
+			AP2Total:       e.Result.Counts.AP2Total,
+			ComputedAt:     rfc3339(e.ComputedAt),
+			ExpiresAt:      rfc3339(e.ExpiresAt),
+		})
+	}
+	if page.Next != nil {
+		c := encodeCursor(*page.Next)
+		resp.NextCursor = &c
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+func rankingQuery(v url.Values) (service.RankingQuery, error) {
+	q := service.RankingQuery{Limit: defaultRankSize}
+	for k, vals := range v {
+		if len(vals) > 1 {
+			return q, errorf(ptInvalid, "query parameter %s is given %d times", k, len(vals))
+		}
+		val := vals[0]
+		switch k {
+		case "tier":
+			t, err := score.ParseTier(val)
+			if err != nil {
+				return q, errorf(ptInvalid, "query parameter tier: %q is not NONE, STANDARD or ELITE", val)
+			}
+			q.MinTier = t
+		case "min_score":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 || n > score.MaxScore {
+				return q, errorf(ptInvalid, "query parameter min_score: %q is not an integer in 0..%d", val, score.MaxScore)
+			}
+			q.MinScore = n
+		case "limit":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 || n > 1000 {
+				return q, errorf(ptInvalid, "query parameter limit: %q is not an integer in 1..1000", val)
+			}
+			q.Limit = n
+		case "cursor":
+			c, err := decodeCursor(val)
+			if err != nil {
+				return q, err
+			}
+			q.After = &c
+		default:
+			return q, errorf(ptInvalid, "unknown query parameter %q (known: tier, min_score, limit, cursor)", k)
+		}
+	}
+	return q, nil
+}
+
+// Cursors are opaque to clients: base64url of "score:agent_id".
+func encodeCursor(c store.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(c.Score) + ":" + c.AgentID))
+}
+
+func decodeCursor(s string) (store.Cursor, error) {
+	bad := errorf(ptInvalid, "query parameter cursor is not a next_cursor this server returned")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return store.Cursor{}, bad
+	}
+	sc, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.Atoi(sc)
+	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) {
+		return store.Cursor{}, bad
+	}
+	return store.Cursor{Score: n, AgentID: id}, nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(r.Context()); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`+"\n"))
+}

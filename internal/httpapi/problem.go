@@ -1,0 +1,125 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+)
+
+// ProblemBase is the prefix of every problem type URI. The URIs are part of
+// the API: clients match on them, so they never change once published.
+const ProblemBase = "https://swarmscore.dev/problems/"
+
+// Problem is an RFC 9457 problem details object. RequestID is an extension
+// member that lets an operator find the request in the server log.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// problemType is one row of the problem catalogue: the stable last segment
+// of the type URI, its title and its status.
+type problemType struct {
+	slug   string
+	title  string
+	status int
+}
+
+// The catalogue. The OpenAPI document lists the same slugs (a test keeps the
+// two in step).
+var (
+	ptInvalid          = problemType{"invalid-request", "Invalid request", http.StatusBadRequest}
+	ptMalformedJSON    = problemType{"malformed-json", "Malformed JSON", http.StatusBadRequest}
+	ptWrongType        = problemType{"wrong-type", "Wrong JSON type", http.StatusBadRequest}
+	ptUnauthorized     = problemType{"unauthorized", "Unauthorized", http.StatusUnauthorized}
+	ptForbidden        = problemType{"forbidden", "Forbidden", http.StatusForbidden}
+	ptNotFound         = problemType{"not-found", "Not found", http.StatusNotFound}
+	ptNoRoute          = problemType{"no-route", "No such route", http.StatusNotFound}
+	ptMethodNotAllowed = problemType{"method-not-allowed", "Method not allowed", http.StatusMethodNotAllowed}
+	ptConflict         = problemType{"conflict", "Conflict", http.StatusConflict}
+	ptBodyTooLarge     = problemType{"body-too-large", "Request body too large", http.StatusRequestEntityTooLarge}
+	ptRateLimited      = problemType{"rate-limited", "Too many requests", http.StatusTooManyRequests}
+	ptInternal         = problemType{"internal", "Internal server error", http.StatusInternalServerError}
+	ptUnavailable      = problemType{"unavailable", "Service unavailable", http.StatusServiceUnavailable}
+)
+
+// problemTypes lists every problem this server can send.
+var problemTypes = []problemType{
+	ptInvalid, ptMalformedJSON, ptWrongType, ptUnauthorized, ptForbidden, ptNotFound, ptNoRoute,
+	ptMethodNotAllowed, ptConflict, ptBodyTooLarge, ptRateLimited, ptInternal, ptUnavailable,
+}
+
+// httpError is an error the HTTP layer itself raises (as opposed to one a
+// use case returns): it already knows its problem type.
+type httpError struct {
+	pt     problemType
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+func errorf(pt problemType, format string, args ...any) error {
+	return &httpError{pt, fmt.Sprintf(format, args...)}
+}
+
+// problemFor is the one place an error becomes a problem. Use-case errors are
+// classified by errkind; their message is the detail (the use cases promise
+// their messages are fit for the caller and name the offending field). An
+// error of no known kind is an internal failure: its message stays in the log
+// and the caller gets only the request id.
+func problemFor(err error) (Problem, bool) {
+	pt, detail, internal := classify(err)
+	return Problem{
+		Type:   ProblemBase + pt.slug,
+		Title:  pt.title,
+		Status: pt.status,
+		Detail: detail,
+	}, internal
+}
+
+func classify(err error) (pt problemType, detail string, internal bool) {
+	var he *httpError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		return he.pt, he.detail, false
+	case errors.As(err, &mb):
+		return ptBodyTooLarge, "request body exceeds " + strconv.FormatInt(mb.Limit, 10) + " bytes", false
+	}
+	switch errkind.Of(err) {
+	case errkind.Invalid:
+		return ptInvalid, err.Error(), false
+	case errkind.NotFound:
+		return ptNotFound, err.Error(), false
+	case errkind.Conflict:
+		return ptConflict, err.Error(), false
+	case errkind.Unauthorized:
+		return ptUnauthorized, err.Error(), false
+	case errkind.Forbidden:
+		return ptForbidden, err.Error(), false
+	case errkind.Unavailable:
+		return ptUnavailable, err.Error(), false
+	}
+	return ptInternal, "the server failed to handle the request; quote the request id when reporting it", true
+}
+
+// writeProblem sends p as application/problem+json.
+func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+	p.Instance = r.URL.Path
+	p.RequestID = requestIDFrom(r.Context())
+	b := marshal(p)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", "no-store")
+	h.Del("ETag")
+	w.WriteHeader(p.Status)
+	w.Write(b)
+}

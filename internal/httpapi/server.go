@@ -1,0 +1,167 @@
+// Package httpapi is the HTTP edge of SwarmScore (spec §5, §7.2, §7.3): thin
+// handlers over the use cases in Service, operator authentication, RFC 9457
+// problems, metrics, rate limiting and the OpenAPI document.
+//
+// Handlers only translate: they parse and check the request, call one use
+// case, and render its result or its error. Errors become problems in one
+// place (problemFor), classified by errkind.
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/store"
+)
+
+// Service lists the use cases the handlers need. Every method returns errors
+// classified by errkind: ErrInvalid (naming the field), ErrNotFound (an
+// unknown agent), ErrConflict, ErrUnauthorized, ErrForbidden, ErrUnavailable
+// (the database is down); anything else is an internal failure.
+type Service interface {
+	// Certificate returns the agent's current signed passport: the same
+	// bytes while its cache entry answers now, a fresh one after.
+	Certificate(ctx context.Context, agentID string) (service.Certificate, error)
+	// Verify checks a passport as received (L1: signature and expiry; L2:
+	// the ledger's counts at its computed_at, when this server holds the
+	// agent) and that it belongs to agentID.
+	Verify(ctx context.Context, passport []byte, agentID string) (service.Verification, error)
+	// Score returns the agent's current score entry.
+	Score(ctx context.Context, agentID string) (store.CacheEntry, error)
+	// Ingest records events reported by operator, one outcome per event.
+	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error)
+	// Escrow computes the hold for a payment to the agent at its current
+	// score.
+	Escrow(ctx context.Context, agentID string, amountCents int64) (service.Escrow, error)
+	// Ranking lists agents by current score, highest first.
+	Ranking(ctx context.Context, q service.RankingQuery) (service.RankingPage, error)
+	// Authenticate returns the operator a bearer token belongs to, or
+	// ErrUnauthorized.
+	Authenticate(ctx context.Context, token string) (operator string, err error)
+	// Ready reports whether the database is reachable and migrated.
+	Ready(ctx context.Context) error
+}
+
+// Options tunes a Server. The zero value is usable.
+type Options struct {
+	// Logger receives the access log and internal errors; nil discards.
+	Logger *slog.Logger
+	// RateLimit is the sustained requests per second allowed per client IP
+	// on the public score routes; 0 disables rate limiting.
+	RateLimit float64
+	// RateBurst is the bucket size; at least 1 when RateLimit is set.
+	RateBurst int
+	// RateClients bounds the number of client IPs tracked (default 10000).
+	RateClients int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Body limits. Events are the only large request; the passport is at most
+// 64 KiB (passport.MaxSize) inside a small wrapper.
+const (
+	MaxEventsBody   = 8 << 20
+	MaxEvents       = 10000
+	maxVerifyBody   = 128 << 10
+	maxSmallBody    = 4 << 10
+	maxNoBody       = 4 << 10
+	defaultRankSize = 50
+)
+
+// Server is the HTTP API. Create it with New; it is an http.Handler.
+type Server struct {
+	svc     Service
+	log     *slog.Logger
+	mux     *http.ServeMux
+	routes  map[string]bool
+	metrics *metrics
+	limiter *ipLimiter
+	now     func() time.Time
+	handler http.Handler
+}
+
+// New builds the server and its routes.
+func New(svc Service, opt Options) *Server {
+	s := &Server{
+		svc:     svc,
+		log:     opt.Logger,
+		mux:     http.NewServeMux(),
+		routes:  map[string]bool{},
+		metrics: newMetrics(),
+		now:     opt.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if opt.RateLimit > 0 {
+		clients := opt.RateClients
+		if clients <= 0 {
+			clients = 10000
+		}
+		s.limiter = newIPLimiter(opt.RateLimit, max(1, opt.RateBurst), clients)
+	}
+
+	s.route("GET /swarmscore/{agent_id}/certificate", public, maxNoBody, s.certificate)
+	s.route("POST /swarmscore/verify", public, maxVerifyBody, s.verify)
+	s.route("GET /swarmscore/{agent_id}", public, maxNoBody, s.score)
+	s.route("POST /swarmscore/events", operator, MaxEventsBody, s.events)
+	s.route("POST /swarmscore/{agent_id}/escrow", operator, maxSmallBody, s.escrow)
+	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
+	s.route("GET /healthz", probe, maxNoBody, s.healthz)
+	s.route("GET /readyz", probe, maxNoBody, s.readyz)
+	s.route("GET /metrics", probe, maxNoBody, s.metrics.handler().ServeHTTP)
+	s.route("GET /openapi.json", public, maxNoBody, s.openapi)
+	s.handler = s.outer(s.mux)
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// access says who may call a route.
+type access int
+
+const (
+	public   access = iota // anyone, rate limited per client IP
+	operator               // Authorization: Bearer <operator token>
+	probe                  // anyone, not rate limited (health checks, scrapers)
+)
+
+// route registers a handler behind its body limit and access check.
+func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc) {
+	s.routes[pattern] = true
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			s.fail(w, r, errorf(ptBodyTooLarge, "request body of %d bytes exceeds %d bytes", r.ContentLength, limit))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		switch a {
+		case public:
+			if s.limiter != nil {
+				if ok, wait := s.limiter.allow(clientIP(r), s.now()); !ok {
+					secs := int64((wait + time.Second - 1) / time.Second)
+					w.Header().Set("Retry-After", itoa(secs))
+					s.fail(w, r, errorf(ptRateLimited, "rate limit exceeded for this client; retry after %d s", secs))
+					return
+				}
+			}
+		case operator:
+			op, err := s.authenticate(r)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
+		}
+		h(w, r)
+	})
+}

@@ -1,0 +1,778 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+const goodToken = "sst_test-token-for-operator-acme-000000000"
+
+var now = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
+
+// fake implements Service with canned answers and records what it was
+// asked, so each test states the use case's behaviour it relies on.
+type fake struct {
+	mu        sync.Mutex
+	cert      service.Certificate
+	verifyRes service.Verification
+	entry     store.CacheEntry
+	escrowRes service.Escrow
+	page      service.RankingPage
+	err       error // returned by every use case when set
+	readyErr  error
+	panicMsg  string
+
+	gotAgent    string
+	gotDoc      []byte
+	gotOperator string
+	gotEvents   []ledger.Event
+	gotAmount   int64
+	gotQuery    service.RankingQuery
+	calls       int
+	outcomes    func([]ledger.Event) []store.Outcome
+}
+
+func (f *fake) enter(agent string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.gotAgent = agent
+	if f.panicMsg != "" {
+		panic(f.panicMsg)
+	}
+	return f.err
+}
+
+func (f *fake) Certificate(ctx context.Context, agentID string) (service.Certificate, error) {
+	return f.cert, f.enter(agentID)
+}
+func (f *fake) Verify(ctx context.Context, doc []byte, agentID string) (service.Verification, error) {
+	f.gotDoc = append([]byte(nil), doc...)
+	return f.verifyRes, f.enter(agentID)
+}
+func (f *fake) Score(ctx context.Context, agentID string) (store.CacheEntry, error) {
+	return f.entry, f.enter(agentID)
+}
+func (f *fake) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error) {
+	if err := f.enter(""); err != nil {
+		return nil, err
+	}
+	f.gotOperator, f.gotEvents = operator, events
+	if f.outcomes != nil {
+		return f.outcomes(events), nil
+	}
+	out := make([]store.Outcome, len(events))
+	for i := range out {
+		out[i].Status = store.Accepted
+	}
+	return out, nil
+}
+func (f *fake) Escrow(ctx context.Context, agentID string, amountCents int64) (service.Escrow, error) {
+	f.gotAmount = amountCents
+	return f.escrowRes, f.enter(agentID)
+}
+func (f *fake) Ranking(ctx context.Context, q service.RankingQuery) (service.RankingPage, error) {
+	f.gotQuery = q
+	return f.page, f.enter("")
+}
+func (f *fake) Authenticate(ctx context.Context, token string) (string, error) {
+	if token == goodToken {
+		return "acme", nil
+	}
+	return "", fmt.Errorf("%w: unknown token", errkind.ErrUnauthorized)
+}
+func (f *fake) Ready(ctx context.Context) error { return f.readyErr }
+
+func mustResult(t testing.TB, c score.Counts) score.Result {
+	r, err := score.Compute(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type harness struct {
+	t    testing.TB
+	f    *fake
+	s    *Server
+	logs *bytes.Buffer
+}
+
+func newHarness(t testing.TB, opt Options) *harness {
+	logs := &bytes.Buffer{}
+	opt.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: logs}, nil))
+	opt.Now = func() time.Time { return now }
+	f := &fake{
+		cert: service.Certificate{AgentID: "agent-1", Passport: []byte(`{"agent_id":"agent-1"}`),
+			ComputedAt: now, ExpiresAt: now.Add(7 * 24 * time.Hour), Issued: true},
+		entry: store.CacheEntry{AgentID: "agent-1", Result: mustResult(t, score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}),
+			ComputedAt: now, ExpiresAt: now.Add(7 * 24 * time.Hour), ValidUntil: now.Add(time.Hour)},
+	}
+	return &harness{t: t, f: f, s: New(f, opt), logs: logs}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (h *harness) do(method, target string, body io.Reader, hdr ...string) response {
+	h.t.Helper()
+	req := httptest.NewRequest(method, target, body)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.s.ServeHTTP(rec, req)
+	return response{rec.Code, rec.Header(), rec.Body.Bytes()}
+}
+
+func auth() []string { return []string{"Authorization", "Bearer " + goodToken} }
+
+// problem asserts r is a problem of the given type and status and returns
+// it.
+func (r response) problem(t *testing.T, slug string, status int) Problem {
+	t.Helper()
+	if r.code != status {
+		t.Fatalf("status %d, want %d; body %s", r.code, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type %q, want application/problem+json", ct)
+	}
+	var p Problem
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		t.Fatalf("problem body %s: %v", r.body, err)
+	}
+	if p.Type != ProblemBase+slug || p.Status != status || p.Title == "" || p.Detail == "" || p.RequestID == "" {
+		t.Fatalf("problem %+v, want type %s status %d with title, detail and request id", p, slug, status)
+	}
+	if r.header.Get("X-Request-ID") != p.RequestID {
+		t.Fatalf("X-Request-ID %q != problem request_id %q", r.header.Get("X-Request-ID"), p.RequestID)
+	}
+	return p
+}
+
+func (r response) ok(t *testing.T) map[string]any {
+	t.Helper()
+	if r.code != http.StatusOK {
+		t.Fatalf("status %d, want 200; body %s", r.code, r.body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %s: %v", r.body, err)
+	}
+	return m
+}
+
+func TestCertificate(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.do("GET", "/swarmscore/agent-1/certificate", nil)
+	if r.code != 200 || string(r.body) != `{"agent_id":"agent-1"}` {
+		t.Fatalf("got %d %s", r.code, r.body)
+	}
+	if h.f.gotAgent != "agent-1" {
+		t.Fatalf("service asked for %q", h.f.gotAgent)
+	}
+	etag := r.header.Get("ETag")
+	if len(etag) != 34 || etag[0] != '"' {
+		t.Fatalf("ETag %q", etag)
+	}
+	if cc := r.header.Get("Cache-Control"); cc != "public, max-age=604800" {
+		t.Fatalf("Cache-Control %q, want max-age to expires_at (7 days)", cc)
+	}
+	if r.header.Get("Expires") != "Tue, 24 Mar 2026 14:30:00 GMT" {
+		t.Fatalf("Expires %q", r.header.Get("Expires"))
+	}
+	h.f.cert.Issued = false // a cache hit
+	r2 := h.do("GET", "/swarmscore/agent-1/certificate", nil, "If-None-Match", etag)
+	if r2.code != http.StatusNotModified || len(r2.body) != 0 {
+		t.Fatalf("If-None-Match: %d %s", r2.code, r2.body)
+	}
+	// A different document has a different ETag.
+	h.f.cert.Passport, h.f.cert.Issued = []byte(`{"agent_id":"agent-1","x":1}`), true
+	if r3 := h.do("GET", "/swarmscore/agent-1/certificate", nil, "If-None-Match", etag); r3.code != 200 || r3.header.Get("ETag") == etag {
+		t.Fatalf("new passport: %d, ETag %q", r3.code, r3.header.Get("ETag"))
+	}
+	m := h.do("GET", "/metrics", nil)
+	if !bytes.Contains(m.body, []byte("swarmscore_passports_issued_total 2")) {
+		t.Fatalf("metrics lack 2 issued passports:\n%s", grep(m.body, "passports"))
+	}
+}
+
+func grep(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestCertificateErrors(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do("GET", "/swarmscore/a%20b/certificate", nil).problem(t, "invalid-request", 400)
+	if h.f.calls != 0 {
+		t.Fatal("an invalid agent id reached the service")
+	}
+	h.f.err = fmt.Errorf("%w: agent %q", errkind.ErrNotFound, "ghost")
+	p := h.do("GET", "/swarmscore/ghost/certificate", nil).problem(t, "not-found", 404)
+	if !strings.Contains(p.Detail, "ghost") || p.Instance != "/swarmscore/ghost/certificate" {
+		t.Fatalf("problem %+v", p)
+	}
+	h.f.err = fmt.Errorf("%w: database is down", errkind.ErrUnavailable)
+	h.do("GET", "/swarmscore/a/certificate", nil).problem(t, "unavailable", 503)
+}
+
+func TestScore(t *testing.T) {
+	h := newHarness(t, Options{})
+	m := h.do("GET", "/swarmscore/agent-1", nil).ok(t)
+	if m["agent_id"] != "agent-1" || m["computed_at"] != "2026-03-17T14:30:00Z" || m["expires_at"] != "2026-03-24T14:30:00Z" {
+		t.Fatalf("envelope %v", m)
+	}
+	// The rest is exactly the CLI's --json object.
+	want := map[string]any{}
+	res := h.f.entry.Result
+	if err := json.Unmarshal(res.AppendJSON(nil), &want); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range want {
+		if fmt.Sprint(m[k]) != fmt.Sprint(v) {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if len(m) != len(want)+3 {
+		t.Errorf("got %d fields, want %d", len(m), len(want)+3)
+	}
+	if m["score"] != float64(760) || m["escrow_modifier"] != 0.392 {
+		t.Fatalf("score %v modifier %v", m["score"], m["escrow_modifier"])
+	}
+	h.f.err = fmt.Errorf("%w: agent %q", errkind.ErrNotFound, "nobody")
+	h.do("GET", "/swarmscore/nobody", nil).problem(t, "not-found", 404)
+}
+
+func TestVerify(t *testing.T) {
+	h := newHarness(t, Options{})
+	exp := now.Add(7 * 24 * time.Hour)
+	h.f.verifyRes = service.Verification{Valid: true, SignatureValid: true, ScoreValid: true, ExpiresAt: exp}
+	cert := `{"b":1, "a":[1,2]}`
+	r := h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":`+cert+`,"agent_id":"agent-1"}`))
+	m := r.ok(t)
+	if string(h.f.gotDoc) != cert {
+		t.Fatalf("service got %q, want the certificate as received %q", h.f.gotDoc, cert)
+	}
+	keys := slices.Sorted(mapsKeys(m))
+	if !slices.Equal(keys, []string{"detected_tampering", "errors", "expires_at", "score_valid", "signature_valid", "valid"}) {
+		t.Fatalf("fields %v", keys)
+	}
+	if m["valid"] != true || m["expires_at"] != "2026-03-24T14:30:00Z" || m["detected_tampering"] != false {
+		t.Fatalf("body %s", r.body)
+	}
+
+	h.f.verifyRes = service.Verification{SignatureValid: false, DetectedTampering: true,
+		Errors: []service.VerifyError{{Code: "signature_mismatch", Message: "x"}}}
+	m = h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":{},"agent_id":"agent-1"}`)).ok(t)
+	if m["valid"] != false || m["detected_tampering"] != true || m["expires_at"] != nil {
+		t.Fatalf("tampered: %v", m)
+	}
+	met := h.do("GET", "/metrics", nil).body
+	for _, want := range []string{`swarmscore_verifications_total{result="valid"} 1`, `swarmscore_verifications_total{result="tampered"} 1`, `swarmscore_verifications_total{result="invalid"} 0`} {
+		if !bytes.Contains(met, []byte(want)) {
+			t.Errorf("metrics lack %s:\n%s", want, grep(met, "verifications"))
+		}
+	}
+}
+
+func mapsKeys(m map[string]any) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestVerifyBadRequests(t *testing.T) {
+	h := newHarness(t, Options{})
+	cases := []struct {
+		body, slug, detail string
+		status             int
+	}{
+		{``, "malformed-json", "empty", 400},
+		{`{"certificate":`, "malformed-json", "ends inside", 400},
+		{`{"certificate":{}, "agent_id":"a"`, "malformed-json", "ends inside", 400},
+		{`{"certificate":{} "agent_id":"a"}`, "malformed-json", "byte", 400},
+		{`{"certificate":{},"agent_id":"a"} {}`, "malformed-json", "after", 400},
+		{`[]`, "wrong-type", "JSON object", 400},
+		{`"x"`, "wrong-type", "JSON object", 400},
+		{`{"certificate":"abc","agent_id":"a"}`, "wrong-type", "certificate", 400},
+		{`{"certificate":[1],"agent_id":"a"}`, "wrong-type", "certificate", 400},
+		{`{"certificate":{},"agent_id":7}`, "wrong-type", "agent_id", 400},
+		{`{"agent_id":"a"}`, "invalid-request", "certificate", 400},
+		{`{"certificate":null,"agent_id":"a"}`, "invalid-request", "certificate", 400},
+		{`{"certificate":{}}`, "invalid-request", "agent_id", 400},
+		{`{"certificate":{},"agent_id":"a b"}`, "invalid-request", "agent_id", 400},
+		{`{"certificate":{},"agent_id":"a","extra":1}`, "invalid-request", `"extra"`, 400},
+		{`{"certificate":{"pad":"` + strings.Repeat("x", maxVerifyBody) + `"},"agent_id":"a"}`, "body-too-large", "bytes", 413},
+	}
+	for _, c := range cases {
+		p := h.do("POST", "/swarmscore/verify", strings.NewReader(c.body)).problem(t, c.slug, c.status)
+		if !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("body %.60q: detail %q lacks %q", c.body, p.Detail, c.detail)
+		}
+	}
+	if h.f.calls != 0 {
+		t.Fatalf("bad requests reached the service %d times", h.f.calls)
+	}
+	// A body whose length is unknown in advance is cut off while reading.
+	req := httptest.NewRequest("POST", "/swarmscore/verify", io.MultiReader(strings.NewReader(`{"certificate":{"pad":"`), strings.NewReader(strings.Repeat("x", maxVerifyBody))))
+	req.ContentLength = -1
+	rec := httptest.NewRecorder()
+	h.s.ServeHTTP(rec, req)
+	response{rec.Code, rec.Header(), rec.Body.Bytes()}.problem(t, "body-too-large", 413)
+}
+
+func TestEvents(t *testing.T) {
+	h := newHarness(t, Options{})
+	good := `{"type":"conduit_session","id":"s1","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-01T00:00:00Z","completed_at":"2026-03-01T01:00:00+01:00"}`
+	bad := `{"type":"conduit_session","id":"s2","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-01T00:00:00Z"}`
+	good2 := strings.Replace(good, `"s1"`, `"s3"`, 1)
+	h.f.outcomes = func(evs []ledger.Event) []store.Outcome {
+		return []store.Outcome{{Status: store.Accepted}, {Status: store.Rejected, Err: fmt.Errorf("%w: status VERIFIED -> FAILED is not allowed", errkind.ErrConflict)}}
+	}
+	m := h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+bad+","+good2+"]"), auth()...).ok(t)
+	if h.f.gotOperator != "acme" || len(h.f.gotEvents) != 2 || h.f.gotEvents[1].ID != "s3" {
+		t.Fatalf("service got operator %q events %+v", h.f.gotOperator, h.f.gotEvents)
+	}
+	if !h.f.gotEvents[0].EndedAt.Equal(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("completed_at %v", h.f.gotEvents[0].EndedAt)
+	}
+	rej := m["rejected"].([]any)
+	if m["accepted"] != 1.0 || m["duplicates"] != 0.0 || len(rej) != 2 {
+		t.Fatalf("response %v", m)
+	}
+	r0, r1 := rej[0].(map[string]any), rej[1].(map[string]any)
+	if r0["index"] != 1.0 || !strings.Contains(r0["reason"].(string), "completed_at") ||
+		r1["index"] != 2.0 || r1["id"] != "s3" || !strings.Contains(r1["reason"].(string), "not allowed") {
+		t.Fatalf("rejections %v", rej)
+	}
+
+	// NDJSON, with a blank line and a malformed line: line numbers count.
+	h.f.outcomes = func(evs []ledger.Event) []store.Outcome {
+		return []store.Outcome{{Status: store.Duplicate}, {Status: store.Accepted}}
+	}
+	m = h.do("POST", "/swarmscore/events", strings.NewReader(good+"\n\n{nope\n"+good2+"\n"), auth()...).ok(t)
+	rej = m["rejected"].([]any)
+	if m["accepted"] != 1.0 || m["duplicates"] != 1.0 || len(rej) != 1 || rej[0].(map[string]any)["line"] != 3.0 || rej[0].(map[string]any)["index"] != 1.0 {
+		t.Fatalf("ndjson response %v", m)
+	}
+	met := h.do("GET", "/metrics", nil).body
+	for _, want := range []string{"swarmscore_events_accepted_total 2", "swarmscore_events_duplicate_total 1", "swarmscore_events_rejected_total 3"} {
+		if !bytes.Contains(met, []byte(want)) {
+			t.Errorf("metrics lack %q:\n%s", want, grep(met, "events"))
+		}
+	}
+}
+
+func TestEventsErrors(t *testing.T) {
+	h := newHarness(t, Options{})
+	ev := `{"type":"conduit_session","id":"s1","agent_id":"a","status":"RUNNING","started_at":"2026-03-01T00:00:00Z"}`
+	p := h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]")).problem(t, "unauthorized", 401)
+	if !strings.Contains(p.Detail, "missing") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	r := h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), "Authorization", "Bearer sst_wrong")
+	r.problem(t, "unauthorized", 401)
+	if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("WWW-Authenticate %q", r.header.Get("WWW-Authenticate"))
+	}
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), "Authorization", "Basic "+goodToken).problem(t, "unauthorized", 401)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), "Authorization", "Bearer").problem(t, "unauthorized", 401)
+	if h.f.calls != 0 {
+		t.Fatal("unauthenticated requests reached the service")
+	}
+
+	h.do("POST", "/swarmscore/events", strings.NewReader(""), auth()...).problem(t, "invalid-request", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+",{"), auth()...).problem(t, "malformed-json", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"] x"), auth()...).problem(t, "malformed-json", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+" "+ev+"]"), auth()...).problem(t, "malformed-json", 400)
+	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", MaxEvents+1), ",") + "]"
+	p = h.do("POST", "/swarmscore/events", strings.NewReader(many), auth()...).problem(t, "body-too-large", 413)
+	if !strings.Contains(p.Detail, "10000 events") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	manyND := strings.Repeat(ev+"\n", MaxEvents+1)
+	h.do("POST", "/swarmscore/events", strings.NewReader(manyND), auth()...).problem(t, "body-too-large", 413)
+	huge := strings.Repeat(" ", MaxEventsBody) + "[]"
+	h.do("POST", "/swarmscore/events", strings.NewReader(huge), auth()...).problem(t, "body-too-large", 413)
+	if h.f.calls != 0 {
+		t.Fatalf("bad batches reached the service %d times", h.f.calls)
+	}
+	// Exactly MaxEvents is fine.
+	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", MaxEvents), ",") + "]"
+	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), auth()...).ok(t); m["accepted"] != float64(MaxEvents) {
+		t.Fatalf("accepted %v", m["accepted"])
+	}
+
+	for _, c := range []struct {
+		err    error
+		slug   string
+		status int
+	}{
+		{fmt.Errorf("%w: operator acme may not report for this agent", errkind.ErrForbidden), "forbidden", 403},
+		{fmt.Errorf("%w: batch", errkind.ErrConflict), "conflict", 409},
+		{fmt.Errorf("%w: database is down", errkind.ErrUnavailable), "unavailable", 503},
+	} {
+		h.f.err = c.err
+		h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), auth()...).problem(t, c.slug, c.status)
+	}
+}
+
+func TestEscrow(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.f.escrowRes = service.Escrow{Score: 760, Modifier: 3920, HoldCents: 39200, ReleasedCents: 60800}
+	r := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":100000}`), auth()...)
+	if r.code != 200 || string(r.body) != `{"score":760,"escrow_modifier":0.392,"hold_cents":39200,"released_cents":60800}`+"\n" {
+		t.Fatalf("%d %s", r.code, r.body)
+	}
+	if h.f.gotAmount != 100000 || h.f.gotAgent != "agent-1" {
+		t.Fatalf("service got %d for %q", h.f.gotAmount, h.f.gotAgent)
+	}
+	h.f.calls = 0
+	for _, c := range []struct{ body, slug, detail string }{
+		{`{"amount_cents":"100"}`, "wrong-type", "amount_cents"},
+		{`{"amount_cents":true}`, "wrong-type", "amount_cents"},
+		{`{"amount_cents":1.5}`, "invalid-request", "whole number"},
+		{`{"amount_cents":1e3}`, "invalid-request", "whole number"},
+		{`{"amount_cents":-1}`, "invalid-request", "out of range"},
+		{`{"amount_cents":9007199254740992}`, "invalid-request", "out of range"},
+		{`{"amount_cents":99999999999999999999999}`, "invalid-request", "out of range"},
+		{`{}`, "invalid-request", "amount_cents is required"},
+		{`{"amount":5}`, "invalid-request", `"amount"`},
+		{`{"amount_cents":5`, "malformed-json", "ends"},
+	} {
+		p := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(c.body), auth()...).problem(t, c.slug, 400)
+		if !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s: detail %q lacks %q", c.body, p.Detail, c.detail)
+		}
+	}
+	h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":1`+strings.Repeat(" ", maxSmallBody)+`}`), auth()...).problem(t, "body-too-large", 413)
+	h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":1}`)).problem(t, "unauthorized", 401)
+	if h.f.calls != 0 {
+		t.Fatalf("bad requests reached the service %d times", h.f.calls)
+	}
+	h.f.err = fmt.Errorf("%w: agent %q", errkind.ErrNotFound, "x")
+	h.do("POST", "/swarmscore/x/escrow", strings.NewReader(`{"amount_cents":1}`), auth()...).problem(t, "not-found", 404)
+}
+
+func TestAgents(t *testing.T) {
+	h := newHarness(t, Options{})
+	e := h.f.entry
+	h.f.page = service.RankingPage{Agents: []store.CacheEntry{e}, Next: &store.Cursor{Score: 760, AgentID: "agent-1"}}
+	m := h.do("GET", "/swarmscore/agents?tier=STANDARD&min_score=700&limit=1", nil, auth()...).ok(t)
+	if q := h.f.gotQuery; q.MinTier != score.TierStandard || q.MinScore != 700 || q.Limit != 1 || q.After != nil {
+		t.Fatalf("query %+v", q)
+	}
+	agents := m["agents"].([]any)
+	a := agents[0].(map[string]any)
+	if len(agents) != 1 || a["agent_id"] != "agent-1" || a["score"] != 760.0 || a["tier"] != "STANDARD" || a["escrow_modifier"] != 0.392 {
+		t.Fatalf("agents %v", agents)
+	}
+	cursor, _ := m["next_cursor"].(string)
+	h.do("GET", "/swarmscore/agents?cursor="+cursor, nil, auth()...).ok(t)
+	if q := h.f.gotQuery; q.After == nil || *q.After != (store.Cursor{Score: 760, AgentID: "agent-1"}) || q.Limit != 50 {
+		t.Fatalf("cursor round trip: %+v", q)
+	}
+	h.f.page = service.RankingPage{}
+	m = h.do("GET", "/swarmscore/agents", nil, auth()...).ok(t)
+	if m["next_cursor"] != nil || len(m["agents"].([]any)) != 0 {
+		t.Fatalf("last page %v", m)
+	}
+
+	h.f.calls = 0
+	for _, c := range []struct{ q, detail string }{
+		{"tier=GOLD", "tier"},
+		{"min_score=-1", "min_score"},
+		{"min_score=1001", "min_score"},
+		{"limit=0", "limit"},
+		{"limit=1001", "limit"},
+		{"limit=x", "limit"},
+		{"cursor=%%%", ""},
+		{"cursor=bm9wZQ", "cursor"},
+		{"limit=1&limit=2", "limit"},
+		{"sort=name", "sort"},
+	} {
+		r := h.do("GET", "/swarmscore/agents?"+c.q, nil, auth()...)
+		if c.detail == "" { // unparseable query string
+			if r.code != 400 {
+				t.Errorf("%s: %d", c.q, r.code)
+			}
+			continue
+		}
+		p := r.problem(t, "invalid-request", 400)
+		if !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s: detail %q", c.q, p.Detail)
+		}
+	}
+	h.do("GET", "/swarmscore/agents", nil).problem(t, "unauthorized", 401)
+	if h.f.calls != 0 {
+		t.Fatalf("bad queries reached the service %d times", h.f.calls)
+	}
+}
+
+func TestNoRouteAndMethod(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do("GET", "/nope", nil).problem(t, "no-route", 404)
+	h.do("GET", "/swarmscore/a/b/c", nil).problem(t, "no-route", 404)
+	r := h.do("DELETE", "/swarmscore/agent-1", nil)
+	p := r.problem(t, "method-not-allowed", 405)
+	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") {
+		t.Fatalf("Allow %q", allow)
+	}
+	if !strings.Contains(p.Detail, "DELETE") {
+		t.Fatalf("detail %q", p.Detail)
+	}
+	r = h.do("GET", "/swarmscore/verify/", nil)
+	if r.code == 200 {
+		t.Fatalf("GET /swarmscore/verify/ served %s", r.body)
+	}
+	h.do("PUT", "/swarmscore/events", nil, auth()...).problem(t, "method-not-allowed", 405)
+	met := h.do("GET", "/metrics", nil).body
+	if !bytes.Contains(met, []byte(`route="unmatched"`)) || bytes.Contains(met, []byte(`route="/nope"`)) {
+		t.Fatalf("unmatched requests must share one label:\n%s", grep(met, "requests_total"))
+	}
+}
+
+func TestPanicAndInternalErrors(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.f.panicMsg = "boom: secret internals"
+	r := h.do("GET", "/swarmscore/agent-1/certificate", nil)
+	p := r.problem(t, "internal", 500)
+	if strings.Contains(string(r.body), "boom") || strings.Contains(string(r.body), "goroutine") {
+		t.Fatalf("panic leaked into the response: %s", r.body)
+	}
+	if !strings.Contains(h.logs.String(), "boom: secret internals") || !strings.Contains(h.logs.String(), "goroutine") || !strings.Contains(h.logs.String(), p.RequestID) {
+		t.Fatalf("the log lacks the panic, its stack or the request id:\n%s", h.logs)
+	}
+	h.f.panicMsg = ""
+	h.f.err = errors.New("pq: relation swarmscore_cache does not exist")
+	r = h.do("GET", "/swarmscore/agent-1", nil)
+	r.problem(t, "internal", 500)
+	if strings.Contains(string(r.body), "relation") || !strings.Contains(h.logs.String(), "relation swarmscore_cache") {
+		t.Fatalf("internal error: body %s", r.body)
+	}
+}
+
+func TestLogsHoldNoSecrets(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), auth()...)
+	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), "Authorization", "Bearer sst_not-a-real-token-xyz")
+	h.f.cert.Passport = []byte(`{"issuer":{"signature":"deadbeefcafe"}}`)
+	h.do("GET", "/swarmscore/agent-1/certificate", nil)
+	logs := h.logs.String()
+	for _, secret := range []string{goodToken, "sst_not-a-real-token-xyz", "deadbeefcafe", "Authorization", "Bearer"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("log contains %q:\n%s", secret, logs)
+		}
+	}
+	if !strings.Contains(logs, `"route":"POST /swarmscore/events"`) || !strings.Contains(logs, `"status":401`) {
+		t.Fatalf("access log lacks route or status:\n%s", logs)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	h := newHarness(t, Options{})
+	if r := h.do("GET", "/healthz", nil, "X-Request-ID", "abc-123"); r.header.Get("X-Request-ID") != "abc-123" {
+		t.Fatalf("plain request id not kept: %q", r.header.Get("X-Request-ID"))
+	}
+	if r := h.do("GET", "/healthz", nil, "X-Request-ID", "evil\"\nid"); r.header.Get("X-Request-ID") == "evil\"\nid" || len(r.header.Get("X-Request-ID")) != 16 {
+		t.Fatalf("unsafe request id kept: %q", r.header.Get("X-Request-ID"))
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	h := newHarness(t, Options{RateLimit: 1, RateBurst: 2})
+	for i := 0; i < 2; i++ {
+		if r := h.do("GET", "/swarmscore/agent-1", nil); r.code != 200 {
+			t.Fatalf("request %d: %d", i, r.code)
+		}
+	}
+	r := h.do("GET", "/swarmscore/agent-1/certificate", nil)
+	r.problem(t, "rate-limited", 429)
+	if r.header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	// Health checks and operator routes are not limited.
+	if r := h.do("GET", "/healthz", nil); r.code != 200 {
+		t.Fatalf("healthz %d", r.code)
+	}
+	if r := h.do("GET", "/swarmscore/agents", nil, auth()...); r.code != 200 {
+		t.Fatalf("operator route %d", r.code)
+	}
+	// Another client has its own bucket.
+	req := httptest.NewRequest("GET", "/swarmscore/agent-1", nil)
+	req.RemoteAddr = "192.0.2.99:1234"
+	rec := httptest.NewRecorder()
+	h.s.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("other client: %d", rec.Code)
+	}
+}
+
+func TestIPLimiterBounded(t *testing.T) {
+	l := newIPLimiter(1, 1, 3)
+	for i := 0; i < 10; i++ {
+		if ok, _ := l.allow(fmt.Sprintf("10.0.0.%d", i), now); !ok {
+			t.Fatalf("first request of client %d refused", i)
+		}
+	}
+	if l.size() != 3 {
+		t.Fatalf("tracking %d clients, want 3", l.size())
+	}
+	// The most recent clients are remembered: their buckets are empty.
+	if ok, wait := l.allow("10.0.0.9", now); ok || wait <= 0 || wait > time.Second {
+		t.Fatalf("10.0.0.9 allowed=%v wait=%v", ok, wait)
+	}
+	// A refused request takes no token: after a second one is due.
+	if ok, _ := l.allow("10.0.0.9", now.Add(time.Second)); !ok {
+		t.Fatal("token not refilled")
+	}
+}
+
+func TestHealthAndReady(t *testing.T) {
+	h := newHarness(t, Options{})
+	if m := h.do("GET", "/healthz", nil).ok(t); m["status"] != "ok" {
+		t.Fatal(m)
+	}
+	if m := h.do("GET", "/readyz", nil).ok(t); m["status"] != "ready" {
+		t.Fatal(m)
+	}
+	h.f.readyErr = fmt.Errorf("%w: migration 3 of 5 not applied", errkind.ErrUnavailable)
+	p := h.do("GET", "/readyz", nil).problem(t, "unavailable", 503)
+	if !strings.Contains(p.Detail, "migration") {
+		t.Fatalf("detail %q", p.Detail)
+	}
+	h.do("GET", "/healthz", strings.NewReader(strings.Repeat("x", maxNoBody+1))).problem(t, "body-too-large", 413)
+}
+
+func TestMetricsPerRoute(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.do("GET", "/swarmscore/agent-1", nil)
+	h.do("GET", "/swarmscore/agent-2", nil)
+	met := h.do("GET", "/metrics", nil).body
+	want := `swarmscore_http_requests_total{code="200",route="GET /swarmscore/{agent_id}"} 2`
+	if !bytes.Contains(met, []byte(want)) {
+		t.Fatalf("metrics lack %s:\n%s", want, grep(met, "requests_total"))
+	}
+	if !bytes.Contains(met, []byte(`swarmscore_http_request_duration_seconds_count{route="GET /swarmscore/{agent_id}"} 2`)) {
+		t.Fatalf("no latency histogram per route:\n%s", grep(met, "duration_seconds_count"))
+	}
+}
+
+// TestOpenAPI keeps the document and the server in step: every registered
+// route is documented, every documented operation is registered, and the
+// problem catalogue is the same.
+func TestOpenAPI(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.do("GET", "/openapi.json", nil)
+	var doc struct {
+		OpenAPI    string                                `json:"openapi"`
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas struct {
+				Problem struct {
+					Properties struct {
+						Type struct {
+							Enum []string `json:"enum"`
+						} `json:"type"`
+					} `json:"properties"`
+				} `json:"Problem"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q: %v", doc.OpenAPI, err)
+	}
+	var documented, registered []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	for pattern := range h.s.routes {
+		registered = append(registered, pattern)
+	}
+	sort.Strings(documented)
+	sort.Strings(registered)
+	if !slices.Equal(documented, registered) {
+		t.Fatalf("documented routes\n%s\nregistered routes\n%s", strings.Join(documented, "\n"), strings.Join(registered, "\n"))
+	}
+	var types []string
+	for _, pt := range problemTypes {
+		types = append(types, ProblemBase+pt.slug)
+	}
+	if !slices.Equal(types, doc.Components.Schemas.Problem.Properties.Type.Enum) {
+		t.Fatalf("problem types\n%v\ndocumented\n%v", types, doc.Components.Schemas.Problem.Properties.Type.Enum)
+	}
+	// Every $ref resolves.
+	var all any
+	json.Unmarshal(r.body, &all)
+	for _, ref := range refs(all) {
+		name, ok := strings.CutPrefix(ref, "#/components/")
+		kind, key, _ := strings.Cut(name, "/")
+		comp, _ := all.(map[string]any)["components"].(map[string]any)[kind].(map[string]any)
+		if _, found := comp[key]; !ok || !found {
+			t.Errorf("dangling $ref %s", ref)
+		}
+	}
+}
+
+func refs(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "$ref" {
+				out = append(out, s)
+			}
+			out = append(out, refs(x)...)
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, refs(x)...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,21 @@
+package service
+
+import (
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// RankingQuery selects agents for marketplace search (spec §4).
+type RankingQuery struct {
+	MinTier  score.Tier
+	MinScore int
+	Limit    int
+	After    *store.Cursor
+}
+
+// RankingPage is one page of the ranking, highest score first. Next is the
+// cursor of the following page, nil on the last page.
+type RankingPage struct {
+	Agents []store.CacheEntry
+	Next   *store.Cursor
+}

@@ -1,0 +1,200 @@
+// Package postgres is the PostgreSQL back end of store.Store (pgx/v5 pool),
+// the production and multi-replica store: several processes may share one
+// database, and every guarantee of store.Store holds across them.
+//
+// Per-agent hash-chain appends are serialised by locking the agents rows of
+// a batch FOR UPDATE, in id order, before head_seq is read; cache
+// invalidation happens in the ingest transaction; RecomputeAll is one
+// INSERT … SELECT … GROUP BY … ON CONFLICT DO UPDATE statement. See
+// internal/store/store.go for the model this package mirrors.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/store"
+)
+
+// Schemes are the DSN schemes this back end serves, for store.Backends.
+var Schemes = []string{"postgres", "postgresql"}
+
+// Store is a store.Store on PostgreSQL. It is safe for concurrent use by
+// goroutines and by several processes sharing the database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Opener opens dsn as a store.Store, for store.Backends.
+func Opener(ctx context.Context, dsn string) (store.Store, error) {
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open connects to the database named by dsn (a postgres:// or
+// postgresql:// URL, or a keyword/value string; pgxpool's pool_* parameters
+// are honoured) and checks that it answers. It does not migrate. A malformed
+// DSN is errkind.ErrInvalid; an unreachable server errkind.ErrUnavailable.
+// Errors never contain the password.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx quotes the DSN with its password replaced by xxxxx.
+		return nil, fmt.Errorf("%w: database: %v", errkind.ErrInvalid, err)
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	if _, ok := rp["application_name"]; !ok {
+		rp["application_name"] = "swarmscore"
+	}
+	// Times are compared and stored as instants; a UTC session zone only
+	// keeps anything printed by the server (logs, psql) in UTC too.
+	rp["timezone"] = "UTC"
+	if !strings.Contains(dsn, "pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = 5 * time.Minute
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open %s: %w", store.Redact(dsn), classify(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s: %w", store.Redact(dsn), classify(err))
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Pool exposes the connection pool, for benchmarks and operational tools
+// that need raw access (COPY, sizes).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Migrate applies every pending migration; see store.Store.
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := migrate(ctx, s.pool); err != nil {
+		return classify(err)
+	}
+	return nil
+}
+
+// Ready reports whether the database answers and is fully migrated.
+func (s *Store) Ready(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: database unreachable: %w", classify(err))
+	}
+	ok, err := migrationsCurrent(ctx, s.pool)
+	if err != nil {
+		return classify(err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: postgres: migrations pending (run `swarmscore migrate`)", errkind.ErrUnavailable)
+	}
+	return nil
+}
+
+// Close releases the pool; later calls fail.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// classify maps an error from pgx to the store's error kinds: context ends
+// are returned as they are, connection failures wrap errkind.ErrUnavailable,
+// and anything else (a bug or a constraint the store should have checked
+// first) is returned unchanged, i.e. errkind.Unknown.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if errkind.Of(err) != errkind.Unknown {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			pgErr.Code == "53300",                                               // too_many_connections
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, cannot connect now
+			pgErr.Code == "3D000": // database does not exist
+			return fmt.Errorf("%w: %w", errkind.ErrUnavailable, err)
+		}
+		return err
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", errkind.ErrUnavailable, err)
+	}
+	return err
+}
+
+// retryable reports whether a transaction failed only because of a
+// concurrent one and may simply be run again: a serialization failure, a
+// deadlock, or a unique violation on an event id that another agent's batch
+// inserted between our read and our write.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "40001", "40P01":
+		return true
+	case "23505":
+		return pgErr.TableName == "conduit_sessions" || pgErr.TableName == "ap2_transactions" ||
+			pgErr.TableName == "agents" || pgErr.TableName == "operators"
+	}
+	return false
+}
+
+// maxAttempts bounds how often a transaction is retried after a retryable
+// conflict with a concurrent one.
+const maxAttempts = 8
+
+// inTx runs fn in a transaction, committing if it returns nil, and runs it
+// again (from scratch) when the transaction lost a race with a concurrent
+// one.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+			break
+		}
+		// Back off a little so the winner can finish.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
+	return classify(err)
+}
+
+// utc returns t in UTC; pgx decodes TIMESTAMPTZ in the local zone.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// nullTime is the zero time for SQL NULL.
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

@@ -1,0 +1,371 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// window returns the inclusive bounds of the window ending at asOf, on the
+// ledger's microsecond grid: an event time e (a whole microsecond) is in
+// [asOf − 90 days, asOf] exactly when lo <= e <= hi, even for an asOf with
+// sub-microsecond digits (which TIMESTAMPTZ could not hold).
+func window(asOf time.Time) (lo, hi time.Time) {
+	asOf = asOf.UTC()
+	hi = asOf.Truncate(ledger.Resolution)
+	start := ledger.WindowStart(asOf)
+	lo = start.Truncate(ledger.Resolution)
+	if lo.Before(start) {
+		lo = lo.Add(ledger.Resolution)
+	}
+	return lo, hi
+}
+
+// windowQuery counts an agent's events in the window [$2, $3] and finds the
+// earliest counted end time inside it (oldest) and after it (next), reading
+// only the partial indexes.
+const windowQuery = `
+SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1),
+	c.total, c.success, a.total, a.success, least(c.oldest, a.oldest), least(c.next, a.next)
+FROM (SELECT count(*) FILTER (WHERE completed_at <= $3) AS total,
+		count(*) FILTER (WHERE completed_at <= $3 AND status = 'VERIFIED') AS success,
+		min(completed_at) FILTER (WHERE completed_at <= $3) AS oldest,
+		min(completed_at) FILTER (WHERE completed_at > $3) AS next
+	FROM conduit_sessions
+	WHERE agent_id = $1 AND status IN ('VERIFIED', 'FAILED') AND completed_at >= $2) c,
+	(SELECT count(*) FILTER (WHERE settled_at <= $3) AS total,
+		count(*) FILTER (WHERE settled_at <= $3 AND status = 'SETTLED') AS success,
+		min(settled_at) FILTER (WHERE settled_at <= $3) AS oldest,
+		min(settled_at) FILTER (WHERE settled_at > $3) AS next
+	FROM ap2_transactions
+	WHERE provider_id = $1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= $2) a`
+
+type windowResult struct {
+	counts       score.Counts
+	oldest, next time.Time
+}
+
+// querier is what pools and transactions share.
+type querier interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}
+
+func queryWindow(ctx context.Context, db querier, agentID string, asOf time.Time) (windowResult, error) {
+	lo, hi := window(asOf)
+	var (
+		w            windowResult
+		exists       bool
+		oldest, next *time.Time
+	)
+	err := db.QueryRow(ctx, windowQuery, agentID, lo, hi).Scan(&exists,
+		&w.counts.ConduitTotal, &w.counts.ConduitSuccess, &w.counts.AP2Total, &w.counts.AP2Success, &oldest, &next)
+	if err != nil {
+		return w, err
+	}
+	if !exists {
+		return w, notFound(agentID)
+	}
+	w.oldest, w.next = timeOrZero(oldest), timeOrZero(next)
+	return w, nil
+}
+
+func notFound(agentID string) error {
+	return fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+}
+
+// Counts returns the agent's window counts; see store.Store.
+func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
+	w, err := queryWindow(ctx, s.pool, agentID, asOf)
+	if err != nil {
+		return score.Counts{}, fmt.Errorf("postgres: counts: %w", classify(err))
+	}
+	return w.counts, nil
+}
+
+const cacheColumns = `c.agent_id, c.score, c.tier, c.conduit_sessions_90d, c.conduit_successful_90d,
+	c.ap2_sessions_90d, c.ap2_successful_90d, c.conduit_contribution, c.ap2_contribution,
+	c.escrow_modifier_bp, c.computed_at, c.expires_at, c.valid_until, c.passport_json, c.passport_signature`
+
+// scanEntry reads cacheColumns.
+func scanEntry(row pgx.Row) (store.CacheEntry, error) {
+	var (
+		e                 store.CacheEntry
+		tier              string
+		bp                int32
+		passport, sig     *string
+		computed, expires time.Time
+		until             time.Time
+	)
+	r := &e.Result
+	err := row.Scan(&e.AgentID, &r.Score, &tier, &r.Counts.ConduitTotal, &r.Counts.ConduitSuccess,
+		&r.Counts.AP2Total, &r.Counts.AP2Success, &r.ConduitContribution, &r.AP2Contribution,
+		&bp, &computed, &expires, &until, &passport, &sig)
+	if err != nil {
+		return e, err
+	}
+	if r.Tier, err = score.ParseTier(tier); err != nil {
+		return e, fmt.Errorf("cache entry for %s: %w", e.AgentID, err)
+	}
+	r.Escrow = score.Modifier(bp)
+	e.ComputedAt, e.ExpiresAt, e.ValidUntil = computed.UTC(), expires.UTC(), until.UTC()
+	if passport != nil {
+		e.Passport = []byte(*passport)
+	}
+	if sig != nil {
+		e.Signature = *sig
+	}
+	return e, nil
+}
+
+// CachedScore returns the cache entry answering asOf; see store.Store.
+func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
+	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+cacheColumns+` FROM swarmscore_cache c WHERE c.agent_id = $1`, agentID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)`, agentID).Scan(&exists); err != nil {
+			return store.CacheEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
+		}
+		if !exists {
+			return store.CacheEntry{}, false, fmt.Errorf("postgres: cached score: %w", notFound(agentID))
+		}
+		return store.CacheEntry{}, false, nil
+	}
+	if err != nil {
+		return store.CacheEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
+	}
+	if !e.Answers(asOf) {
+		return store.CacheEntry{}, false, nil
+	}
+	return e, true, nil
+}
+
+// RefreshScore recomputes and caches the agent's score; see store.Store.
+// The agents row is locked as Ingest locks it, so no batch for the agent
+// can commit between the counts and the cache write.
+func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
+	var entry store.CacheEntry
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR NO KEY UPDATE`, agentID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(agentID)
+		}
+		if err != nil {
+			return err
+		}
+		// The entry holds the counts as of exactly ComputedAt, the instant
+		// a verifier recomputes them at (§7.3 L2).
+		computed := asOf.UTC().Truncate(ledger.Resolution)
+		w, err := queryWindow(ctx, tx, agentID, computed)
+		if err != nil {
+			return err
+		}
+		r, err := score.Compute(w.counts)
+		if err != nil {
+			return fmt.Errorf("agent %s: stored counts: %w", agentID, err)
+		}
+		entry = store.CacheEntry{
+			AgentID:    agentID,
+			Result:     r,
+			ComputedAt: computed,
+			ExpiresAt:  computed.Add(ledger.CacheLifetime),
+			ValidUntil: ledger.ValidUntil(computed, w.oldest, w.next),
+		}
+		var passport *string
+		var sig *string
+		if issue != nil {
+			p, sg, err := issue(&entry)
+			if err != nil {
+				return issueError{err}
+			}
+			entry.Passport, entry.Signature = p, sg
+			if p != nil {
+				ps := string(p)
+				passport = &ps
+			}
+			if sg != "" {
+				sig = &sg
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
+				ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
+				computed_at, expires_at, valid_until, passport_json, passport_signature)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			ON CONFLICT (agent_id) DO UPDATE SET score = EXCLUDED.score, tier = EXCLUDED.tier,
+				conduit_sessions_90d = EXCLUDED.conduit_sessions_90d, conduit_successful_90d = EXCLUDED.conduit_successful_90d,
+				ap2_sessions_90d = EXCLUDED.ap2_sessions_90d, ap2_successful_90d = EXCLUDED.ap2_successful_90d,
+				conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
+				escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
+				expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
+				passport_json = EXCLUDED.passport_json, passport_signature = EXCLUDED.passport_signature`,
+			agentID, r.Score, r.Tier.String(), r.Counts.ConduitTotal, r.Counts.ConduitSuccess,
+			r.Counts.AP2Total, r.Counts.AP2Success, r.ConduitContribution, r.AP2Contribution, int32(r.Escrow),
+			entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig)
+		return err
+	})
+	var ie issueError
+	if errors.As(err, &ie) {
+		return store.CacheEntry{}, ie.err // unchanged, as promised
+	}
+	if err != nil {
+		return store.CacheEntry{}, fmt.Errorf("postgres: refresh score: %w", err)
+	}
+	return entry, nil
+}
+
+// issueError carries an IssueFunc's error out of the transaction so that it
+// is returned unwrapped.
+type issueError struct{ err error }
+
+func (e issueError) Error() string { return e.err.Error() }
+func (e issueError) Unwrap() error { return e.err }
+
+// RecomputeAll refreshes every agent's cache entry with one statement; see
+// store.Store.
+//
+// It first takes a SHARE ROW EXCLUSIVE lock on agents: Ingest writes agents
+// rows in every batch that accepts something, so batches wait (and waited
+// ones are finished) while the statement runs. Without it a batch
+// committing after the statement's snapshot would have its cache
+// invalidation overwritten by counts that predate it. The lock also
+// serialises concurrent RecomputeAll calls; RefreshScore and reads are not
+// blocked.
+func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE agents IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		computed := asOf.UTC().Truncate(ledger.Resolution)
+		lo, hi := window(computed)
+		ct, err := tx.Exec(ctx, recomputeSQL(onlyStale), lo, hi, computed, computed.Add(ledger.CacheLifetime), ledger.Window+ledger.Resolution)
+		if err != nil {
+			return err
+		}
+		n = ct.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: recompute all: %w", err)
+	}
+	return n, nil
+}
+
+// recomputeSQL is the set-based recompute: one aggregate pass over each
+// event table's partial index for the window [$1, $2] (and the events ended
+// after it, for valid_until), the §3 formula in integer SQL
+// (store.ScoreSQL), upserted into the cache as of $3 with lifetime end $4;
+// $5 is the window length plus one microsecond.
+func recomputeSQL(onlyStale bool) string {
+	conduit, ap2, total, tier, modifier := store.ScoreSQL("s.ct", "s.cs", "s.at", "s.as")
+	stale := ""
+	if onlyStale {
+		stale = `WHERE NOT EXISTS (SELECT 1 FROM swarmscore_cache x
+			WHERE x.agent_id = ag.id AND x.computed_at <= $3 AND $3 < x.valid_until)`
+	}
+	return `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
+		ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
+		computed_at, expires_at, valid_until, passport_json, passport_signature)
+	SELECT s.agent_id, ` + total + `, ` + store.TierNameSQL(tier) + `, s.ct, s.cs, s.at, s.as, ` + conduit + `, ` + ap2 + `, ` + modifier + `,
+		$3, $4, least($4, s.oldest + $5::interval, s.next), NULL, NULL
+	FROM (
+		SELECT ag.id AS agent_id,
+			coalesce(c.total, 0) AS ct, coalesce(c.success, 0) AS cs,
+			coalesce(a.total, 0) AS at, coalesce(a.success, 0) AS as,
+			least(c.oldest, a.oldest) AS oldest, least(c.next, a.next) AS next
+		FROM agents ag
+		LEFT JOIN (SELECT agent_id,
+				count(*) FILTER (WHERE completed_at <= $2) AS total,
+				count(*) FILTER (WHERE completed_at <= $2 AND status = 'VERIFIED') AS success,
+				min(completed_at) FILTER (WHERE completed_at <= $2) AS oldest,
+				min(completed_at) FILTER (WHERE completed_at > $2) AS next
+			FROM conduit_sessions
+			WHERE status IN ('VERIFIED', 'FAILED') AND completed_at >= $1
+			GROUP BY agent_id) c ON c.agent_id = ag.id
+		LEFT JOIN (SELECT provider_id,
+				count(*) FILTER (WHERE settled_at <= $2) AS total,
+				count(*) FILTER (WHERE settled_at <= $2 AND status = 'SETTLED') AS success,
+				min(settled_at) FILTER (WHERE settled_at <= $2) AS oldest,
+				min(settled_at) FILTER (WHERE settled_at > $2) AS next
+			FROM ap2_transactions
+			WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= $1
+			GROUP BY provider_id) a ON a.provider_id = ag.id
+		` + stale + `
+	) s
+	ON CONFLICT (agent_id) DO UPDATE SET score = EXCLUDED.score, tier = EXCLUDED.tier,
+		conduit_sessions_90d = EXCLUDED.conduit_sessions_90d, conduit_successful_90d = EXCLUDED.conduit_successful_90d,
+		ap2_sessions_90d = EXCLUDED.ap2_sessions_90d, ap2_successful_90d = EXCLUDED.ap2_successful_90d,
+		conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
+		escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
+		expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
+		passport_json = NULL, passport_signature = NULL`
+}
+
+// ListScores returns ranked cache entries; see store.Store.
+func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.CacheEntry, error) {
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("postgres: list scores: %w", err)
+	}
+	var tiers []string
+	for t := q.MinTier; t <= score.TierElite; t++ {
+		tiers = append(tiers, t.String())
+	}
+	args := []any{q.MinScore, tiers, q.Limit}
+	var sql strings.Builder
+	sql.WriteString(`SELECT ` + cacheColumns + ` FROM swarmscore_cache c
+		WHERE c.score >= $1 AND c.tier = ANY($2)
+		AND NOT EXISTS (SELECT 1 FROM consent v WHERE v.agent_id = c.agent_id AND v.visibility = 'unlisted')`)
+	if q.After != nil {
+		sql.WriteString(` AND (c.score < $4 OR (c.score = $4 AND c.agent_id > $5))`)
+		args = append(args, q.After.Score, q.After.AgentID)
+	}
+	sql.WriteString(` ORDER BY c.score DESC, c.agent_id LIMIT $3`)
+	rows, err := s.pool.Query(ctx, sql.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list scores: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []store.CacheEntry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list scores: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list scores: %w", classify(err))
+	}
+	return out, nil
+}
+
+// Agent returns what the ledger knows about an agent; see store.Store.
+func (s *Store) Agent(ctx context.Context, agentID string) (store.AgentInfo, error) {
+	var (
+		info store.AgentInfo
+		hash []byte
+		vis  string
+		reg  time.Time
+	)
+	err := s.pool.QueryRow(ctx, `SELECT a.created_at, a.head_seq, a.head_hash, coalesce(v.visibility, 'public')
+		FROM agents a LEFT JOIN consent v ON v.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&reg, &info.ChainLength, &hash, &vis)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return info, fmt.Errorf("postgres: agent: %w", notFound(agentID))
+	}
+	if err != nil {
+		return info, fmt.Errorf("postgres: agent: %w", classify(err))
+	}
+	info.ID, info.RegisteredAt, info.Visibility = agentID, reg.UTC(), store.Visibility(vis)
+	copy(info.ChainHead[:], hash)
+	return info, nil
+}

@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
+)
+
+// CreateToken stores a token's hash; see store.Store.
+func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+	if err := ledger.CheckID("token id", t.ID); err != nil {
+		return fmt.Errorf("postgres: create token: %w", err)
+	}
+	if err := ledger.CheckID("operator", t.Operator); err != nil {
+		return fmt.Errorf("postgres: create token: %w", err)
+	}
+	if t.CreatedAt.IsZero() {
+		return fmt.Errorf("postgres: create token: %w: created_at is required", errkind.ErrInvalid)
+	}
+	created := t.CreatedAt.UTC().Truncate(ledger.Resolution)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO operators (id) VALUES ($1) ON CONFLICT DO NOTHING`, t.Operator); err != nil {
+			return err
+		}
+		ct, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, t.ID, t.Operator, t.SHA256[:], created)
+		if err != nil {
+			return err
+		}
+		if ct.RowsAffected() == 1 {
+			return nil
+		}
+		// Either key was taken: a no-op only if it is this very token.
+		var same bool
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND operator_id = $2 AND token_sha256 = $3)`,
+			t.ID, t.Operator, t.SHA256[:]).Scan(&same)
+		if err != nil {
+			return err
+		}
+		if !same {
+			return fmt.Errorf("%w: token id %q or its secret is already in use", errkind.ErrConflict, t.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: create token: %w", err)
+	}
+	return nil
+}
+
+// Authenticate maps a token hash to its operator; see store.Store.
+func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) {
+	var op string
+	err := s.pool.QueryRow(ctx, `SELECT operator_id FROM api_tokens WHERE token_sha256 = $1 AND revoked_at IS NULL`, sum[:]).Scan(&op)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: unknown or revoked token", errkind.ErrUnauthorized)
+	}
+	if err != nil {
+		return "", fmt.Errorf("postgres: authenticate: %w", classify(err))
+	}
+	return op, nil
+}
+
+// RevokeToken revokes a token; see store.Store.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	ct, err := s.pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`,
+		id, at.UTC().Truncate(ledger.Resolution))
+	if err != nil {
+		return fmt.Errorf("postgres: revoke token: %w", classify(err))
+	}
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: revoke token: %w: token %q", errkind.ErrNotFound, id)
+	}
+	return nil
+}
+
+// ListTokens lists tokens without their hashes; see store.Store.
+func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, operator_id, created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list tokens: %w", classify(err))
+	}
+	var out []store.Token
+	var t store.Token
+	var created time.Time
+	var revoked *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Operator, &created, &revoked}, func() error {
+		t.CreatedAt, t.RevokedAt = created.UTC(), timeOrZero(revoked)
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list tokens: %w", classify(err))
+	}
+	return out, nil
+}
+
+// SetVisibility records an agent's consent choice; see store.Store.
+func (s *Store) SetVisibility(ctx context.Context, agentID string, v store.Visibility, at time.Time) error {
+	if v != store.VisibilityPublic && v != store.VisibilityUnlisted {
+		return fmt.Errorf("postgres: set visibility: %w: visibility %q is not public or unlisted", errkind.ErrInvalid, v)
+	}
+	ct, err := s.pool.Exec(ctx, `INSERT INTO consent (agent_id, visibility, consented_at)
+		SELECT id, $2, $3 FROM agents WHERE id = $1
+		ON CONFLICT (agent_id) DO UPDATE SET visibility = EXCLUDED.visibility, consented_at = EXCLUDED.consented_at`,
+		agentID, string(v), at.UTC().Truncate(ledger.Resolution))
+	if err != nil {
+		return fmt.Errorf("postgres: set visibility: %w", classify(err))
+	}
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: set visibility: %w", notFound(agentID))
+	}
+	return nil
+}

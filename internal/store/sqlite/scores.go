@@ -1,0 +1,314 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// queryer is what both *sql.DB and *sql.Tx offer.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// windowQuery counts one agent's events in [?2, ?3] and finds the bounds
+// ledger.ValidUntil needs. Each part is a range scan of a partial index on
+// (agent, end time). ?1 agent, ?2 window start, ?3 as_of.
+const windowQuery = `
+SELECT
+  EXISTS (SELECT 1 FROM agents WHERE id = ?1),
+  (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at BETWEEN ?2 AND ?3),
+  (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at BETWEEN ?2 AND ?3 AND status = 'VERIFIED'),
+  (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at BETWEEN ?2 AND ?3),
+  (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at BETWEEN ?2 AND ?3 AND status = 'SETTLED'),
+  (SELECT MIN(completed_at) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at >= ?2),
+  (SELECT MIN(settled_at) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= ?2),
+  (SELECT MIN(completed_at) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at > ?3),
+  (SELECT MIN(settled_at) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at > ?3)`
+
+// window is one agent's counts as of an instant and the validity bounds.
+type window struct {
+	counts       score.Counts
+	oldest, next time.Time // zero when absent
+}
+
+func readWindow(ctx context.Context, q queryer, agentID string, asOf time.Time) (window, error) {
+	var w window
+	var exists bool
+	var oldC, oldA, nextC, nextA sql.NullInt64
+	start, end := micros(ledger.WindowStart(asOf)), micros(asOf)
+	err := q.QueryRowContext(ctx, windowQuery, agentID, start, end).Scan(&exists,
+		&w.counts.ConduitTotal, &w.counts.ConduitSuccess, &w.counts.AP2Total, &w.counts.AP2Success,
+		&oldC, &oldA, &nextC, &nextA)
+	if err != nil {
+		return w, dbErr("count window", err)
+	}
+	if !exists {
+		return w, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+	}
+	// The earliest end time at or after the window start is the oldest
+	// counted event only if it is not after as_of.
+	oldest := minValid(oldC, oldA)
+	if oldest.Valid && oldest.Int64 <= end {
+		w.oldest = fromMicros(oldest.Int64)
+	}
+	if next := minValid(nextC, nextA); next.Valid {
+		w.next = fromMicros(next.Int64)
+	}
+	return w, nil
+}
+
+func minValid(a, b sql.NullInt64) sql.NullInt64 {
+	if !a.Valid || (b.Valid && b.Int64 < a.Int64) {
+		return b
+	}
+	return a
+}
+
+// Counts implements store.Store.
+func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
+	w, err := readWindow(ctx, s.r, agentID, asOf)
+	return w.counts, err
+}
+
+const cacheColumns = `c.conduit_sessions_90d, c.conduit_successful_90d, c.ap2_sessions_90d, c.ap2_successful_90d,
+  c.score, c.computed_at, c.expires_at, c.valid_until, c.passport_json, c.passport_signature`
+
+// scanEntry reads cacheColumns (prefixed by agent id) into an entry. ok is
+// false when the stored score disagrees with the formula over the stored
+// counts: such a row is treated as absent so that it is recomputed.
+func scanEntry(scan func(...any) error) (e store.CacheEntry, ok bool, err error) {
+	var c score.Counts
+	var stored int
+	var computed, expires, valid int64
+	var passport, sig sql.NullString
+	if err := scan(&e.AgentID, &c.ConduitTotal, &c.ConduitSuccess, &c.AP2Total, &c.AP2Success,
+		&stored, &computed, &expires, &valid, &passport, &sig); err != nil {
+		return e, false, err
+	}
+	r, err := score.Compute(c)
+	if err != nil || r.Score != stored {
+		return e, false, nil
+	}
+	e.Result, e.ComputedAt, e.ExpiresAt, e.ValidUntil = r, fromMicros(computed), fromMicros(expires), fromMicros(valid)
+	if passport.Valid {
+		e.Passport, e.Signature = []byte(passport.String), sig.String
+	}
+	return e, true, nil
+}
+
+// CachedScore implements store.Store.
+func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
+	row := s.r.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+` FROM swarmscore_cache c WHERE c.agent_id = ?`, agentID)
+	e, ok, err := scanEntry(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		var exists bool
+		if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?)`, agentID).Scan(&exists); err != nil {
+			return store.CacheEntry{}, false, dbErr("read agent", err)
+		}
+		if !exists {
+			return store.CacheEntry{}, false, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+		}
+		return store.CacheEntry{}, false, nil
+	}
+	if err != nil {
+		return store.CacheEntry{}, false, dbErr("read cache", err)
+	}
+	if !ok || !e.Answers(asOf) {
+		return store.CacheEntry{}, false, nil
+	}
+	return e, true, nil
+}
+
+const upsertCache = `
+INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
+  ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,
+  passport_json, passport_signature)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tier,
+  conduit_sessions_90d = excluded.conduit_sessions_90d, conduit_successful_90d = excluded.conduit_successful_90d,
+  ap2_sessions_90d = excluded.ap2_sessions_90d, ap2_successful_90d = excluded.ap2_successful_90d,
+  conduit_contribution = excluded.conduit_contribution, ap2_contribution = excluded.ap2_contribution,
+  escrow_modifier_bp = excluded.escrow_modifier_bp, computed_at = excluded.computed_at, expires_at = excluded.expires_at,
+  valid_until = excluded.valid_until, passport_json = excluded.passport_json, passport_signature = excluded.passport_signature`
+
+// RefreshScore implements store.Store. The write transaction (BEGIN
+// IMMEDIATE on the single writer) excludes every concurrent ingest.
+func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
+	asOf = asOf.UTC().Truncate(ledger.Resolution)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return store.CacheEntry{}, dbErr("begin refresh", err)
+	}
+	defer tx.Rollback()
+	w, err := readWindow(ctx, tx, agentID, asOf)
+	if err != nil {
+		return store.CacheEntry{}, err
+	}
+	r, err := score.Compute(w.counts)
+	if err != nil {
+		return store.CacheEntry{}, fmt.Errorf("sqlite: agent %q: %w", agentID, err)
+	}
+	e := store.CacheEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime),
+		ValidUntil: ledger.ValidUntil(asOf, w.oldest, w.next)}
+	var passport, sig any
+	if issue != nil {
+		p, sg, err := issue(&e)
+		if err != nil {
+			return store.CacheEntry{}, err
+		}
+		e.Passport, e.Signature = p, sg
+		passport, sig = string(p), sg
+	}
+	c := r.Counts
+	if _, err := tx.ExecContext(ctx, upsertCache, agentID, r.Score, r.Tier.String(), c.ConduitTotal, c.ConduitSuccess,
+		c.AP2Total, c.AP2Success, r.ConduitContribution, r.AP2Contribution, int64(r.Escrow),
+		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig); err != nil {
+		return store.CacheEntry{}, dbErr("write cache", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.CacheEntry{}, dbErr("commit refresh", err)
+	}
+	return e, nil
+}
+
+// recomputeSQL builds the set-based refresh: one pass over the counted
+// events from the window start on, aggregated per agent, joined to every
+// agent, written with the formula in SQL (store.ScoreSQL). ?1 window start,
+// ?2 as_of, ?3 expires_at, ?4 the window length plus one microsecond.
+func recomputeSQL(onlyStale bool) string {
+	conduit, ap2, total, tier, mod := store.ScoreSQL("ct", "cs", "at", "asx")
+	stale := ""
+	if onlyStale {
+		stale = "AND NOT EXISTS (SELECT 1 FROM swarmscore_cache k WHERE k.agent_id = ag.id AND k.computed_at <= ?2 AND ?2 < k.valid_until)"
+	}
+	return `
+WITH ev AS (
+  SELECT agent_id AS a, 0 AS k, completed_at AS t, status = 'VERIFIED' AS ok FROM conduit_sessions
+    WHERE status IN ('VERIFIED', 'FAILED') AND completed_at >= ?1
+  UNION ALL
+  SELECT provider_id, 1, settled_at, status = 'SETTLED' FROM ap2_transactions
+    WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= ?1
+), agg AS MATERIALIZED (
+  SELECT a,
+    SUM(k = 0 AND t <= ?2) AS ct, SUM(k = 0 AND t <= ?2 AND ok) AS cs,
+    SUM(k = 1 AND t <= ?2) AS at, SUM(k = 1 AND t <= ?2 AND ok) AS asx,
+    MIN(CASE WHEN t <= ?2 THEN t END) AS oldest, MIN(CASE WHEN t > ?2 THEN t END) AS nxt
+  FROM ev GROUP BY a
+), x AS (
+  SELECT ag.id, COALESCE(ct, 0) AS ct, COALESCE(cs, 0) AS cs, COALESCE(at, 0) AS at, COALESCE(asx, 0) AS asx, oldest, nxt
+  FROM agents ag LEFT JOIN agg ON agg.a = ag.id
+  WHERE true ` + stale + `
+)
+INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
+  ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,
+  passport_json, passport_signature)
+SELECT id, ` + total + `, ` + store.TierNameSQL(tier) + `, ct, cs, at, asx, ` + conduit + `, ` + ap2 + `, ` + mod + `,
+  ?2, ?3, MIN(?3, COALESCE(oldest + ?4, ?3), COALESCE(nxt, ?3)), NULL, NULL
+FROM x WHERE true
+ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tier,
+  conduit_sessions_90d = excluded.conduit_sessions_90d, conduit_successful_90d = excluded.conduit_successful_90d,
+  ap2_sessions_90d = excluded.ap2_sessions_90d, ap2_successful_90d = excluded.ap2_successful_90d,
+  conduit_contribution = excluded.conduit_contribution, ap2_contribution = excluded.ap2_contribution,
+  escrow_modifier_bp = excluded.escrow_modifier_bp, computed_at = excluded.computed_at, expires_at = excluded.expires_at,
+  valid_until = excluded.valid_until, passport_json = NULL, passport_signature = NULL`
+}
+
+// RecomputeAll implements store.Store with one INSERT … SELECT … GROUP BY.
+func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error) {
+	asOf = asOf.UTC().Truncate(ledger.Resolution)
+	expires := asOf.Add(ledger.CacheLifetime)
+	res, err := s.w.ExecContext(ctx, recomputeSQL(onlyStale), micros(ledger.WindowStart(asOf)), micros(asOf), micros(expires),
+		int64((ledger.Window+ledger.Resolution)/time.Microsecond))
+	if err != nil {
+		return 0, dbErr("recompute all", err)
+	}
+	n, err := res.RowsAffected()
+	return n, dbErr("recompute all", err)
+}
+
+// ListScores implements store.Store.
+func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.CacheEntry, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	var tiers []string
+	for t := q.MinTier; t <= score.TierElite; t++ {
+		tiers = append(tiers, "'"+t.String()+"'")
+	}
+	query := `SELECT c.agent_id, ` + cacheColumns + ` FROM swarmscore_cache c
+	  WHERE c.score >= ? AND c.tier IN (` + strings.Join(tiers, ", ") + `)
+	    AND NOT EXISTS (SELECT 1 FROM consent v WHERE v.agent_id = c.agent_id AND v.visibility = 'unlisted')`
+	args := []any{q.MinScore}
+	if q.After != nil {
+		query += ` AND (c.score < ? OR (c.score = ? AND c.agent_id > ?))`
+		args = append(args, q.After.Score, q.After.Score, q.After.AgentID)
+	}
+	query += ` ORDER BY c.score DESC, c.agent_id LIMIT ?`
+	args = append(args, q.Limit)
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, dbErr("list scores", err)
+	}
+	defer rows.Close()
+	var out []store.CacheEntry
+	for rows.Next() {
+		e, ok, err := scanEntry(rows.Scan)
+		if err != nil {
+			return nil, dbErr("list scores", err)
+		}
+		if ok {
+			out = append(out, e)
+		}
+	}
+	return out, dbErr("list scores", rows.Err())
+}
+
+// Agent implements store.Store.
+func (s *Store) Agent(ctx context.Context, agentID string) (store.AgentInfo, error) {
+	var a store.AgentInfo
+	var created int64
+	var hash []byte
+	var vis sql.NullString
+	err := s.r.QueryRowContext(ctx, `SELECT a.id, a.created_at, a.head_seq, a.head_hash, v.visibility
+	  FROM agents a LEFT JOIN consent v ON v.agent_id = a.id WHERE a.id = ?`, agentID).Scan(&a.ID, &created, &a.ChainLength, &hash, &vis)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+	}
+	if err != nil {
+		return a, dbErr("read agent", err)
+	}
+	a.RegisteredAt = fromMicros(created)
+	copy(a.ChainHead[:], hash)
+	a.Visibility = store.VisibilityPublic
+	if vis.Valid {
+		a.Visibility = store.Visibility(vis.String)
+	}
+	return a, nil
+}
+
+// SetVisibility implements store.Store.
+func (s *Store) SetVisibility(ctx context.Context, agentID string, v store.Visibility, at time.Time) error {
+	if v != store.VisibilityPublic && v != store.VisibilityUnlisted {
+		return fmt.Errorf("%w: visibility %q (want public or unlisted)", errkind.ErrInvalid, v)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO consent (agent_id, visibility, consented_at)
+	  SELECT id, ?, ? FROM agents WHERE id = ?
+	  ON CONFLICT (agent_id) DO UPDATE SET visibility = excluded.visibility, consented_at = excluded.consented_at`,
+		string(v), micros(at), agentID)
+	if err != nil {
+		return dbErr("set visibility", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+	}
+	return nil
+}

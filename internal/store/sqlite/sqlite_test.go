@@ -1,0 +1,175 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+	"github.com/swarmscore/swarmscore/internal/store/storetest"
+)
+
+// harness opens each store in a fresh file and tampers with it through a
+// separate connection to the same file, as an attacker with file access.
+type harness struct {
+	mu    sync.Mutex
+	files map[store.Store]string
+}
+
+func (h *harness) open(t *testing.T) store.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "test.db")
+	s, err := sqlite.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	h.files[s] = path
+	h.mu.Unlock()
+	return s
+}
+
+func (h *harness) exec(t *testing.T, s store.Store, query string, args ...any) {
+	t.Helper()
+	h.mu.Lock()
+	path := h.files[s]
+	h.mu.Unlock()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.ExecContext(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("tamper %q: %v", query, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("tamper %q changed %d rows", query, n)
+	}
+}
+
+func (h *harness) SetEndedAt(t *testing.T, s store.Store, typ ledger.Type, id string, at time.Time) {
+	q := "UPDATE conduit_sessions SET completed_at = ? WHERE id = ?"
+	if typ == ledger.AP2Transaction {
+		q = "UPDATE ap2_transactions SET settled_at = ? WHERE id = ?"
+	}
+	h.exec(t, s, q, at.UnixMicro(), id)
+}
+
+func (h *harness) DeleteEvent(t *testing.T, s store.Store, typ ledger.Type, id string) {
+	q := "DELETE FROM conduit_sessions WHERE id = ?"
+	if typ == ledger.AP2Transaction {
+		q = "DELETE FROM ap2_transactions WHERE id = ?"
+	}
+	h.exec(t, s, q, id)
+}
+
+func (h *harness) SetRecordContent(t *testing.T, s store.Store, agentID string, seq int64, content []byte) {
+	// The append-only triggers stop honest mistakes, not an attacker.
+	h.exec(t, s, "DROP TRIGGER ledger_records_no_update; UPDATE ledger_records SET content = ? WHERE agent_id = ? AND seq = ?", content, agentID, seq)
+}
+
+func TestConformance(t *testing.T) {
+	h := &harness{files: make(map[store.Store]string)}
+	storetest.Run(t, storetest.Harness{Open: h.open, Tamper: h})
+}
+
+// TestTwoHandles opens the same file twice (two independent pools, as two
+// processes would) and ingests overlapping streams through both at once:
+// no event is lost or counted twice, the chains stay intact, and a write
+// through one handle invalidates the cache the other reads.
+func TestTwoHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	open := func() store.Store {
+		s, err := sqlite.Open(t.Context(), "sqlite:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := open(), open()
+	base := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
+	const n = 400
+	events := make([]ledger.Event, n)
+	for i := range events {
+		st := ledger.Verified
+		if i%4 == 0 {
+			st = ledger.Failed
+		}
+		end := base.Add(-time.Duration(i) * time.Minute)
+		events[i] = ledger.Event{Type: ledger.ConduitSession, ID: fmt.Sprintf("c%d", i), AgentID: fmt.Sprintf("agent-%d", i%5),
+			Status: st, StartedAt: end.Add(-time.Minute), EndedAt: end}
+	}
+	var wg sync.WaitGroup
+	accepted := make([]int, 2)
+	for w, s := range []store.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < n; k += 25 {
+				// Writer 0 goes forward, writer 1 backward: every event is sent twice.
+				lo := k
+				if w == 1 {
+					lo = n - k - 25
+				}
+				out, err := s.Ingest(context.Background(), "op", events[lo:lo+25])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, o := range out {
+					switch o.Status {
+					case store.Accepted:
+						accepted[w]++
+					case store.Rejected:
+						t.Errorf("rejected: %v", o.Err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted[0]+accepted[1] != n {
+		t.Errorf("accepted %d+%d events, want %d in total", accepted[0], accepted[1], n)
+	}
+	for i := range 5 {
+		agent := fmt.Sprintf("agent-%d", i)
+		c, err := b.Counts(t.Context(), agent, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ConduitTotal != n/5 || c.ConduitSuccess != n/5-n/20 {
+			t.Errorf("%s: counts %+v, want %d/%d", agent, c, n/5-n/20, n/5)
+		}
+	}
+	if r, err := a.VerifyLedger(t.Context()); err != nil || len(r.Broken) != 0 || r.Records != n {
+		t.Errorf("verify: %+v %v", r, err)
+	}
+	if _, err := a.RefreshScore(t.Context(), "agent-0", base, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := b.CachedScore(t.Context(), "agent-0", base); !ok {
+		t.Error("the other handle does not see the cache entry")
+	}
+	if _, err := b.Ingest(t.Context(), "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "late", AgentID: "agent-0",
+		Status: ledger.Verified, StartedAt: base.Add(-time.Hour), EndedAt: base.Add(-time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := a.CachedScore(t.Context(), "agent-0", base); ok {
+		t.Error("a write through one handle did not invalidate the cache read through the other")
+	}
+}

@@ -1,0 +1,323 @@
+// Package store defines the Store interface over the ledger and the score
+// cache, which the sqlite and postgres back ends implement and the storetest
+// conformance suite checks.
+//
+// # Model (mirror it in every back end)
+//
+// Tables (one goose migration set per dialect; names are a superset of spec
+// §12.1 so an operator who has those tables recognises them):
+//
+//   - operators(id TEXT PK, created_at): the platforms that report events;
+//     id is the operator name (ledger.ValidID), registered on first use.
+//   - agents(id TEXT PK, created_at, head_seq, head_hash): registered on their
+//     first event. head_seq/head_hash are the last link of the agent's hash
+//     chain (0 and 32 zero bytes before any event).
+//   - conduit_sessions(id PK, agent_id → agents, buyer_id NULL, operator_id →
+//     operators, status, started_at, completed_at NULL, seq, created_at,
+//     updated_at; §12.1's action_count, session_cost_usd, proof_hash kept as
+//     optional columns) and ap2_transactions(id PK, provider_id → agents,
+//     buyer_id, operator_id, status, escrow_amount_cents BIGINT,
+//     escrow_modifier_bp INTEGER NULL, started_at, settled_at NULL, seq, ...).
+//     One row per event holding its current state; seq is the position in
+//     the agent's chain of the record that produced that state. Event ids
+//     are unique per type; an event belongs to the operator that first
+//     reported it. Indexes: (agent_id, completed_at) and (provider_id,
+//     settled_at) restricted to the counted statuses.
+//   - ledger_records(agent_id, seq, event_type, event_id, content, hash;
+//     PK (agent_id, seq)): the append-only hash chain. One record per
+//     accepted report (a first report or a transition); content is
+//     ledger.Record.Canonical(), hash = ledger.Link(previous hash, content).
+//     Duplicates and rejected reports leave no record.
+//   - swarmscore_cache(agent_id PK → agents, the four counts, score, tier,
+//     the two contributions, escrow_modifier_bp, computed_at, expires_at =
+//     computed_at + 7 days, valid_until, passport_json NULL,
+//     passport_signature NULL). An entry answers every as_of in
+//     [computed_at, valid_until); ledger.ValidUntil defines valid_until.
+//     Invalidation sets valid_until = computed_at and keeps the row (so
+//     ranking still sees the agent until the next refresh).
+//   - api_tokens(id PK, operator_id, token_sha256 UNIQUE, created_at,
+//     revoked_at NULL): only the SHA-256 of a token is stored.
+//   - signing_keys(id PK, fingerprint, created_at, retired_at NULL): which key
+//     signed what, never the key itself.
+//   - appeals (§11.3) and consent (§11.1: agent_id PK, visibility public |
+//     unlisted, consented_at).
+//
+// Timestamps are UTC with microsecond precision (ledger.Validate refuses
+// finer ones, so nothing is rounded). SQLite stores them as INTEGER unix
+// microseconds; PostgreSQL as TIMESTAMPTZ. Money is integer cents; the
+// escrow modifier is integer basis points (§12.1's NUMERIC(4,4) cannot hold
+// 1.0).
+//
+// # Concurrency
+//
+// Ingest serialises per agent (SQLite: one writer, BEGIN IMMEDIATE;
+// PostgreSQL: lock the agents rows of the batch in id order, FOR UPDATE,
+// before reading head_seq), so a chain never forks and an event is never
+// inserted twice. Ingest invalidates the cache entries of every agent that
+// received a terminal report, in the same transaction. RefreshScore counts
+// and writes the cache entry in one transaction holding the same per-agent
+// lock, so an entry is never computed from counts that a concurrent ingest
+// has already made stale.
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// Store is the ledger and score cache. Implementations are safe for
+// concurrent use by multiple goroutines (and, for PostgreSQL, processes).
+// Every method returns errkind.ErrUnavailable (wrapped) when the database
+// cannot be reached, and ctx's error when ctx ends first. Unless a method
+// says otherwise, "now" is never read from a clock: times are arguments.
+type Store interface {
+	// Migrate applies every pending migration. It is idempotent and safe to
+	// run from several processes at once.
+	Migrate(ctx context.Context) error
+
+	// Ready returns nil when the database is reachable and every migration
+	// is applied; otherwise an error matching errkind.ErrUnavailable that
+	// says which.
+	Ready(ctx context.Context) error
+
+	// Ingest records a batch of events reported by operator, in order, and
+	// returns one Outcome per event (same index). The batch is all or
+	// nothing: either every accepted event is committed with its chain
+	// record, or (on a returned error) nothing is. A rejected event changes
+	// nothing and does not stop the others. Per event:
+	//   - a new id is Accepted (the agent and operator are registered);
+	//   - the same content again is a Duplicate (no-op, no chain record);
+	//   - a later allowed status with unchanged immutable fields is Accepted
+	//     (a transition);
+	//   - a changed immutable field, a backward or forbidden status, another
+	//     operator's event, or an invalid event is Rejected, with Err
+	//     matching errkind.ErrConflict or errkind.ErrInvalid.
+	// Events later in the batch see the effect of earlier ones. Every
+	// accepted terminal report invalidates the agent's cache entry in the
+	// same transaction. The returned error (not per-event) is ErrInvalid for
+	// an invalid operator name, ErrUnavailable or an internal error.
+	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]Outcome, error)
+
+	// Counts returns the agent's four 90-day counts over the window
+	// [asOf − 90 days, asOf], both ends inclusive, with the statuses of
+	// §12.2 and Pitfall 4. It reads the ledger, never the cache. An unknown
+	// agent is errkind.ErrNotFound.
+	Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error)
+
+	// CachedScore returns the agent's cache entry if it answers asOf
+	// (ComputedAt <= asOf < ValidUntil), with ok true. ok is false, with a
+	// nil error, when there is no such entry (never computed, invalidated,
+	// expired, or asOf outside its range). An unknown agent is
+	// errkind.ErrNotFound.
+	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry CacheEntry, ok bool, err error)
+
+	// RefreshScore computes the agent's score as of asOf from the ledger and
+	// replaces its cache entry with it (ComputedAt = asOf, ExpiresAt = asOf +
+	// 7 days, ValidUntil per ledger.ValidUntil), in one transaction that no
+	// concurrent Ingest for the agent can interleave with. If issue is not
+	// nil it is called inside that transaction with the new entry and its
+	// result (a passport and its signature) is stored with the entry; an
+	// error from issue aborts the refresh and is returned unchanged. An
+	// unknown agent is errkind.ErrNotFound.
+	RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue IssueFunc) (CacheEntry, error)
+
+	// RecomputeAll refreshes the cache entry of every agent as of asOf (or,
+	// with onlyStale, of every agent without an entry answering asOf) with
+	// one set-based statement, and returns how many entries it wrote.
+	// Passports of replaced entries are dropped. It is safe to run while
+	// events are ingested: an agent whose events arrive meanwhile ends up
+	// either refreshed after them or invalidated.
+	RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error)
+
+	// ListScores returns cache entries ordered by score descending then
+	// agent id ascending, starting after q.After, for marketplace search.
+	// Entries that do not answer q.AsOf are included with their last
+	// values (check Answers); call RecomputeAll(ctx, asOf, true) first to
+	// rank fresh values. Agents whose consent says unlisted are omitted.
+	ListScores(ctx context.Context, q ListQuery) ([]CacheEntry, error)
+
+	// Agent returns what the ledger knows about an agent. An unknown agent
+	// is errkind.ErrNotFound.
+	Agent(ctx context.Context, agentID string) (AgentInfo, error)
+
+	// VerifyLedger walks every agent's hash chain and checks that each
+	// event row holds exactly the content of its latest chain record. It
+	// returns a report whose Broken lists the first broken link of each
+	// damaged chain (an empty list means intact); the error is only for
+	// failing to read.
+	VerifyLedger(ctx context.Context) (VerifyReport, error)
+
+	// CreateToken stores an API token's SHA-256 for operator under id,
+	// registering the operator. Creating the same (id, operator, hash) again
+	// is a no-op; an id or hash already used otherwise is
+	// errkind.ErrConflict; an invalid id or operator name is ErrInvalid.
+	CreateToken(ctx context.Context, t Token) error
+
+	// Authenticate returns the operator owning the token whose SHA-256 is
+	// sum. An unknown or revoked token is errkind.ErrUnauthorized.
+	Authenticate(ctx context.Context, sum [32]byte) (operator string, err error)
+
+	// RevokeToken marks token id revoked as of at; revoking again keeps the
+	// first time. An unknown id is errkind.ErrNotFound.
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+
+	// ListTokens returns every token (revoked ones included) ordered by
+	// creation time, without their hashes.
+	ListTokens(ctx context.Context) ([]Token, error)
+
+	// SetVisibility records the agent's consent choice (§11.1, §8.4):
+	// VisibilityPublic or VisibilityUnlisted, as of at. An unknown agent is
+	// ErrNotFound; another visibility is ErrInvalid.
+	SetVisibility(ctx context.Context, agentID string, v Visibility, at time.Time) error
+
+	// Close releases the database handles. Calls after Close fail.
+	Close() error
+}
+
+// Outcome is what Ingest did with one event.
+type Outcome struct {
+	Status OutcomeStatus
+	// Err says why the event was rejected (errkind.ErrConflict or
+	// errkind.ErrInvalid, naming the field); nil otherwise.
+	Err error
+}
+
+// OutcomeStatus classifies an Outcome.
+type OutcomeStatus uint8
+
+// The three outcomes.
+const (
+	Accepted OutcomeStatus = iota + 1
+	Duplicate
+	Rejected
+)
+
+func (s OutcomeStatus) String() string {
+	switch s {
+	case Accepted:
+		return "accepted"
+	case Duplicate:
+		return "duplicate"
+	case Rejected:
+		return "rejected"
+	}
+	return fmt.Sprintf("OutcomeStatus(%d)", uint8(s))
+}
+
+// CacheEntry is a computed score and the instants it is good for.
+type CacheEntry struct {
+	AgentID string
+	Result  score.Result
+	// ComputedAt is the as_of the counts were taken at.
+	ComputedAt time.Time
+	// ExpiresAt is ComputedAt + 7 days: the passport lifetime.
+	ExpiresAt time.Time
+	// ValidUntil is the first instant the entry may be wrong (an event
+	// leaves or enters the window, the lifetime ends, or it was
+	// invalidated, in which case ValidUntil == ComputedAt).
+	ValidUntil time.Time
+	// Passport and Signature are what IssueFunc returned; nil and "" if
+	// none was issued for this entry.
+	Passport  []byte
+	Signature string
+}
+
+// Answers reports whether the entry holds the score as of asOf.
+func (e *CacheEntry) Answers(asOf time.Time) bool {
+	return !asOf.Before(e.ComputedAt) && asOf.Before(e.ValidUntil)
+}
+
+// IssueFunc produces the passport for a freshly computed entry, inside the
+// transaction that stores it.
+type IssueFunc func(e *CacheEntry) (passport []byte, signature string, err error)
+
+// ListQuery selects ranked entries. Limit must be 1..1000.
+type ListQuery struct {
+	MinTier  score.Tier
+	MinScore int
+	Limit    int
+	// After is the keyset cursor: the last entry of the previous page, or
+	// nil for the first page.
+	After *Cursor
+}
+
+// Cursor is a position in the ranking.
+type Cursor struct {
+	Score   int
+	AgentID string
+}
+
+// Validate checks the query's bounds (errkind.ErrInvalid).
+func (q *ListQuery) Validate() error {
+	switch {
+	case q.Limit < 1 || q.Limit > 1000:
+		return fmt.Errorf("%w: limit %d is outside 1..1000", errkind.ErrInvalid, q.Limit)
+	case q.MinScore < 0 || q.MinScore > score.MaxScore:
+		return fmt.Errorf("%w: min_score %d is outside 0..%d", errkind.ErrInvalid, q.MinScore, score.MaxScore)
+	case q.MinTier > score.TierElite:
+		return fmt.Errorf("%w: tier %d", errkind.ErrInvalid, q.MinTier)
+	case q.After != nil && !ledger.ValidID(q.After.AgentID):
+		return fmt.Errorf("%w: cursor agent id", errkind.ErrInvalid)
+	}
+	return nil
+}
+
+// AgentInfo summarises an agent's ledger.
+type AgentInfo struct {
+	ID           string
+	RegisteredAt time.Time // when its first event was recorded
+	ChainLength  int64     // records in its hash chain (accepted reports)
+	ChainHead    ledger.Hash
+	Visibility   Visibility
+}
+
+// VerifyReport is the result of VerifyLedger.
+type VerifyReport struct {
+	Agents  int64 // chains walked
+	Records int64 // chain records checked
+	Events  int64 // event rows checked
+	Broken  []BrokenLink
+}
+
+// BrokenLink is the first inconsistency found in one agent's chain.
+type BrokenLink struct {
+	AgentID string
+	Seq     int64  // chain position (0 when the problem is an event row without a record)
+	EventID string // the event concerned, when known
+	Reason  string
+}
+
+func (b BrokenLink) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "agent %s seq %d", b.AgentID, b.Seq)
+	if b.EventID != "" {
+		fmt.Fprintf(&s, " event %s", b.EventID)
+	}
+	s.WriteString(": " + b.Reason)
+	return s.String()
+}
+
+// Token is an API token record. SHA256 is the hash of the secret token;
+// the token itself is never stored.
+type Token struct {
+	ID        string
+	Operator  string
+	SHA256    [32]byte
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while active
+}
+
+// Visibility is an agent's consent choice for public display (§11.1).
+type Visibility string
+
+// The two visibilities. Agents without a recorded choice are public.
+const (
+	VisibilityPublic   Visibility = "public"
+	VisibilityUnlisted Visibility = "unlisted"
+)

@@ -1,0 +1,158 @@
+// Package storetest is the conformance suite every store.Store back end
+// passes. A back end's test calls
+//
+//	storetest.Run(t, storetest.Harness{Open: ..., Tamper: ...})
+//
+// Open returns a fresh, migrated, empty store (and registers its cleanup);
+// Tamper edits that store's database behind its back, the way an attacker
+// with database access would (spec §15.2), so that the suite can prove
+// VerifyLedger notices.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
+)
+
+// Harness connects the suite to a back end.
+type Harness struct {
+	// Open returns a new, migrated, empty store. It must fail the test (not
+	// skip) if the database is unreachable under CI.
+	Open func(t *testing.T) store.Store
+	// Tamper rewrites stored data directly. Required.
+	Tamper Tamperer
+}
+
+// Tamperer edits a store's database outside the Store interface, bypassing
+// any guard (triggers, permissions) the back end puts on its tables.
+type Tamperer interface {
+	// SetEndedAt overwrites the completed_at/settled_at of an event row
+	// (back-dating, §15.2).
+	SetEndedAt(t *testing.T, s store.Store, typ ledger.Type, id string, at time.Time)
+	// DeleteEvent deletes an event row.
+	DeleteEvent(t *testing.T, s store.Store, typ ledger.Type, id string)
+	// SetRecordContent overwrites the content of chain record (agent, seq),
+	// leaving its hash as it was.
+	SetRecordContent(t *testing.T, s store.Store, agentID string, seq int64, content []byte)
+}
+
+// Run runs every conformance test as a subtest.
+func Run(t *testing.T, h Harness) {
+	if h.Open == nil || h.Tamper == nil {
+		t.Fatal("storetest: Harness.Open and Harness.Tamper are required")
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness)
+	}{
+		{"Ready", testReady},
+		{"IngestNew", testIngestNew},
+		{"Idempotent", testIdempotent},
+		{"Transitions", testTransitions},
+		{"Conflicts", testConflicts},
+		{"Invalid", testInvalid},
+		{"BatchAtomicity", testBatchAtomicity},
+		{"UnknownAgent", testUnknownAgent},
+		{"WindowBoundaries", testWindowBoundaries},
+		{"Statuses", testStatuses},
+		{"Cache", testCache},
+		{"CacheFutureEvent", testCacheFutureEvent},
+		{"CacheInvalidation", testCacheInvalidation},
+		{"IssueInTransaction", testIssue},
+		{"RecomputeAll", testRecomputeAll},
+		{"ListScores", testListScores},
+		{"Verify", testVerify},
+		{"VerifyTampering", testVerifyTampering},
+		{"Tokens", testTokens},
+		{"Concurrent", testConcurrent},
+		{"Property", testProperty},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+	}
+}
+
+// base is the fixed "now" of the suite: times are arguments, never clocks.
+var base = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+// conduit builds a Conduit session; a zero end means non-terminal.
+func conduit(id, agent string, status ledger.Status, started, ended time.Time) ledger.Event {
+	return ledger.Event{Type: ledger.ConduitSession, ID: id, AgentID: agent, BuyerID: "buyer-1", Status: status, StartedAt: started, EndedAt: ended}
+}
+
+// ap2 builds an AP2 transaction for 1000.00.
+func ap2(id, agent string, status ledger.Status, started, ended time.Time) ledger.Event {
+	return ledger.Event{Type: ledger.AP2Transaction, ID: id, AgentID: agent, BuyerID: "buyer-1", Status: status,
+		EscrowAmountCents: 100000, StartedAt: started, EndedAt: ended}
+}
+
+func ingest(t *testing.T, s store.Store, operator string, events ...ledger.Event) []store.Outcome {
+	t.Helper()
+	out, err := s.Ingest(ctx(t), operator, events)
+	if err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	if len(out) != len(events) {
+		t.Fatalf("Ingest returned %d outcomes for %d events", len(out), len(events))
+	}
+	return out
+}
+
+func wantOutcomes(t *testing.T, got []store.Outcome, want ...store.OutcomeStatus) {
+	t.Helper()
+	for i, w := range want {
+		if got[i].Status != w {
+			t.Errorf("event %d: outcome %v (%v), want %v", i, got[i].Status, got[i].Err, w)
+		}
+		if (got[i].Err != nil) != (w == store.Rejected) {
+			t.Errorf("event %d: outcome %v with error %v", i, got[i].Status, got[i].Err)
+		}
+	}
+}
+
+func wantKind(t *testing.T, err error, kind errkind.Kind) {
+	t.Helper()
+	if got := errkind.Of(err); got != kind {
+		t.Errorf("error %v is kind %v, want %v", err, got, kind)
+	}
+}
+
+func counts(t *testing.T, s store.Store, agent string, asOf time.Time) [4]int64 {
+	t.Helper()
+	c, err := s.Counts(ctx(t), agent, asOf)
+	if err != nil {
+		t.Fatalf("Counts(%s, %s): %v", agent, asOf, err)
+	}
+	return [4]int64{c.ConduitTotal, c.ConduitSuccess, c.AP2Total, c.AP2Success}
+}
+
+func chainLength(t *testing.T, s store.Store, agent string) int64 {
+	t.Helper()
+	a, err := s.Agent(ctx(t), agent)
+	if err != nil {
+		t.Fatalf("Agent(%s): %v", agent, err)
+	}
+	return a.ChainLength
+}
+
+func mustVerify(t *testing.T, s store.Store) store.VerifyReport {
+	t.Helper()
+	r, err := s.VerifyLedger(ctx(t))
+	if err != nil {
+		t.Fatalf("VerifyLedger: %v", err)
+	}
+	if len(r.Broken) != 0 {
+		t.Fatalf("VerifyLedger found breaks in an untouched ledger: %v", r.Broken)
+	}
+	return r
+}
+
+func isNotFound(err error) bool { return errors.Is(err, errkind.ErrNotFound) }

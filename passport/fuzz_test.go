@@ -1,0 +1,132 @@
+package passport
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// checkVerification asserts what holds for every verification.
+func checkVerification(t *testing.T, v *Verification) {
+	t.Helper()
+	if v.Errors == nil || v.Warnings == nil {
+		t.Fatal("nil errors or warnings")
+	}
+	if v.Valid != (v.SignatureValid && v.ScoreValid && !hasCode(v.Errors, CodeExpired)) {
+		t.Fatalf("valid=%v but signature_valid=%v score_valid=%v errors %v", v.Valid, v.SignatureValid, v.ScoreValid, v.Errors)
+	}
+	if v.Valid != (len(v.Errors) == 0) {
+		t.Fatalf("valid=%v with errors %v", v.Valid, v.Errors)
+	}
+	if v.ScoreValid && v.Passport == nil {
+		t.Fatal("score_valid without a passport")
+	}
+	if v.DetectedTampering != hasCode(v.Errors, CodeSignatureMismatch) {
+		t.Fatalf("detected_tampering=%v with errors %v", v.DetectedTampering, v.Errors)
+	}
+	for _, p := range append(v.Errors, v.Warnings...) {
+		if p.Code == "" || p.Message == "" {
+			t.Fatalf("empty problem %+v", p)
+		}
+	}
+	if _, err := json.Marshal(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	doc := signedExample(f)
+	var pretty bytes.Buffer
+	_ = json.Indent(&pretty, doc, "", " ")
+	for _, seed := range [][]byte{doc, pretty.Bytes(), nil, []byte("{}"), []byte(`{"issuer":{"signature":1}}`),
+		[]byte(`{"a":1,"a":2}`), []byte(`[{"\ud800":1e400}]`), doc[:len(doc)/2]} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data)
+		v, _ := verifyBoth(t, data, []Key{testKey(t)}, testComputedAt)
+		checkVerification(t, v)
+		if err != nil {
+			if _, ok := err.(Problem); !ok {
+				t.Fatalf("error %v is not a Problem", err)
+			}
+			if !hasCode(v.Errors, err.(Problem).Code) {
+				t.Fatalf("Parse says %v, Verify says %v", err, v.Errors)
+			}
+			return
+		}
+		if p == nil || v.Passport == nil || !json.Valid(data) || len(data) > MaxDocumentSize {
+			t.Fatalf("Parse accepted %q", data)
+		}
+		// What Parse read re-encodes to a document Parse reads the same.
+		again, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(again)
+		if err != nil {
+			t.Fatalf("re-encoded passport: %v\n%s", err, again)
+		}
+		if b, _ := json.Marshal(q); !bytes.Equal(b, again) {
+			t.Fatalf("round trip:\n%s\n%s", again, b)
+		}
+	})
+}
+
+// FuzzVerify issues passports from fuzzed counts and times: each must verify.
+// It then changes one byte: the result must not verify with a valid signature
+// unless the change left the signed content the same (layout, an escape, a
+// number's spelling), in which case the passport read must be the same too.
+func FuzzVerify(f *testing.F) {
+	f.Add(uint64(80), uint64(76), uint64(40), uint64(38), uint64(1773757800), uint(40), byte('x'))
+	f.Add(uint64(0), uint64(0), uint64(0), uint64(0), uint64(0), uint(0), byte(' '))
+	f.Add(uint64(1<<53-1), uint64(1<<52), uint64(49), uint64(49), uint64(253401696000), uint(200), byte('0'))
+	f.Add(uint64(100), uint64(100), uint64(50), uint64(50), uint64(1e9), uint(1000), byte('"'))
+	f.Fuzz(func(t *testing.T, ct, cs, at, as uint64, sec uint64, pos uint, b byte) {
+		c := score.Counts{ConduitTotal: int64(ct % (MaxCount + 1)), AP2Total: int64(at % (MaxCount + 1))}
+		c.ConduitSuccess = int64(cs % uint64(c.ConduitTotal+1))
+		c.AP2Success = int64(as % uint64(c.AP2Total+1))
+		const lastSecond = 253402300799 - 7*24*3600 // expiry within year 9999
+		computed := time.Unix(int64(sec%lastSecond), 0).UTC()
+		r, err := score.Compute(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New("agent-7", "swarmsync.ai", r, computed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := p.Sign(testKey(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, fast := verifyBoth(t, doc, []Key{testKey(t)}, computed)
+		checkVerification(t, v)
+		if !v.Valid || len(v.Warnings) != 0 || !fast {
+			t.Fatalf("a passport from Sign does not verify: %v %v\n%s", v.Errors, v.Warnings, doc)
+		}
+
+		mutated := bytes.Clone(doc)
+		mutated[pos%uint(len(doc))] = b
+		if bytes.Equal(mutated, doc) {
+			return
+		}
+		m, _ := verifyBoth(t, mutated, []Key{testKey(t)}, computed)
+		checkVerification(t, m)
+		if !m.SignatureValid {
+			return
+		}
+		same := naiveMessage(t, decodeTree(t, mutated))
+		if want := naiveMessage(t, decodeTree(t, doc)); !bytes.Equal(same, want) {
+			t.Fatalf("signature still valid after a change to the signed content:\n%s\n%s", doc, mutated)
+		}
+		if m.Valid {
+			if got, want := mustMarshal(t, m.Passport), mustMarshal(t, v.Passport); !bytes.Equal(got, want) {
+				t.Fatalf("same signed content, different passport:\n%s\n%s", got, want)
+			}
+		}
+	})
+}

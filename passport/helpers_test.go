@@ -1,0 +1,164 @@
+package passport
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
+
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// Fixtures shared by the tests. The secret is 39 ASCII bytes, used literally.
+const (
+	testSecret = "swarmscore-example-key-0123456789abcdef"
+	testUUID   = "3f1c9a52-7d4e-4b8a-9c61-2e5f0a7b8d90"
+)
+
+var (
+	testComputedAt = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
+	testExample    = score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}
+)
+
+func testKey(t testing.TB) Key {
+	t.Helper()
+	k, err := NewKey([]byte(testSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// fixUUID makes New issue testUUID until the test ends. Tests that use it
+// must not run in parallel.
+func fixUUID(t testing.TB) {
+	t.Helper()
+	old := newUUID
+	newUUID = func() (uuid.UUID, error) { return uuid.MustParse(testUUID), nil }
+	t.Cleanup(func() { newUUID = old })
+}
+
+func newPassport(t testing.TB, c score.Counts) *Passport {
+	t.Helper()
+	r, err := score.Compute(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New("agent-7", "swarmsync.ai", r, testComputedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// signedExample is the §6.1 example's counts, issued and signed.
+func signedExample(t testing.TB) []byte {
+	t.Helper()
+	doc, err := newPassport(t, testExample).Sign(testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// decodeTree decodes doc into maps and slices, keeping number text.
+func decodeTree(t testing.TB, doc []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("decoding %s: %v", doc, err)
+	}
+	return m
+}
+
+// naiveMessage is the signed message computed independently of the package:
+// the document as a generic tree, issuer.signature deleted, re-encoded and
+// canonicalized. It must equal what Verify signs for documents without
+// duplicate keys.
+func naiveMessage(t testing.TB, tree map[string]any) []byte {
+	t.Helper()
+	cp := decodeTree(t, mustMarshal(t, tree))
+	if iss, ok := cp["issuer"].(map[string]any); ok {
+		delete(iss, "signature")
+	}
+	canonical, err := jcs.Transform(mustMarshal(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return canonical
+}
+
+func hmacHex(secret string, msg []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(msg)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// resign signs a tree (if it has an issuer object) with the test secret, independently of Sign, so that
+// tests can build documents whose signature is valid but whose content is
+// not.
+func resign(t testing.TB, tree map[string]any) []byte {
+	t.Helper()
+	sig := hmacHex(testSecret, naiveMessage(t, tree))
+	if iss, ok := tree["issuer"].(map[string]any); ok {
+		iss["signature"] = sig
+	}
+	return mustMarshal(t, tree)
+}
+
+func mustMarshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func codes(ps []Problem) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Code
+	}
+	return out
+}
+
+func hasCode(ps []Problem, code string) bool {
+	for _, p := range ps {
+		if p.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyBoth verifies doc on Verify's fast path (when it applies) and on the
+// slow token-walk path alone, fails the test if they disagree in any way, and
+// returns the result. fast reports whether the fast path decided.
+func verifyBoth(t testing.TB, doc []byte, keys []Key, at time.Time) (v *Verification, fast bool) {
+	t.Helper()
+	onFastPath = func() { fast = true }
+	v = Verify(doc, keys, at)
+	onFastPath = nil
+	slowOnly = true
+	slow := Verify(doc, keys, at)
+	slowOnly = false
+	if got, want := mustMarshal(t, v), mustMarshal(t, slow); !bytes.Equal(got, want) {
+		t.Fatalf("fast path (taken: %v) says\n%s\nslow path says\n%s\nfor %q", fast, got, want, doc)
+	}
+	if (v.Passport == nil) != (slow.Passport == nil) || v.KeyIndex != slow.KeyIndex || !bytes.Equal(v.Document, slow.Document) {
+		t.Fatalf("paths disagree: passport %v/%v, key %d/%d", v.Passport != nil, slow.Passport != nil, v.KeyIndex, slow.KeyIndex)
+	}
+	if v.Passport != nil && !bytes.Equal(mustMarshal(t, v.Passport), mustMarshal(t, slow.Passport)) {
+		t.Fatalf("paths read different passports:\n%s\n%s", mustMarshal(t, v.Passport), mustMarshal(t, slow.Passport))
+	}
+	return v, fast
+}

@@ -1,0 +1,308 @@
+// Package passport issues and verifies SwarmScore Execution Passports
+// (draft-stone-swarmscore-v1 §6, §7.1 L1, §7.3, §8.1): a JSON document
+// carrying an agent's score, signed with HMAC-SHA256.
+//
+// The signature is the lowercase hex HMAC-SHA256, keyed with the literal bytes
+// of the configured secret, of the RFC 8785 (JCS) canonical form of the
+// document with issuer.signature removed. For the documents this package
+// issues, JCS equals what a few lines of Node or Python produce (keys sorted
+// recursively, no whitespace, UTF-8), so any language can verify them.
+//
+// Verification canonicalizes the document as received, never a re-encoded
+// struct: a field this version does not know is still covered by the signature
+// (and reported as a warning), and no information is lost between what was
+// signed and what is checked.
+//
+// The package imports nothing internal to the module but score; every error it
+// returns matches ErrInvalid except a failure of the system's random source.
+package passport
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
+
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// Wire constants of this version.
+const (
+	// Version is the swarmscore_version this package issues and verifies.
+	Version = "1.0"
+	// Validity is how long a passport is valid after computed_at (§7.2).
+	Validity = 7 * 24 * time.Hour
+	// MaxDocumentSize bounds a document accepted by Parse and Verify, so that
+	// verifying untrusted input costs bounded time and memory.
+	MaxDocumentSize = 64 << 10
+
+	// LabelConduit and LabelAP2 are the dimension labels of §6.1.
+	LabelConduit = "Conduit Execution"
+	LabelAP2     = "AP2 Reliability"
+
+	// MaxCount is the largest session count a passport carries. JSON numbers
+	// are IEEE doubles in JCS, JavaScript and most verifiers, which represent
+	// every integer up to 2^53−1 exactly and not all above.
+	MaxCount = 1<<53 - 1
+
+	maxAgentIDLen  = 128
+	maxPlatformLen = 256
+)
+
+// ErrInvalid is matched (with errors.Is) by every error this package returns
+// for bad input: a short key, an invalid agent ID or platform, an
+// inconsistent score result, or a malformed document.
+var ErrInvalid = errors.New("invalid passport")
+
+// newUUID is the source of agent_passport_id; tests replace it to make
+// documents reproducible.
+var newUUID = uuid.NewRandom
+
+// Passport is the Execution Passport of §6.1 plus the top-level agent_id that
+// binds it to an agent (an extension: the spec's document names no agent).
+// Fields appear in JSON in the §6.1 order.
+//
+// A Passport from New is consistent with its score.Result; Sign refuses one
+// that is not. A Passport from Parse or Verify holds what the document says,
+// which Verify checks.
+type Passport struct {
+	SwarmScoreVersion string         `json:"swarmscore_version"`
+	AgentPassportID   string         `json:"agent_passport_id"`
+	AgentID           string         `json:"agent_id"`
+	Issuer            Issuer         `json:"issuer"`
+	Score             Score          `json:"score"`
+	Dimensions        Dimensions     `json:"dimensions"`
+	EscrowModifier    score.Modifier `json:"escrow_modifier"`
+	QualificationGaps []score.Gap    `json:"qualification_gaps"`
+	FormulaVersion    string         `json:"formula_version"`
+	ExpiresAt         time.Time      `json:"expires_at"`
+}
+
+// Issuer says who computed the passport, when, and carries the signature.
+type Issuer struct {
+	Platform   string    `json:"platform"`
+	ComputedAt time.Time `json:"computed_at"`
+	// Signature is 64 lowercase hex characters, or empty before signing.
+	Signature string `json:"signature,omitempty"`
+}
+
+// Score is the composite score block.
+type Score struct {
+	Value               int        `json:"value"`
+	Tier                score.Tier `json:"tier"`
+	ConduitContribution int        `json:"conduit_contribution"`
+	AP2Contribution     int        `json:"ap2_contribution"`
+}
+
+// Dimensions holds the two scored dimensions.
+type Dimensions struct {
+	TechnicalExecution    Dimension `json:"technical_execution"`
+	CommercialReliability Dimension `json:"commercial_reliability"`
+}
+
+// Dimension is one scored dimension. SuccessRate and VolumeFactor are the
+// nearest doubles to the exact fractions s/t and min(1, t/N); they are for
+// display, the contribution is computed exactly by package score.
+type Dimension struct {
+	Label                 string  `json:"label"`
+	Sessions90d           int64   `json:"sessions_90d"`
+	SuccessfulSessions90d int64   `json:"successful_sessions_90d"`
+	SuccessRate           float64 `json:"success_rate"`
+	VolumeFactor          float64 `json:"volume_factor"`
+	MaxContribution       int     `json:"max_contribution"`
+	ActualContribution    int     `json:"actual_contribution"`
+}
+
+// Counts are the four 90-day counts the passport states.
+func (p *Passport) Counts() score.Counts {
+	return score.Counts{
+		ConduitTotal:   p.Dimensions.TechnicalExecution.Sessions90d,
+		ConduitSuccess: p.Dimensions.TechnicalExecution.SuccessfulSessions90d,
+		AP2Total:       p.Dimensions.CommercialReliability.Sessions90d,
+		AP2Success:     p.Dimensions.CommercialReliability.SuccessfulSessions90d,
+	}
+}
+
+// New builds an unsigned passport for agentID from r, computed at computedAt
+// (truncated to the second, in UTC), expiring Validity later, with a fresh
+// random (version 4) agent_passport_id.
+//
+// agentID must be 1–128 characters from [A-Za-z0-9._:-]; platform must be
+// 1–256 bytes of UTF-8 without control characters; r must be what
+// score.Compute returns for its counts, with every count at most MaxCount.
+// These failures match ErrInvalid. A failure of the random source does not.
+func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+	if err := checkAgentID(agentID); err != nil {
+		return nil, err
+	}
+	if err := checkPlatform(platform); err != nil {
+		return nil, err
+	}
+	c := r.Counts
+	if max(c.ConduitTotal, c.AP2Total) > MaxCount {
+		return nil, fmt.Errorf("%w: session counts above %d cannot be carried exactly in JSON", ErrInvalid, int64(MaxCount))
+	}
+	want, err := score.Compute(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if want != r {
+		return nil, fmt.Errorf("%w: score result is not what score.Compute gives for its counts", ErrInvalid)
+	}
+	if computedAt.IsZero() {
+		return nil, fmt.Errorf("%w: computed_at is the zero time", ErrInvalid)
+	}
+	computedAt = computedAt.UTC().Truncate(time.Second)
+	expiresAt := computedAt.Add(Validity)
+	if computedAt.Year() < 1 || expiresAt.Year() > 9999 {
+		return nil, fmt.Errorf("%w: computed_at %s is outside the years RFC 3339 can carry", ErrInvalid, computedAt.Format(time.RFC3339))
+	}
+	id, err := newUUID()
+	if err != nil {
+		return nil, fmt.Errorf("passport: generating agent_passport_id: %w", err)
+	}
+	conduit, ap2 := r.Conduit(), r.AP2()
+	return &Passport{
+		SwarmScoreVersion: Version,
+		AgentPassportID:   id.String(),
+		AgentID:           agentID,
+		Issuer:            Issuer{Platform: platform, ComputedAt: computedAt},
+		Score: Score{
+			Value:               r.Score,
+			Tier:                r.Tier,
+			ConduitContribution: r.ConduitContribution,
+			AP2Contribution:     r.AP2Contribution,
+		},
+		Dimensions: Dimensions{
+			TechnicalExecution:    dimension(LabelConduit, conduit),
+			CommercialReliability: dimension(LabelAP2, ap2),
+		},
+		EscrowModifier:    r.Escrow,
+		QualificationGaps: r.Gaps(),
+		FormulaVersion:    score.FormulaVersion,
+		ExpiresAt:         expiresAt,
+	}, nil
+}
+
+func dimension(label string, d score.Dimension) Dimension {
+	return Dimension{
+		Label:                 label,
+		Sessions90d:           d.Total,
+		SuccessfulSessions90d: d.Success,
+		SuccessRate:           d.Rate(),
+		VolumeFactor:          d.VolumeFactor(),
+		MaxContribution:       d.MaxContribution,
+		ActualContribution:    d.Contribution,
+	}
+}
+
+// Sign signs p with k: it sets p.Issuer.Signature and returns the signed
+// document as compact JSON, fields in §6.1 order. It refuses (matching
+// ErrInvalid) a zero Key and a passport that Verify would not find valid
+// apart from expiry: an invalid agent ID or platform, an unsupported version,
+// or a score block inconsistent with the counts.
+func (p *Passport) Sign(k Key) ([]byte, error) {
+	if !k.valid() {
+		return nil, fmt.Errorf("%w: signing key not initialised (use NewKey)", ErrInvalid)
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	p.Issuer.Signature = ""
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding passport: %w", ErrInvalid, err)
+	}
+	canonical, err := jcs.Transform(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: canonicalizing passport: %w", ErrInvalid, err)
+	}
+	var sum [2 * 32]byte
+	var mac [32]byte
+	hex.Encode(sum[:], k.mac(mac[:0], canonical))
+	p.Issuer.Signature = string(sum[:])
+	if out, ok := insertSignature(body, sum[:]); ok {
+		return out, nil
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding passport: %w", ErrInvalid, err)
+	}
+	return out, nil
+}
+
+// insertSignature adds "signature" as the last member of issuer in body, a
+// document json.Marshal produced from a Passport without signature. It saves
+// encoding the whole passport a second time.
+func insertSignature(body, sig []byte) ([]byte, bool) {
+	// The issuer object ends at the first `"},"score":` after `"issuer":`
+	// because platform is the only free-text issuer member, it is followed by
+	// computed_at (no free text), and encoding/json escapes every quote
+	// inside a string.
+	const anchor = `Z"},"score":`
+	i := bytes.Index(body, []byte(anchor))
+	if i < 0 {
+		return nil, false
+	}
+	at := i + len(`Z"`)
+	out := make([]byte, 0, len(body)+len(`,"signature":""`)+len(sig))
+	out = append(out, body[:at]...)
+	out = append(out, `,"signature":"`...)
+	out = append(out, sig...)
+	out = append(out, '"')
+	return append(out, body[at:]...), true
+}
+
+// check is what Sign requires of a passport: everything Verify checks except
+// the signature and expiry.
+func (p *Passport) check() error {
+	if err := checkAgentID(p.AgentID); err != nil {
+		return err
+	}
+	if err := checkPlatform(p.Issuer.Platform); err != nil {
+		return err
+	}
+	var r report
+	r.checkPassport(p)
+	if len(r.errs) > 0 {
+		return r.errs[0]
+	}
+	return nil
+}
+
+// checkAgentID enforces the agent ID alphabet shared with the service.
+func checkAgentID(id string) error {
+	if id == "" || len(id) > maxAgentIDLen {
+		return fmt.Errorf("%w: agent_id must be 1 to %d characters, got %d", ErrInvalid, maxAgentIDLen, len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return fmt.Errorf("%w: agent_id has %q at byte %d; allowed are A-Z a-z 0-9 . _ : -", ErrInvalid, rune(c), i)
+		}
+	}
+	return nil
+}
+
+// checkPlatform keeps the platform name printable: it is shown to people.
+func checkPlatform(s string) error {
+	if s == "" || len(s) > maxPlatformLen {
+		return fmt.Errorf("%w: issuer.platform must be 1 to %d bytes, got %d", ErrInvalid, maxPlatformLen, len(s))
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: issuer.platform is not valid UTF-8", ErrInvalid)
+	}
+	for _, c := range s {
+		if unicode.IsControl(c) {
+			return fmt.Errorf("%w: issuer.platform contains control character %U", ErrInvalid, c)
+		}
+	}
+	return nil
+}
