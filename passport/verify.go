@@ -63,6 +63,7 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// Error renders "code: message".
 func (p Problem) Error() string { return p.Code + ": " + p.Message }
 
 // Is makes errors.Is(p, ErrInvalid) true.
