@@ -17,6 +17,23 @@ const Resolution = time.Microsecond
 // is [asOf − 90 days, asOf], both ends inclusive, in UTC (docs/ERRATA.md E8).
 func WindowStart(asOf time.Time) time.Time { return asOf.UTC().Add(-Window) }
 
+// Bounds returns the inclusive bounds of the window ending at asOf on the
+// ledger's microsecond grid: an event time e (a whole microsecond) is in
+// [asOf − 90 days, asOf] exactly when lo <= e <= hi, even for an asOf with
+// sub-microsecond digits, which a stored time cannot have. Back ends must
+// count with these bounds, not with a truncated WindowStart, which would let
+// in an event one microsecond before the window.
+func Bounds(asOf time.Time) (lo, hi time.Time) {
+	asOf = asOf.UTC()
+	hi = asOf.Truncate(Resolution)
+	start := WindowStart(asOf)
+	lo = start.Truncate(Resolution)
+	if lo.Before(start) {
+		lo = lo.Add(Resolution)
+	}
+	return lo, hi
+}
+
 // InWindow reports whether an event that ended at t falls in the window
 // ending at asOf.
 func InWindow(t, asOf time.Time) bool {

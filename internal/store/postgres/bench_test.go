@@ -259,7 +259,7 @@ var bigDB struct {
 func BenchmarkRecomputeAll(b *testing.B) {
 	s := loadBig(b)
 	ctx := context.Background()
-	lo, hi := window(benchAsOf)
+	lo, hi := ledger.Bounds(benchAsOf)
 	if os.Getenv("SWARMSCORE_BENCH_EXPLAIN") == "1" {
 		explainRecompute(b, s)
 	}
@@ -444,7 +444,7 @@ func measureSize(ctx context.Context, tb testing.TB, s *Store) sizeReport {
 // and the bare GROUP BY, inside a transaction that is rolled back.
 func explainRecompute(b *testing.B, s *Store) {
 	ctx := context.Background()
-	lo, hi := window(benchAsOf)
+	lo, hi := ledger.Bounds(benchAsOf)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		b.Fatal(err)

@@ -15,21 +15,6 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// window returns the inclusive bounds of the window ending at asOf, on the
-// ledger's microsecond grid: an event time e (a whole microsecond) is in
-// [asOf − 90 days, asOf] exactly when lo <= e <= hi, even for an asOf with
-// sub-microsecond digits (which TIMESTAMPTZ could not hold).
-func window(asOf time.Time) (lo, hi time.Time) {
-	asOf = asOf.UTC()
-	hi = asOf.Truncate(ledger.Resolution)
-	start := ledger.WindowStart(asOf)
-	lo = start.Truncate(ledger.Resolution)
-	if lo.Before(start) {
-		lo = lo.Add(ledger.Resolution)
-	}
-	return lo, hi
-}
-
 // windowQuery counts an agent's events in the window [$2, $3] and finds the
 // earliest counted end time inside it (oldest) and after it (next), reading
 // only the partial indexes.
@@ -61,7 +46,7 @@ type querier interface {
 }
 
 func queryWindow(ctx context.Context, db querier, agentID string, asOf time.Time) (windowResult, error) {
-	lo, hi := window(asOf)
+	lo, hi := ledger.Bounds(asOf)
 	var (
 		w            windowResult
 		exists       bool
@@ -247,7 +232,7 @@ func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool
 			return err
 		}
 		computed := asOf.UTC().Truncate(ledger.Resolution)
-		lo, hi := window(computed)
+		lo, hi := ledger.Bounds(computed)
 		ct, err := tx.Exec(ctx, recomputeSQL(onlyStale), lo, hi, computed, computed.Add(ledger.CacheLifetime), ledger.Window+ledger.Resolution)
 		if err != nil {
 			return err

@@ -44,7 +44,8 @@ func readWindow(ctx context.Context, q queryer, agentID string, asOf time.Time) 
 	var w window
 	var exists bool
 	var oldC, oldA, nextC, nextA sql.NullInt64
-	start, end := micros(ledger.WindowStart(asOf)), micros(asOf)
+	lo, hi := ledger.Bounds(asOf)
+	start, end := micros(lo), micros(hi)
 	err := q.QueryRowContext(ctx, windowQuery, agentID, start, end).Scan(&exists,
 		&w.counts.ConduitTotal, &w.counts.ConduitSuccess, &w.counts.AP2Total, &w.counts.AP2Success,
 		&oldC, &oldA, &nextC, &nextA)

@@ -269,6 +269,11 @@ func testWindowBoundaries(t *testing.T, h Harness) {
 		// c3 (FAILED) leaves too
 		t.Errorf("counts two microseconds later %v, want [2 2 2 1]", got)
 	}
+	// Half a microsecond later, c2 and t1 (at the old start) are out, but c5
+	// and t3 (one microsecond after as_of) have not happened yet.
+	if got := counts(t, s, "a", asOf.Add(us/2)); got != [4]int64{2, 1, 1, 0} {
+		t.Errorf("counts half a microsecond later %v, want [2 1 1 0]", got)
+	}
 	// Offsets other than UTC name the same instants.
 	if got := counts(t, s, "a", asOf.In(time.FixedZone("x", -7*3600))); got != [4]int64{3, 2, 2, 1} {
 		t.Errorf("counts with an as_of in another zone %v", got)

@@ -1,4 +1,4 @@
-package postgres
+package ledger_test
 
 import (
 	"testing"
@@ -7,14 +7,14 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// TestWindowBoundsMatchInWindow checks that the microsecond bounds sent to
+// TestBoundsMatchInWindow checks that the microsecond bounds sent to
 // the database select exactly the event times ledger.InWindow accepts, for
 // as_of instants with and without sub-microsecond digits.
-func TestWindowBoundsMatchInWindow(t *testing.T) {
+func TestBoundsMatchInWindow(t *testing.T) {
 	base := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
 	for _, ns := range []int{0, 1, 499, 500, 999, 1000, 1001, 123456789} {
 		asOf := base.Add(time.Duration(ns))
-		lo, hi := window(asOf)
+		lo, hi := ledger.Bounds(asOf)
 		for _, edge := range []time.Time{ledger.WindowStart(asOf), asOf} {
 			for d := -3; d <= 3; d++ {
 				e := edge.Truncate(time.Microsecond).Add(time.Duration(d) * time.Microsecond)
