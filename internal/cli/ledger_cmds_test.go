@@ -96,8 +96,8 @@ func TestLedgerCommands(t *testing.T) {
 		Score   int    `json:"score"`
 		Cache   string `json:"cache"`
 		Conduit struct {
-			Sessions int `json:"sessions_90d"`
-		} `json:"technical_execution"`
+			Sessions int `json:"total"`
+		} `json:"conduit"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.AgentID != "agent-1" || v.Cache != "hit" || v.Conduit.Sessions != 2 || v.Score != 16 {
 		t.Errorf("agent show --json: %d %v %+v\n%s", code, err, v, out)

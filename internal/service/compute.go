@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -100,58 +101,42 @@ func (l *Ledger) RecomputeAll(ctx context.Context, onlyStale bool) (int64, error
 	return l.Store.RecomputeAll(ctx, l.now(), onlyStale)
 }
 
-// Dimension is one dimension of a score in the JSON view (the §6.1 names).
-type Dimension struct {
-	Sessions        int64   `json:"sessions_90d"`
-	Successful      int64   `json:"successful_sessions_90d"`
-	SuccessRate     float64 `json:"success_rate"`
-	VolumeFactor    float64 `json:"volume_factor"`
-	MaxContribution int     `json:"max_contribution"`
-	Contribution    int     `json:"actual_contribution"`
+// AppendScoreJSON appends an entry's score as one JSON object: the CLI's
+// `score --json` members (score.Result.AppendJSONFields) preceded by the
+// agent and the entry's times. It is the body of GET /swarmscore/{agent_id}
+// and, with extra members, of `swarmscore agent show --json`; extra, when
+// not empty, is appended verbatim before the closing brace and must start
+// with a comma.
+func AppendScoreJSON(b []byte, e *store.CacheEntry, extra []byte) []byte {
+	b = append(b, `{"agent_id":`...)
+	b = strconv.AppendQuote(b, e.AgentID) // ids are [A-Za-z0-9._:-]: Go quoting is JSON-exact
+	b = append(b, `,"computed_at":"`...)
+	b = e.ComputedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","expires_at":"`...)
+	b = e.ExpiresAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `",`...)
+	b = e.Result.AppendJSONFields(b)
+	b = append(b, extra...)
+	return append(b, '}')
 }
 
-func dimension(d score.Dimension) Dimension {
-	return Dimension{d.Total, d.Success, d.Rate(), d.VolumeFactor(), d.MaxContribution, d.Contribution}
-}
-
-// ScoreView is the JSON shape of a score: `swarmscore agent show --json`
-// and the body of GET /swarmscore/{agent_id}. Rates and volume factors are
-// for display (the nearest double to the exact fraction); the score,
-// contributions and modifier are exact.
-type ScoreView struct {
-	AgentID        string         `json:"agent_id"`
-	Score          int            `json:"score"`
-	Tier           score.Tier     `json:"tier"`
-	Conduit        Dimension      `json:"technical_execution"`
-	AP2            Dimension      `json:"commercial_reliability"`
-	EscrowModifier score.Modifier `json:"escrow_modifier"`
-	Gaps           []score.Gap    `json:"qualification_gaps"`
-	FormulaVersion string         `json:"formula_version"`
-	AsOf           time.Time      `json:"as_of"`
-	ComputedAt     time.Time      `json:"computed_at"`
-	ExpiresAt      time.Time      `json:"expires_at"`
-	ValidUntil     *time.Time     `json:"valid_until,omitempty"`
-	Cache          CacheState     `json:"cache,omitempty"`
-	PassportIssued bool           `json:"passport_issued"`
-}
-
-// View renders an entry for JSON output.
-func View(e *store.CacheEntry, asOf time.Time, cache CacheState) ScoreView {
-	r := &e.Result
-	v := ScoreView{
-		AgentID: e.AgentID, Score: r.Score, Tier: r.Tier, Conduit: dimension(r.Conduit()), AP2: dimension(r.AP2()),
-		EscrowModifier: r.Escrow, Gaps: r.Gaps(), FormulaVersion: r.FormulaVersion(),
-		AsOf: asOf.UTC(), ComputedAt: e.ComputedAt.UTC(), ExpiresAt: e.ExpiresAt.UTC(), Cache: cache,
-		PassportIssued: e.Passport != nil,
-	}
-	if !e.ValidUntil.IsZero() {
-		vu := e.ValidUntil.UTC()
-		v.ValidUntil = &vu
-	}
-	return v
-}
-
-// MarshalJSON renders the view (times in RFC 3339 UTC).
+// MarshalJSON renders the score (AppendScoreJSON) with the lookup's as_of,
+// the entry's valid_until, the cache state and whether a passport is stored.
 func (s AgentScore) MarshalJSON() ([]byte, error) {
-	return json.Marshal(View(&s.Entry, s.AsOf, s.Cache))
+	var validUntil *time.Time
+	if !s.Entry.ValidUntil.IsZero() {
+		vu := s.Entry.ValidUntil.UTC()
+		validUntil = &vu
+	}
+	extra, err := json.Marshal(struct {
+		AsOf           time.Time  `json:"as_of"`
+		ValidUntil     *time.Time `json:"valid_until,omitempty"`
+		Cache          CacheState `json:"cache,omitempty"`
+		PassportIssued bool       `json:"passport_issued"`
+	}{s.AsOf.UTC(), validUntil, s.Cache, s.Entry.Passport != nil})
+	if err != nil {
+		return nil, err
+	}
+	extra[0] = ',' // splice the members into the score object
+	return AppendScoreJSON(nil, &s.Entry, extra[:len(extra)-1]), nil
 }

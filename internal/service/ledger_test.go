@@ -136,7 +136,7 @@ func TestAgentScoreCacheStates(t *testing.T) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"agent_id", "score", "tier", "technical_execution", "commercial_reliability", "escrow_modifier",
+	for _, k := range []string{"agent_id", "score", "tier", "conduit", "ap2", "escrow_modifier",
 		"qualification_gaps", "formula_version", "as_of", "computed_at", "expires_at", "valid_until", "cache"} {
 		if _, ok := v[k]; !ok {
 			t.Errorf("JSON view lacks %q: %s", k, b)
