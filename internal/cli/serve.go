@@ -19,7 +19,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store"
-	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
@@ -74,25 +73,6 @@ type serveConfig struct {
 	rate               float64
 	burst              int
 	shutdown           time.Duration
-}
-
-// backends are the stores the binary can open.
-var backends = store.Backends{
-	"sqlite":     sqlite.Open,
-	"postgres":   postgres.Opener,
-	"postgresql": postgres.Opener,
-}
-
-// dbDSN is the DSN a command uses: the flag, else SWARMSCORE_DB, else the
-// default SQLite file.
-func dbDSN(cmd *cobra.Command, flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if env := getenv(cmd, "SWARMSCORE_DB"); env != "" {
-		return env
-	}
-	return store.DefaultDSN
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a

@@ -344,3 +344,34 @@ func TestLoadSigningKey(t *testing.T) {
 		t.Fatal("KeyFile")
 	}
 }
+
+// TestCertificateSubSecond issues a certificate a fraction of a second after
+// an event ended in the same second. The passport's computed_at has whole
+// seconds, so its counts must be the counts as of that second, or L2 would
+// later find the ledger disagreeing with an honest passport.
+func TestCertificateSubSecond(t *testing.T) {
+	a, c := newAPI(t)
+	ctx := context.Background()
+	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
+	second := c.t.Truncate(time.Second)
+	ingest(t, a, conduit("agent-1", "late", 1, 1, second.Add(300*time.Millisecond)))
+	c.t = second.Add(700 * time.Millisecond)
+	cert, err := a.Certificate(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := verifyOK(t, a, cert.Passport, "agent-1")
+	if !p.Issuer.ComputedAt.Equal(second) || p.Counts().ConduitTotal != 80 {
+		t.Fatalf("computed_at %s, conduit total %d; want %s and 80 (the late event ends after computed_at)",
+			p.Issuer.ComputedAt, p.Counts().ConduitTotal, second)
+	}
+	// A second later the event is inside the window and a new passport counts it.
+	c.t = second.Add(1500 * time.Millisecond)
+	cert2, err := a.Certificate(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := verifyOK(t, a, cert2.Passport, "agent-1"); p.Counts().ConduitTotal != 81 {
+		t.Fatalf("conduit total %d, want 81", p.Counts().ConduitTotal)
+	}
+}

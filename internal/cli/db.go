@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
+	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+)
+
+// backends are the stores the binary can open.
+var backends = store.Backends{
+	"sqlite":     sqlite.Open,
+	"postgres":   postgres.Opener,
+	"postgresql": postgres.Opener,
+}
+
+// dbDSN is the DSN a command uses: the flag, else SWARMSCORE_DB, else the
+// default SQLite file.
+func dbDSN(cmd *cobra.Command, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := getenv(cmd, "SWARMSCORE_DB"); env != "" {
+		return env
+	}
+	return store.DefaultDSN
+}
