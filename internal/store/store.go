@@ -9,9 +9,12 @@
 //
 //   - operators(id TEXT PK, created_at): the platforms that report events;
 //     id is the operator name (ledger.ValidID), registered on first use.
-//   - agents(id TEXT PK, created_at, head_seq, head_hash): registered on their
-//     first event. head_seq/head_hash are the last link of the agent's hash
-//     chain (0 and 32 zero bytes before any event).
+//   - agents(id TEXT PK, created_at, head_seq, head_hash, terminal_seq):
+//     registered on their first event. head_seq/head_hash are the last link
+//     of the agent's hash chain (0 and 32 zero bytes before any event).
+//     terminal_seq is the seq of the agent's latest terminal report: the
+//     version of its counts, which change only with a terminal report
+//     (migration 00002).
 //   - conduit_sessions(id PK, agent_id → agents, buyer_id NULL, operator_id →
 //     operators, status, started_at, completed_at NULL, seq, created_at,
 //     updated_at; §12.1's action_count, session_cost_usd, proof_hash kept as
@@ -31,10 +34,12 @@
 //   - swarmscore_cache(agent_id PK → agents, the four counts, score, tier,
 //     the two contributions, escrow_modifier_bp, computed_at, expires_at =
 //     computed_at + 7 days, valid_until, passport_json NULL,
-//     passport_signature NULL). An entry answers every as_of in
-//     [computed_at, valid_until); ledger.ValidUntil defines valid_until.
-//     Invalidation sets valid_until = computed_at and keeps the row (so
-//     ranking still sees the agent until the next refresh).
+//     passport_signature NULL, ledger_seq). An entry answers every as_of in
+//     [computed_at, valid_until), and only while ledger_seq equals its
+//     agent's terminal_seq; ledger.ValidUntil defines valid_until. Readers
+//     report an entry at another version as invalidated. Invalidation sets
+//     valid_until = computed_at and keeps the row (so ranking still sees the
+//     agent until the next refresh).
 //   - api_tokens(id PK, operator_id, token_sha256 UNIQUE, created_at,
 //     revoked_at NULL): only the SHA-256 of a token is stored.
 //   - signing_keys(id PK, fingerprint, created_at, retired_at NULL): which key
@@ -53,11 +58,19 @@
 // Ingest serialises per agent (SQLite: one writer, BEGIN IMMEDIATE;
 // PostgreSQL: lock the agents rows of the batch in id order, FOR UPDATE,
 // before reading head_seq), so a chain never forks and an event is never
-// inserted twice. Ingest invalidates the cache entries of every agent that
-// received a terminal report, in the same transaction. RefreshScore counts
-// and writes the cache entry in one transaction holding the same per-agent
-// lock, so an entry is never computed from counts that a concurrent ingest
-// has already made stale.
+// inserted twice.
+//
+// Cache entries are versioned, not locked: RefreshScore and RecomputeAll
+// read an agent's counts and its terminal_seq in one snapshot (one
+// statement) and store that terminal_seq as the entry's ledger_seq, and an
+// entry is served only while the two are equal. A batch with a terminal
+// report moves terminal_seq in its transaction, so whenever it commits
+// relative to a refresh, the entry that refresh writes is either computed
+// after the batch or never served: no lock against Ingest is needed, and a
+// long RecomputeAll does not stall ingest. Ingest also still invalidates
+// the entries of agents with a terminal report in the same transaction
+// (defence in depth; on PostgreSQL it skips rows a running refresh holds,
+// which are stale by version anyway).
 package store
 
 import (
@@ -119,8 +132,11 @@ type Store interface {
 
 	// RefreshScore computes the agent's score as of asOf from the ledger and
 	// replaces its cache entry with it (ComputedAt = asOf, ExpiresAt = asOf +
-	// 7 days, ValidUntil per ledger.ValidUntil), in one transaction that no
-	// concurrent Ingest for the agent can interleave with. If issue is not
+	// 7 days, ValidUntil per ledger.ValidUntil). It does not hold up Ingest:
+	// the entry carries the ledger version its counts were read at, so if a
+	// terminal report for the agent commits before the entry is written,
+	// CachedScore does not serve it (the returned entry is still the score
+	// as of asOf over the ledger it read). If issue is not
 	// nil it is called inside that transaction with the new entry and its
 	// result (a passport and its signature) is stored with the entry; an
 	// error from issue aborts the refresh and is returned unchanged. An
@@ -131,8 +147,10 @@ type Store interface {
 	// with onlyStale, of every agent without an entry answering asOf) with
 	// one set-based statement, and returns how many entries it wrote.
 	// Passports of replaced entries are dropped. It is safe to run while
-	// events are ingested: an agent whose events arrive meanwhile ends up
-	// either refreshed after them or invalidated.
+	// events are ingested and does not block Ingest: an agent whose
+	// terminal reports arrive meanwhile ends up either refreshed after them
+	// or with an entry that is not served (a later onlyStale run rewrites
+	// it).
 	RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error)
 
 	// ListScores returns cache entries ordered by score descending then

@@ -31,10 +31,11 @@ type eventState struct {
 
 // head is an agent's chain head while a batch is applied.
 type head struct {
-	seq    int64
-	hash   ledger.Hash
-	exists bool // the agents row exists
-	dirty  bool
+	seq      int64
+	hash     ledger.Hash
+	terminal int64 // seq of the batch's last terminal report, 0 if none
+	exists   bool  // the agents row exists
+	dirty    bool
 }
 
 // chainRecord is a ledger_records row to append.
@@ -167,6 +168,7 @@ func ingestTx(ctx context.Context, tx pgx.Tx, operator string, events []ledger.E
 		cur.ev, cur.seq, cur.dirty = e, h.seq, true
 		if e.Status.Terminal() {
 			invalidate[e.AgentID] = true
+			h.terminal = h.seq
 		}
 		out[i] = store.Outcome{Status: store.Accepted}
 	}
@@ -206,7 +208,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 	b.Queue(`INSERT INTO operators (id) VALUES ($1) ON CONFLICT DO NOTHING`, operator)
 
 	var newAgents, oldAgents []string
-	var newSeq, oldSeq []int64
+	var newSeq, oldSeq, newTerminal, oldTerminal []int64
 	var newHash, oldHash [][]byte
 	for id, h := range heads {
 		if !h.dirty {
@@ -214,15 +216,17 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 		}
 		if h.exists {
 			oldAgents, oldSeq, oldHash = append(oldAgents, id), append(oldSeq, h.seq), append(oldHash, h.hash[:])
+			oldTerminal = append(oldTerminal, h.terminal)
 		} else {
 			newAgents, newSeq, newHash = append(newAgents, id), append(newSeq, h.seq), append(newHash, h.hash[:])
+			newTerminal = append(newTerminal, h.terminal)
 		}
 	}
 	if len(newAgents) > 0 {
 		// A plain INSERT: if a concurrent batch creates the same agent, the
 		// unique violation re-runs this batch, which then locks the row.
-		b.Queue(`INSERT INTO agents (id, head_seq, head_hash)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[]) ORDER BY 1`, newAgents, newSeq, newHash)
+		b.Queue(`INSERT INTO agents (id, head_seq, head_hash, terminal_seq)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[]) ORDER BY 1`, newAgents, newSeq, newHash, newTerminal)
 	}
 
 	var c, a eventColumns
@@ -279,9 +283,12 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 	}
 
 	if len(oldAgents) > 0 {
-		b.Queue(`UPDATE agents t SET head_seq = u.seq, head_hash = u.hash
-			FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u(id, seq, hash) WHERE t.id = u.id`,
-			oldAgents, oldSeq, oldHash).Exec(checkRows("agents update", len(oldAgents)))
+		// terminal_seq moves to the batch's last terminal report, if any:
+		// that alone stops every cache entry read before it from being
+		// served (see store.go, "Concurrency").
+		b.Queue(`UPDATE agents t SET head_seq = u.seq, head_hash = u.hash, terminal_seq = greatest(t.terminal_seq, u.terminal)
+			FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[]) AS u(id, seq, hash, terminal) WHERE t.id = u.id`,
+			oldAgents, oldSeq, oldHash, oldTerminal).Exec(checkRows("agents update", len(oldAgents)))
 	}
 	if len(invalidate) > 0 {
 		ids := make([]string, 0, len(invalidate))
@@ -289,8 +296,15 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
+		// Defence in depth: terminal_seq above already retires these
+		// entries. SKIP LOCKED keeps a batch from waiting for a running
+		// RecomputeAll or RefreshScore that has written the row: that
+		// writer read the ledger before this batch commits, so its entry
+		// carries an older terminal_seq and is not served either.
 		b.Queue(`UPDATE swarmscore_cache SET valid_until = computed_at
-			WHERE agent_id = ANY($1) AND valid_until <> computed_at`, ids)
+			WHERE agent_id IN (SELECT agent_id FROM swarmscore_cache
+				WHERE agent_id = ANY($1) AND valid_until <> computed_at
+				ORDER BY agent_id FOR UPDATE SKIP LOCKED)`, ids)
 	}
 	return tx.SendBatch(ctx, b).Close()
 }

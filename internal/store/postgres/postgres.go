@@ -5,8 +5,10 @@
 // Per-agent hash-chain appends are serialised by locking the agents rows of
 // a batch FOR UPDATE, in id order, before head_seq is read; cache
 // invalidation happens in the ingest transaction; RecomputeAll is one
-// INSERT … SELECT … GROUP BY … ON CONFLICT DO UPDATE statement. See
-// internal/store/store.go for the model this package mirrors.
+// INSERT … SELECT … GROUP BY … ON CONFLICT DO UPDATE statement that takes
+// no lock Ingest waits for, because cache entries are versioned by the
+// agent's terminal_seq. See internal/store/store.go for the model this
+// package mirrors.
 package postgres
 
 import (

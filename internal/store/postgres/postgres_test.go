@@ -246,3 +246,17 @@ func TestVerifyFindsRecordsOfUnregisteredAgent(t *testing.T) {
 		t.Fatalf("Broken = %v, want the unregistered agent ghost", rep.Broken)
 	}
 }
+
+func (tp tamperer) SetCacheVersion(t *testing.T, s store.Store, agentID string, ledgerSeq int64, validUntil time.Time) {
+	tp.exec(t, s, `UPDATE swarmscore_cache SET ledger_seq = $2, valid_until = $3 WHERE agent_id = $1`, agentID, ledgerSeq, validUntil)
+}
+
+func (tamperer) CacheVersion(t *testing.T, s store.Store, agentID string) (ledgerSeq, terminalSeq int64) {
+	t.Helper()
+	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT c.ledger_seq, a.terminal_seq
+		FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID).Scan(&ledgerSeq, &terminalSeq)
+	if err != nil {
+		t.Fatalf("cache version of %s: %v", agentID, err)
+	}
+	return ledgerSeq, terminalSeq
+}

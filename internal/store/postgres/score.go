@@ -17,9 +17,11 @@ import (
 
 // windowQuery counts an agent's events in the window [$2, $3] and finds the
 // earliest counted end time inside it (oldest) and after it (next), reading
-// only the partial indexes.
+// only the partial indexes. Its first column is the agent's terminal_seq
+// (NULL for an unknown agent), read in the same snapshot as the counts: the
+// version a cache entry made from them carries.
 const windowQuery = `
-SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1),
+SELECT (SELECT terminal_seq FROM agents WHERE id = $1),
 	c.total, c.success, a.total, a.success, least(c.oldest, a.oldest), least(c.next, a.next)
 FROM (SELECT count(*) FILTER (WHERE completed_at <= $3) AS total,
 		count(*) FILTER (WHERE completed_at <= $3 AND status = 'VERIFIED') AS success,
@@ -37,6 +39,7 @@ FROM (SELECT count(*) FILTER (WHERE completed_at <= $3) AS total,
 type windowResult struct {
 	counts       score.Counts
 	oldest, next time.Time
+	version      int64 // agents.terminal_seq in the counts' snapshot
 }
 
 // querier is what pools and transactions share.
@@ -49,18 +52,18 @@ func queryWindow(ctx context.Context, db querier, agentID string, asOf time.Time
 	lo, hi := ledger.Bounds(asOf)
 	var (
 		w            windowResult
-		exists       bool
+		version      *int64
 		oldest, next *time.Time
 	)
-	err := db.QueryRow(ctx, windowQuery, agentID, lo, hi).Scan(&exists,
+	err := db.QueryRow(ctx, windowQuery, agentID, lo, hi).Scan(&version,
 		&w.counts.ConduitTotal, &w.counts.ConduitSuccess, &w.counts.AP2Total, &w.counts.AP2Success, &oldest, &next)
 	if err != nil {
 		return w, err
 	}
-	if !exists {
+	if version == nil {
 		return w, notFound(agentID)
 	}
-	w.oldest, w.next = timeOrZero(oldest), timeOrZero(next)
+	w.version, w.oldest, w.next = *version, timeOrZero(oldest), timeOrZero(next)
 	return w, nil
 }
 
@@ -77,9 +80,15 @@ func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (sco
 	return w.counts, nil
 }
 
+// cacheColumns reads a cache entry c joined to its agent a. An entry whose
+// ledger_seq is not the agent's terminal_seq was computed from counts a
+// later terminal report has changed: it comes back invalidated (valid_until
+// = computed_at), whatever its stored valid_until says.
 const cacheColumns = `c.agent_id, c.score, c.tier, c.conduit_sessions_90d, c.conduit_successful_90d,
 	c.ap2_sessions_90d, c.ap2_successful_90d, c.conduit_contribution, c.ap2_contribution,
-	c.escrow_modifier_bp, c.computed_at, c.expires_at, c.valid_until, c.passport_json, c.passport_signature`
+	c.escrow_modifier_bp, c.computed_at, c.expires_at,
+	CASE WHEN c.ledger_seq = a.terminal_seq THEN c.valid_until ELSE c.computed_at END,
+	c.passport_json, c.passport_signature`
 
 // scanEntry reads cacheColumns.
 func scanEntry(row pgx.Row) (store.CacheEntry, error) {
@@ -114,7 +123,8 @@ func scanEntry(row pgx.Row) (store.CacheEntry, error) {
 
 // CachedScore returns the cache entry answering asOf; see store.Store.
 func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
-	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+cacheColumns+` FROM swarmscore_cache c WHERE c.agent_id = $1`, agentID))
+	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+cacheColumns+`
+		FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var exists bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)`, agentID).Scan(&exists); err != nil {
@@ -135,19 +145,13 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 }
 
 // RefreshScore recomputes and caches the agent's score; see store.Store.
-// The agents row is locked as Ingest locks it, so no batch for the agent
-// can commit between the counts and the cache write.
+// It takes no lock that Ingest waits for: the counts and the agent's
+// terminal_seq come from one statement, hence one snapshot, and the entry
+// stores that version, so a batch committing before the write leaves the
+// entry unserved rather than stale.
 func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
 	var entry store.CacheEntry
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM agents WHERE id = $1 FOR NO KEY UPDATE`, agentID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(agentID)
-		}
-		if err != nil {
-			return err
-		}
 		// The entry holds the counts as of exactly ComputedAt, the instant
 		// a verifier recomputes them at (§7.3 L2).
 		computed := asOf.UTC().Truncate(ledger.Resolution)
@@ -184,18 +188,19 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
 				ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
-				computed_at, expires_at, valid_until, passport_json, passport_signature)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+				computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			ON CONFLICT (agent_id) DO UPDATE SET score = EXCLUDED.score, tier = EXCLUDED.tier,
 				conduit_sessions_90d = EXCLUDED.conduit_sessions_90d, conduit_successful_90d = EXCLUDED.conduit_successful_90d,
 				ap2_sessions_90d = EXCLUDED.ap2_sessions_90d, ap2_successful_90d = EXCLUDED.ap2_successful_90d,
 				conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
 				escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
 				expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
-				passport_json = EXCLUDED.passport_json, passport_signature = EXCLUDED.passport_signature`,
+				passport_json = EXCLUDED.passport_json, passport_signature = EXCLUDED.passport_signature,
+				ledger_seq = EXCLUDED.ledger_seq`,
 			agentID, r.Score, r.Tier.String(), r.Counts.ConduitTotal, r.Counts.ConduitSuccess,
 			r.Counts.AP2Total, r.Counts.AP2Success, r.ConduitContribution, r.AP2Contribution, int32(r.Escrow),
-			entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig)
+			entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig, w.version)
 		return err
 	})
 	var ie issueError
@@ -218,17 +223,24 @@ func (e issueError) Unwrap() error { return e.err }
 // RecomputeAll refreshes every agent's cache entry with one statement; see
 // store.Store.
 //
-// It first takes a SHARE ROW EXCLUSIVE lock on agents: Ingest writes agents
-// rows in every batch that accepts something, so batches wait (and waited
-// ones are finished) while the statement runs. Without it a batch
-// committing after the statement's snapshot would have its cache
-// invalidation overwritten by counts that predate it. The lock also
-// serialises concurrent RecomputeAll calls; RefreshScore and reads are not
-// blocked.
+// Ingest is not locked out. A batch that commits after the statement's
+// snapshot may have its in-transaction invalidation overwritten by counts
+// that predate it, but each entry stores the agent's terminal_seq from that
+// same snapshot, which the batch has moved on, so the entry is never served
+// (the next RecomputeAll with onlyStale, or RefreshScore, replaces it).
+// Ingest's own invalidation skips rows this statement has written, so no
+// batch waits for it. Concurrent RecomputeAll calls queue on an advisory
+// lock: they would otherwise write the same rows in different orders and
+// deadlock. JIT is off for the statement: compiling its expressions cost
+// about half a second at 10M events and saves nothing on a plan this
+// simple.
 func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error) {
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE agents IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, recomputeLockID); err != nil {
 			return err
 		}
 		computed := asOf.UTC().Truncate(ledger.Resolution)
@@ -246,6 +258,10 @@ func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool
 	return n, nil
 }
 
+// recomputeLockID is the transaction-level advisory lock that serialises
+// RecomputeAll calls (across processes); nothing else takes it.
+const recomputeLockID int64 = 0x5357_4152_4d53_5231 // "SWARMSR1"
+
 // recomputeSQL is the set-based recompute: one aggregate pass over each
 // event table's partial index for the window [$1, $2] (and the events ended
 // after it, for valid_until), the §3 formula in integer SQL
@@ -256,15 +272,15 @@ func recomputeSQL(onlyStale bool) string {
 	stale := ""
 	if onlyStale {
 		stale = `WHERE NOT EXISTS (SELECT 1 FROM swarmscore_cache x
-			WHERE x.agent_id = ag.id AND x.computed_at <= $3 AND $3 < x.valid_until)`
+			WHERE x.agent_id = ag.id AND x.ledger_seq = ag.terminal_seq AND x.computed_at <= $3 AND $3 < x.valid_until)`
 	}
 	return `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
 		ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
-		computed_at, expires_at, valid_until, passport_json, passport_signature)
+		computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq)
 	SELECT s.agent_id, ` + total + `, ` + store.TierNameSQL(tier) + `, s.ct, s.cs, s.at, s.as, ` + conduit + `, ` + ap2 + `, ` + modifier + `,
-		$3, $4, least($4, s.oldest + $5::interval, s.next), NULL, NULL
+		$3, $4, least($4, s.oldest + $5::interval, s.next), NULL, NULL, s.version
 	FROM (
-		SELECT ag.id AS agent_id,
+		SELECT ag.id AS agent_id, ag.terminal_seq AS version,
 			coalesce(c.total, 0) AS ct, coalesce(c.success, 0) AS cs,
 			coalesce(a.total, 0) AS at, coalesce(a.success, 0) AS as,
 			least(c.oldest, a.oldest) AS oldest, least(c.next, a.next) AS next
@@ -293,7 +309,7 @@ func recomputeSQL(onlyStale bool) string {
 		conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
 		escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
 		expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
-		passport_json = NULL, passport_signature = NULL`
+		passport_json = NULL, passport_signature = NULL, ledger_seq = EXCLUDED.ledger_seq`
 }
 
 // ListScores returns ranked cache entries; see store.Store.
@@ -307,7 +323,7 @@ func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.Cach
 	}
 	args := []any{q.MinScore, tiers, q.Limit}
 	var sql strings.Builder
-	sql.WriteString(`SELECT ` + cacheColumns + ` FROM swarmscore_cache c
+	sql.WriteString(`SELECT ` + cacheColumns + ` FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id
 		WHERE c.score >= $1 AND c.tier = ANY($2)
 		AND NOT EXISTS (SELECT 1 FROM consent v WHERE v.agent_id = c.agent_id AND v.visibility = 'unlisted')`)
 	if q.After != nil {

@@ -16,9 +16,10 @@ import (
 type head struct {
 	seq        int64
 	hash       ledger.Hash
-	registered bool // the agents row exists
-	dirty      bool // head moved in this batch
-	invalidate bool // a terminal report arrived in this batch
+	terminal   int64 // seq of the batch's last terminal report, 0 if none
+	registered bool  // the agents row exists
+	dirty      bool  // head moved in this batch
+	invalidate bool  // a terminal report arrived in this batch
 }
 
 // ingestTx holds one batch's prepared statements and chain heads.
@@ -245,7 +246,7 @@ func (it *ingestTx) append(ctx context.Context, h *head, rec *ledger.Record) err
 	}
 	h.seq, h.hash, h.dirty = rec.Seq, hash, true
 	if rec.Event.Status.Terminal() {
-		h.invalidate = true
+		h.invalidate, h.terminal = true, rec.Seq
 	}
 	return nil
 }
@@ -269,14 +270,17 @@ func (it *ingestTx) finish(ctx context.Context) error {
 		}
 	}
 	if len(moves) > 0 {
-		st, err := it.tx.PrepareContext(ctx, `UPDATE agents SET head_seq = ?, head_hash = ? WHERE id = ?`)
+		// terminal_seq moves to the batch's last terminal report, if any,
+		// retiring every cache entry read before it (store.go,
+		// "Concurrency").
+		st, err := it.tx.PrepareContext(ctx, `UPDATE agents SET head_seq = ?, head_hash = ?, terminal_seq = max(terminal_seq, ?) WHERE id = ?`)
 		if err != nil {
 			return dbErr("move chain heads", err)
 		}
 		defer st.Close()
 		for _, m := range moves {
 			h := it.heads[m.ID]
-			if _, err := st.ExecContext(ctx, h.seq, h.hash[:], m.ID); err != nil {
+			if _, err := st.ExecContext(ctx, h.seq, h.hash[:], h.terminal, m.ID); err != nil {
 				return dbErr("move chain heads", err)
 			}
 		}

@@ -21,10 +21,12 @@ type queryer interface {
 
 // windowQuery counts one agent's events in [?2, ?3] and finds the bounds
 // ledger.ValidUntil needs. Each part is a range scan of a partial index on
-// (agent, end time). ?1 agent, ?2 window start, ?3 as_of.
+// (agent, end time). ?1 agent, ?2 window start, ?3 as_of. The first column
+// is the agent's terminal_seq (NULL for an unknown agent), read with the
+// counts: the version a cache entry made from them carries.
 const windowQuery = `
 SELECT
-  EXISTS (SELECT 1 FROM agents WHERE id = ?1),
+  (SELECT terminal_seq FROM agents WHERE id = ?1),
   (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at BETWEEN ?2 AND ?3),
   (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at BETWEEN ?2 AND ?3 AND status = 'VERIFIED'),
   (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at BETWEEN ?2 AND ?3),
@@ -38,23 +40,25 @@ SELECT
 type window struct {
 	counts       score.Counts
 	oldest, next time.Time // zero when absent
+	version      int64     // agents.terminal_seq read with the counts
 }
 
 func readWindow(ctx context.Context, q queryer, agentID string, asOf time.Time) (window, error) {
 	var w window
-	var exists bool
+	var version sql.NullInt64
 	var oldC, oldA, nextC, nextA sql.NullInt64
 	lo, hi := ledger.Bounds(asOf)
 	start, end := micros(lo), micros(hi)
-	err := q.QueryRowContext(ctx, windowQuery, agentID, start, end).Scan(&exists,
+	err := q.QueryRowContext(ctx, windowQuery, agentID, start, end).Scan(&version,
 		&w.counts.ConduitTotal, &w.counts.ConduitSuccess, &w.counts.AP2Total, &w.counts.AP2Success,
 		&oldC, &oldA, &nextC, &nextA)
 	if err != nil {
 		return w, dbErr("count window", err)
 	}
-	if !exists {
+	if !version.Valid {
 		return w, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
 	}
+	w.version = version.Int64
 	// The earliest end time at or after the window start is the oldest
 	// counted event only if it is not after as_of.
 	oldest := minValid(oldC, oldA)
@@ -80,8 +84,14 @@ func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (sco
 	return w.counts, err
 }
 
+// cacheColumns reads a cache entry c joined to its agent a. An entry whose
+// ledger_seq is not the agent's terminal_seq was computed from counts a
+// later terminal report has changed: it comes back invalidated (valid_until
+// = computed_at), whatever its stored valid_until says.
 const cacheColumns = `c.conduit_sessions_90d, c.conduit_successful_90d, c.ap2_sessions_90d, c.ap2_successful_90d,
-  c.score, c.computed_at, c.expires_at, c.valid_until, c.passport_json, c.passport_signature`
+  c.score, c.computed_at, c.expires_at,
+  CASE WHEN c.ledger_seq = a.terminal_seq THEN c.valid_until ELSE c.computed_at END,
+  c.passport_json, c.passport_signature`
 
 // scanEntry reads cacheColumns (prefixed by agent id) into an entry. ok is
 // false when the stored score disagrees with the formula over the stored
@@ -108,7 +118,8 @@ func scanEntry(scan func(...any) error) (e store.CacheEntry, ok bool, err error)
 
 // CachedScore implements store.Store.
 func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+` FROM swarmscore_cache c WHERE c.agent_id = ?`, agentID)
+	row := s.r.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+`
+	  FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = ?`, agentID)
 	e, ok, err := scanEntry(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		var exists bool
@@ -132,14 +143,15 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 const upsertCache = `
 INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
   ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,
-  passport_json, passport_signature)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  passport_json, passport_signature, ledger_seq)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tier,
   conduit_sessions_90d = excluded.conduit_sessions_90d, conduit_successful_90d = excluded.conduit_successful_90d,
   ap2_sessions_90d = excluded.ap2_sessions_90d, ap2_successful_90d = excluded.ap2_successful_90d,
   conduit_contribution = excluded.conduit_contribution, ap2_contribution = excluded.ap2_contribution,
   escrow_modifier_bp = excluded.escrow_modifier_bp, computed_at = excluded.computed_at, expires_at = excluded.expires_at,
-  valid_until = excluded.valid_until, passport_json = excluded.passport_json, passport_signature = excluded.passport_signature`
+  valid_until = excluded.valid_until, passport_json = excluded.passport_json, passport_signature = excluded.passport_signature,
+  ledger_seq = excluded.ledger_seq`
 
 // RefreshScore implements store.Store. The write transaction (BEGIN
 // IMMEDIATE on the single writer) excludes every concurrent ingest.
@@ -172,7 +184,7 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 	c := r.Counts
 	if _, err := tx.ExecContext(ctx, upsertCache, agentID, r.Score, r.Tier.String(), c.ConduitTotal, c.ConduitSuccess,
 		c.AP2Total, c.AP2Success, r.ConduitContribution, r.AP2Contribution, int64(r.Escrow),
-		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig); err != nil {
+		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig, w.version); err != nil {
 		return store.CacheEntry{}, dbErr("write cache", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -189,7 +201,7 @@ func recomputeSQL(onlyStale bool) string {
 	conduit, ap2, total, tier, mod := store.ScoreSQL("ct", "cs", "at", "asx")
 	stale := ""
 	if onlyStale {
-		stale = "AND NOT EXISTS (SELECT 1 FROM swarmscore_cache k WHERE k.agent_id = ag.id AND k.computed_at <= ?2 AND ?2 < k.valid_until)"
+		stale = "AND NOT EXISTS (SELECT 1 FROM swarmscore_cache k WHERE k.agent_id = ag.id AND k.ledger_seq = ag.terminal_seq AND k.computed_at <= ?2 AND ?2 < k.valid_until)"
 	}
 	return `
 WITH ev AS (
@@ -205,25 +217,28 @@ WITH ev AS (
     MIN(CASE WHEN t <= ?2 THEN t END) AS oldest, MIN(CASE WHEN t > ?2 THEN t END) AS nxt
   FROM ev GROUP BY a
 ), x AS (
-  SELECT ag.id, COALESCE(ct, 0) AS ct, COALESCE(cs, 0) AS cs, COALESCE(at, 0) AS at, COALESCE(asx, 0) AS asx, oldest, nxt
+  SELECT ag.id, ag.terminal_seq AS version, COALESCE(ct, 0) AS ct, COALESCE(cs, 0) AS cs, COALESCE(at, 0) AS at, COALESCE(asx, 0) AS asx, oldest, nxt
   FROM agents ag LEFT JOIN agg ON agg.a = ag.id
   WHERE true ` + stale + `
 )
 INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
   ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,
-  passport_json, passport_signature)
+  passport_json, passport_signature, ledger_seq)
 SELECT id, ` + total + `, ` + store.TierNameSQL(tier) + `, ct, cs, at, asx, ` + conduit + `, ` + ap2 + `, ` + mod + `,
-  ?2, ?3, MIN(?3, COALESCE(oldest + ?4, ?3), COALESCE(nxt, ?3)), NULL, NULL
+  ?2, ?3, MIN(?3, COALESCE(oldest + ?4, ?3), COALESCE(nxt, ?3)), NULL, NULL, version
 FROM x WHERE true
 ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tier,
   conduit_sessions_90d = excluded.conduit_sessions_90d, conduit_successful_90d = excluded.conduit_successful_90d,
   ap2_sessions_90d = excluded.ap2_sessions_90d, ap2_successful_90d = excluded.ap2_successful_90d,
   conduit_contribution = excluded.conduit_contribution, ap2_contribution = excluded.ap2_contribution,
   escrow_modifier_bp = excluded.escrow_modifier_bp, computed_at = excluded.computed_at, expires_at = excluded.expires_at,
-  valid_until = excluded.valid_until, passport_json = NULL, passport_signature = NULL`
+  valid_until = excluded.valid_until, passport_json = NULL, passport_signature = NULL, ledger_seq = excluded.ledger_seq`
 }
 
 // RecomputeAll implements store.Store with one INSERT … SELECT … GROUP BY.
+// The statement runs on the single writer, so no batch commits between its
+// reads and its writes; each entry still records the terminal_seq it read,
+// as the model requires.
 func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error) {
 	asOf = asOf.UTC().Truncate(ledger.Resolution)
 	expires := asOf.Add(ledger.CacheLifetime)
@@ -245,7 +260,7 @@ func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.Cach
 	for t := q.MinTier; t <= score.TierElite; t++ {
 		tiers = append(tiers, "'"+t.String()+"'")
 	}
-	query := `SELECT c.agent_id, ` + cacheColumns + ` FROM swarmscore_cache c
+	query := `SELECT c.agent_id, ` + cacheColumns + ` FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id
 	  WHERE c.score >= ? AND c.tier IN (` + strings.Join(tiers, ", ") + `)
 	    AND NOT EXISTS (SELECT 1 FROM consent v WHERE v.agent_id = c.agent_id AND v.visibility = 'unlisted')`
 	args := []any{q.MinScore}

@@ -79,6 +79,28 @@ func (h *harness) SetRecordContent(t *testing.T, s store.Store, agentID string, 
 	h.exec(t, s, "DROP TRIGGER ledger_records_no_update; UPDATE ledger_records SET content = ? WHERE agent_id = ? AND seq = ?", content, agentID, seq)
 }
 
+func (h *harness) SetCacheVersion(t *testing.T, s store.Store, agentID string, ledgerSeq int64, validUntil time.Time) {
+	h.exec(t, s, "UPDATE swarmscore_cache SET ledger_seq = ?, valid_until = ? WHERE agent_id = ?", ledgerSeq, validUntil.UnixMicro(), agentID)
+}
+
+func (h *harness) CacheVersion(t *testing.T, s store.Store, agentID string) (ledgerSeq, terminalSeq int64) {
+	t.Helper()
+	h.mu.Lock()
+	path := h.files[s]
+	h.mu.Unlock()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.QueryRowContext(context.Background(), `SELECT c.ledger_seq, a.terminal_seq
+	  FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = ?`, agentID).Scan(&ledgerSeq, &terminalSeq)
+	if err != nil {
+		t.Fatalf("cache version of %s: %v", agentID, err)
+	}
+	return ledgerSeq, terminalSeq
+}
+
 func TestConformance(t *testing.T) {
 	h := &harness{files: make(map[store.Store]string)}
 	storetest.Run(t, storetest.Harness{Open: h.open, Tamper: h})

@@ -40,6 +40,13 @@ type Tamperer interface {
 	// SetRecordContent overwrites the content of chain record (agent, seq),
 	// leaving its hash as it was.
 	SetRecordContent(t *testing.T, s store.Store, agentID string, seq int64, content []byte)
+	// SetCacheVersion overwrites the ledger_seq and valid_until of the
+	// agent's cache entry: what a refresh that read the ledger before a
+	// concurrent batch committed writes over that batch's invalidation.
+	SetCacheVersion(t *testing.T, s store.Store, agentID string, ledgerSeq int64, validUntil time.Time)
+	// CacheVersion returns the ledger_seq of the agent's cache entry and
+	// the agent's terminal_seq (store.go: the version of its counts).
+	CacheVersion(t *testing.T, s store.Store, agentID string) (ledgerSeq, terminalSeq int64)
 }
 
 // Run runs every conformance test as a subtest.
@@ -64,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"Cache", testCache},
 		{"CacheFutureEvent", testCacheFutureEvent},
 		{"CacheInvalidation", testCacheInvalidation},
+		{"CacheVersion", testCacheVersion},
 		{"IssueInTransaction", testIssue},
 		{"RecomputeAll", testRecomputeAll},
 		{"ListScores", testListScores},
