@@ -80,7 +80,7 @@ func minValid(a, b sql.NullInt64) sql.NullInt64 {
 
 // Counts implements store.Store.
 func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
-	w, err := readWindow(ctx, s.r, agentID, asOf)
+	w, err := readWindow(ctx, s.rp, agentID, asOf)
 	return w.counts, err
 }
 
@@ -118,12 +118,12 @@ func scanEntry(scan func(...any) error) (e store.CacheEntry, ok bool, err error)
 
 // CachedScore implements store.Store.
 func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+`
+	row := s.rp.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+`
 	  FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = ?`, agentID)
 	e, ok, err := scanEntry(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		var exists bool
-		if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?)`, agentID).Scan(&exists); err != nil {
+		if err := s.rp.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?)`, agentID).Scan(&exists); err != nil {
 			return store.CacheEntry{}, false, dbErr("read agent", err)
 		}
 		if !exists {

@@ -40,6 +40,7 @@ type Store struct {
 	path string
 	w    *sql.DB          // exactly one connection; transactions are BEGIN IMMEDIATE
 	r    *sql.DB          // query-only pool
+	rp   *prepared        // hot-path reads on r, prepared once
 	now  func() time.Time // created_at/updated_at bookkeeping only, never scoring
 }
 
@@ -104,7 +105,7 @@ func OpenStore(ctx context.Context, dsn string) (*Store, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s := &Store{path: path, w: w, r: r, now: time.Now}
+	s := &Store{path: path, w: w, r: r, rp: newPrepared(r), now: time.Now}
 	return s, nil
 }
 
@@ -160,7 +161,7 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.w.Close(), s.r.Close())
+	return errors.Join(s.rp.Close(), s.w.Close(), s.r.Close())
 }
 
 // dbErr classifies a driver error: busy/locked/IO conditions are

@@ -61,7 +61,7 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) {
 	var op string
 	var revoked sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT operator_id, revoked_at FROM api_tokens WHERE token_sha256 = ?`, sum[:]).Scan(&op, &revoked)
+	err := s.rp.QueryRowContext(ctx, `SELECT operator_id, revoked_at FROM api_tokens WHERE token_sha256 = ?`, sum[:]).Scan(&op, &revoked)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && revoked.Valid) {
 		return "", fmt.Errorf("%w: unknown or revoked token", errkind.ErrUnauthorized)
 	}
