@@ -90,3 +90,110 @@ func BenchmarkVerifySlow(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSignParts measures the steps of Sign, to see what bounds it.
+func BenchmarkSignParts(b *testing.B) {
+	p := newPassport(b, testExample)
+	k := testKey(b)
+	doc, err := p.Sign(k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ns numbers
+	ns.fill(p)
+	msg := appendMessage(nil, p, &ns)
+	buf := make([]byte, 0, 2*len(doc))
+	b.Run("check", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := p.check(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("numbers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ns.fill(p)
+		}
+	})
+	b.Run("message", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = appendMessage(buf[:0], p, &ns)
+		}
+	})
+	b.Run("document", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = appendDocument(buf[:0], p, &ns)
+		}
+	})
+	b.Run("mac", func(b *testing.B) {
+		b.ReportAllocs()
+		var sum [32]byte
+		for b.Loop() {
+			k.mac(sum[:0], msg)
+		}
+	})
+}
+
+// BenchmarkVerifyParts measures the steps of Verify's fast path.
+func BenchmarkVerifyParts(b *testing.B) {
+	doc := signedExample(b)
+	keys := []Key{testKey(b)}
+	d := fastDoc{doc: doc}
+	if !d.scan() {
+		b.Fatal("scan failed")
+	}
+	msg := d.message(nil)
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			d = fastDoc{doc: doc}
+			d.scan()
+		}
+	})
+	b.Run("interpret", func(b *testing.B) {
+		b.ReportAllocs()
+		r := new(fastResult)
+		for b.Loop() {
+			r.p.QualificationGaps = r.gaps[:]
+			if _, ok := d.passport(&r.p); !ok {
+				b.Fatal("passport failed")
+			}
+		}
+	})
+	b.Run("message", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 2*len(doc))
+		for b.Loop() {
+			buf = d.message(buf[:0])
+		}
+	})
+	b.Run("mac", func(b *testing.B) {
+		b.ReportAllocs()
+		var sum [32]byte
+		for b.Loop() {
+			keys[0].mac(sum[:0], msg)
+		}
+	})
+	b.Run("check", func(b *testing.B) {
+		b.ReportAllocs()
+		p, err := Parse(doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			var r report
+			r.checkPassport(p)
+		}
+	})
+	b.Run("allocs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r := new(fastResult)
+			r.v.Document = append([]byte(nil), doc...)
+		}
+	})
+}

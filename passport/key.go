@@ -44,20 +44,27 @@ func NewKey(b []byte) (Key, error) {
 		return Key{}, fmt.Errorf("%w: signing key is %d bytes, need at least %d", ErrInvalid, len(b), MinKeySize)
 	}
 	s := &keyState{secret: append([]byte(nil), b...)}
-	s.macs.New = func() any { return hmac.New(sha256.New, s.secret) }
+	s.macs.New = func() any { return &macState{h: hmac.New(sha256.New, s.secret)} }
 	return Key{s}, nil
 }
 
 // valid reports whether k came from NewKey.
 func (k Key) valid() bool { return k.k != nil }
 
-// mac computes HMAC-SHA256(k, msg) into dst, which must have room for 32 bytes.
+// macState is a keyed HMAC and a buffer for its sum: hash.Hash.Sum is an
+// interface call, so a caller's buffer passed to it would escape to the heap.
+type macState struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+// mac appends HMAC-SHA256(k, msg) to dst.
 func (k Key) mac(dst []byte, msg []byte) []byte {
-	h := k.k.macs.Get().(hash.Hash)
-	h.Reset()
-	h.Write(msg)
-	dst = h.Sum(dst)
-	k.k.macs.Put(h)
+	s := k.k.macs.Get().(*macState)
+	s.h.Reset()
+	s.h.Write(msg)
+	dst = append(dst, s.h.Sum(s.sum[:0])...)
+	k.k.macs.Put(s)
 	return dst
 }
 

@@ -534,3 +534,19 @@ func (ps *parser) gaps(path string, tok json.Token) error {
 	ps.p.QualificationGaps = gaps
 	return nil
 }
+
+// wireInt accepts what parser.integer accepts: canonical integer text.
+func wireInt[T int | int64](n json.Number, dst *T) bool {
+	v, err := strconv.ParseInt(string(n), 10, 64)
+	if err != nil || v > MaxCount || v < -MaxCount {
+		return false
+	}
+	*dst = T(v)
+	return true
+}
+
+func wireFloat(n json.Number, dst *float64) bool {
+	f, err := strconv.ParseFloat(string(n), 64)
+	*dst = f
+	return err == nil
+}

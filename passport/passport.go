@@ -18,9 +18,7 @@
 package passport
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,7 +26,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/gowebpki/jcs"
 
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -204,10 +201,15 @@ func dimension(label string, d score.Dimension) Dimension {
 }
 
 // Sign signs p with k: it sets p.Issuer.Signature and returns the signed
-// document as compact JSON, fields in §6.1 order. It refuses (matching
-// ErrInvalid) a zero Key and a passport that Verify would not find valid
-// apart from expiry: an invalid agent ID or platform, an unsupported version,
-// or a score block inconsistent with the counts.
+// document as compact JSON, fields in §6.1 order (the bytes json.Marshal
+// gives for the signed p). It refuses (matching ErrInvalid) a zero Key and a
+// passport that Verify would not find valid apart from expiry: an invalid
+// agent ID or platform, an unsupported version, or a score block inconsistent
+// with the counts. A nil QualificationGaps (allowed when there are none) is
+// set to an empty slice, so that the document carries [] rather than null.
+//
+// The signature is over the canonical message written directly in RFC 8785
+// form (see encode.go); nothing is marshalled or canonicalized generically.
 func (p *Passport) Sign(k Key) ([]byte, error) {
 	if !k.valid() {
 		return nil, fmt.Errorf("%w: signing key not initialised (use NewKey)", ErrInvalid)
@@ -215,66 +217,38 @@ func (p *Passport) Sign(k Key) ([]byte, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	p.Issuer.Signature = ""
-	body, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("%w: encoding passport: %w", ErrInvalid, err)
+	if p.QualificationGaps == nil {
+		p.QualificationGaps = []score.Gap{}
 	}
-	canonical, err := jcs.Transform(body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: canonicalizing passport: %w", ErrInvalid, err)
-	}
-	var sum [2 * 32]byte
+	var ns numbers
+	ns.fill(p)
+	buf := spliceBufs.Get().(*[]byte)
+	msg := appendMessage((*buf)[:0], p, &ns)
 	var mac [32]byte
-	hex.Encode(sum[:], k.mac(mac[:0], canonical))
+	var sum [2 * 32]byte
+	hex.Encode(sum[:], k.mac(mac[:0], msg))
+	size := len(msg) + len(`,"signature":""`) + len(sum) + 32
+	*buf = msg
+	spliceBufs.Put(buf)
 	p.Issuer.Signature = string(sum[:])
-	if out, ok := insertSignature(body, sum[:]); ok {
-		return out, nil
-	}
-	out, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("%w: encoding passport: %w", ErrInvalid, err)
-	}
-	return out, nil
-}
-
-// insertSignature adds "signature" as the last member of issuer in body, a
-// document json.Marshal produced from a Passport without signature. It saves
-// encoding the whole passport a second time.
-func insertSignature(body, sig []byte) ([]byte, bool) {
-	// The issuer object ends at the first `"},"score":` after `"issuer":`
-	// because platform is the only free-text issuer member, it is followed by
-	// computed_at (no free text), and encoding/json escapes every quote
-	// inside a string.
-	const anchor = `Z"},"score":`
-	i := bytes.Index(body, []byte(anchor))
-	if i < 0 {
-		return nil, false
-	}
-	at := i + len(`Z"`)
-	out := make([]byte, 0, len(body)+len(`,"signature":""`)+len(sig))
-	out = append(out, body[:at]...)
-	out = append(out, `,"signature":"`...)
-	out = append(out, sig...)
-	out = append(out, '"')
-	return append(out, body[at:]...), true
+	return appendDocument(make([]byte, 0, size), p, &ns), nil
 }
 
 // check is what Sign requires of a passport: everything Verify checks except
 // the signature and expiry.
 func (p *Passport) check() error {
+	var r report
+	if r.checkPassport(p); len(r.errs) == 0 { // it checks agent ID and platform too
+		return nil
+	}
+	// Report as before: the agent ID and platform errors first, wrapped.
 	if err := checkAgentID(p.AgentID); err != nil {
 		return err
 	}
 	if err := checkPlatform(p.Issuer.Platform); err != nil {
 		return err
 	}
-	var r report
-	r.checkPassport(p)
-	if len(r.errs) > 0 {
-		return r.errs[0]
-	}
-	return nil
+	return r.errs[0]
 }
 
 // checkAgentID enforces the agent ID alphabet shared with the service.

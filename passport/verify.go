@@ -3,12 +3,10 @@ package passport
 import (
 	"bytes"
 	"crypto/hmac"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
 
 	"github.com/swarmscore/swarmscore/score"
@@ -153,7 +151,7 @@ func Verify(doc []byte, keys []Key, at time.Time) *Verification {
 	}
 	v.Warnings = append(v.Warnings, ps.rep.warns...)
 	v.SignatureValid = v.checkSignature(&ps.sig, canonical, keys)
-	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at)
+	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at, nil)
 	return v
 }
 
@@ -168,7 +166,9 @@ func newVerification(doc []byte) *Verification {
 
 // finish records the parse errors, or the consistency of the well-formed
 // passport p, and expiry, then decides validity. The signature is checked.
-func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time) {
+// expires, if not nil, is where v.ExpiresAt is to point (to save an
+// allocation).
+func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time, expires *time.Time) {
 	r := report{errs: parseErrs}
 	if len(parseErrs) == 0 {
 		v.Passport = p
@@ -179,7 +179,11 @@ func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool,
 	expired := false
 	if haveExpiry {
 		t := p.ExpiresAt
-		v.ExpiresAt = &t
+		if expires == nil {
+			expires = new(time.Time)
+		}
+		*expires = t
+		v.ExpiresAt = expires
 		if !at.Before(t) {
 			expired = true
 			v.Errors = append(v.Errors, Problem{CodeExpired, fmt.Sprintf("expired at %s; verified at %s", t.Format(time.RFC3339), at.UTC().Format(time.RFC3339))})
@@ -200,9 +204,8 @@ func (v *Verification) checkSignature(sig *sigInfo, canonical []byte, keys []Key
 		return false
 	}
 	var want [32]byte
-	if _, err := hex.Decode(want[:], []byte(sig.value)); err != nil { // unreachable: wellFormed checked the alphabet
-		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, "issuer.signature is not hex"})
-		return false
+	for i := range want { // wellFormed checked the alphabet: 64 lowercase hex digits
+		want[i] = unhex(sig.value[2*i])<<4 | unhex(sig.value[2*i+1])
 	}
 	usable := 0
 	var got [32]byte
@@ -227,6 +230,13 @@ func (v *Verification) checkSignature(sig *sigInfo, canonical []byte, keys []Key
 		return false
 	}
 	return true
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // spliceBufs recycles the buffer holding the document minus its signature.
@@ -268,7 +278,7 @@ func (r *report) checkPassport(p *Passport) {
 	if p.SwarmScoreVersion != Version {
 		r.fail(CodeUnsupportedVersion, "swarmscore_version %q is not supported (want %q)", clip(p.SwarmScoreVersion), Version)
 	}
-	if id, err := uuid.Parse(p.AgentPassportID); err != nil || id.String() != p.AgentPassportID || id.Version() != 4 || id.Variant() != uuid.RFC4122 {
+	if !isUUIDv4(p.AgentPassportID) {
 		r.fail(CodeInvalidValue, "agent_passport_id %q is not a lowercase hyphenated UUID version 4", clip(p.AgentPassportID))
 	}
 	if err := checkAgentID(p.AgentID); err != nil {
@@ -356,9 +366,39 @@ func equalGaps(a, b []score.Gap) bool {
 	return true
 }
 
-// wireTime reports whether t renders as RFC 3339 UTC whole seconds with Z.
+// wireTime reports whether t renders as RFC 3339 UTC whole seconds with Z
+// (t.Format(time.RFC3339Nano) == t.UTC().Format(time.RFC3339), which the tests
+// check) in a year of four digits, without formatting.
 func wireTime(t time.Time) bool {
-	return t.Format(time.RFC3339Nano) == t.UTC().Format(time.RFC3339) && t.Year() >= 0 && t.Year() <= 9999
+	_, offset := t.Zone()
+	y := t.Year()
+	return offset == 0 && t.Nanosecond() == 0 && y >= 0 && y <= 9999
+}
+
+// isUUIDv4 reports whether s is what uuid.Parse accepts as a version 4,
+// RFC 4122 variant UUID and uuid.UUID.String writes back unchanged: 36
+// lowercase hex digits and hyphens, 8-4-4-4-12, version nibble 4, variant
+// nibble 8, 9, a or b.
+func isUUIDv4(s string) bool {
+	if len(s) != 36 || s[14] != '4' {
+		return false
+	}
+	switch s[19] {
+	case '8', '9', 'a', 'b':
+	default:
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // unwrapMsg drops the "invalid passport: " prefix of an ErrInvalid wrap.
