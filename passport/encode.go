@@ -3,26 +3,26 @@ package passport
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// Sign writes a passport twice, by hand, without reflection or a general
-// canonicalizer (it costs a fraction of the HMAC it feeds):
+// Sign writes a passport once, by hand, without reflection or a general
+// canonicalizer (it costs a fraction of the HMAC it feeds): appendMessage
+// writes the signed message, the RFC 8785 (JCS) canonical form of the
+// document without issuer.signature. Members are in JCS order (names sorted
+// by UTF-16 code unit; all names here are ASCII, so that is byte order),
+// strings are escaped as JCS escapes them, numbers are in ECMAScript shortest
+// form. encode_test.go checks the bytes against jcs.Transform, the oracle,
+// over fuzzed passports.
 //
-//   - appendMessage writes the signed message: the RFC 8785 (JCS) canonical
-//     form of the document without issuer.signature. Members are in JCS
-//     order (names sorted by UTF-16 code unit; all names here are ASCII, so
-//     that is byte order), strings are escaped as JCS escapes them, numbers
-//     are in ECMAScript shortest form. encode_test.go checks the bytes
-//     against jcs.Transform, the oracle, over fuzzed passports.
-//   - appendDocument writes the published document: the §6.1 member order
-//     and the escaping of encoding/json, byte for byte what json.Marshal
-//     gives for the signed Passport (also checked by the tests), so the
-//     documents issued do not change with the encoder.
+// The published document is that message with the signature member spliced
+// into issuer at its sorted place, last (computed_at < platform < signature):
+// the canonical form of the signed document itself. Member order carries no
+// meaning in JSON and verifiers accept any, so publishing the canonical order
+// rather than §6.1's costs nothing and lets Sign encode once.
 //
-// Both require a passport that check accepts: versions and labels are the
+// appendMessage requires a passport that check accepts: versions and labels are the
 // constants, agent_id and agent_passport_id are from alphabets with nothing
 // to escape, times are UTC whole seconds in years 0–9999, the tier is in the
 // enum and the platform is valid UTF-8.
@@ -62,7 +62,7 @@ func (ns *numbers) set(i int, f float64) {
 		b = append(b, '0')
 	case f == 1:
 		b = append(b, '1')
-	case f > 0 && f < 1 && k == float64(int(k)) && float64(int(k))/100 == f:
+	case f > 0 && f < 1 && k == float64(int(k)) && hundredths[int(k)] == f:
 		d := int(k)
 		b = append(b, '0', '.', byte('0'+d/10))
 		if d%10 != 0 {
@@ -74,9 +74,20 @@ func (ns *numbers) set(i int, f float64) {
 	ns.n[i] = uint8(len(b))
 }
 
+// hundredths[k] is the double nearest k/100 (the division, done once: set
+// runs four times per sign and per verify).
+var hundredths = func() (t [101]float64) {
+	for k := range t {
+		t[k] = float64(k) / 100
+	}
+	return t
+}()
+
 // appendMessage appends the canonical message of p (JCS, without
-// issuer.signature) to b.
-func appendMessage(b []byte, p *Passport, ns *numbers) []byte {
+// issuer.signature) to b. sigAt is the offset in the result where the
+// signature member goes in the canonical signed document: after the platform,
+// before the brace closing issuer.
+func appendMessage(b []byte, p *Passport, ns *numbers) (msg []byte, sigAt int) {
 	b = append(b, `{"agent_id":"`...)
 	b = append(b, p.AgentID...)
 	b = append(b, `","agent_passport_id":"`...)
@@ -95,15 +106,16 @@ func appendMessage(b []byte, p *Passport, ns *numbers) []byte {
 	b = appendTime(b, p.Issuer.ComputedAt)
 	b = append(b, `","platform":`...)
 	b = appendStringJCS(b, p.Issuer.Platform)
+	sigAt = len(b)
 	b = append(b, `},"qualification_gaps":[`...)
 	for i, g := range p.QualificationGaps {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"actual":`...)
-		b = strconv.AppendInt(b, g.Actual, 10)
+		b = appendInt(b, g.Actual)
 		b = append(b, `,"required":`...)
-		b = strconv.AppendInt(b, g.Required, 10)
+		b = appendInt(b, g.Required)
 		b = append(b, `,"requirement":"`...)
 		b = append(b, g.Requirement...)
 		b = append(b, `","tier":"`...)
@@ -111,107 +123,48 @@ func appendMessage(b []byte, p *Passport, ns *numbers) []byte {
 		b = append(b, `"}`...)
 	}
 	b = append(b, `],"score":{"ap2_contribution":`...)
-	b = strconv.AppendInt(b, int64(p.Score.AP2Contribution), 10)
+	b = appendInt(b, int64(p.Score.AP2Contribution))
 	b = append(b, `,"conduit_contribution":`...)
-	b = strconv.AppendInt(b, int64(p.Score.ConduitContribution), 10)
+	b = appendInt(b, int64(p.Score.ConduitContribution))
 	b = append(b, `,"tier":"`...)
 	b = append(b, p.Score.Tier.String()...)
 	b = append(b, `","value":`...)
-	b = strconv.AppendInt(b, int64(p.Score.Value), 10)
+	b = appendInt(b, int64(p.Score.Value))
 	b = append(b, `},"swarmscore_version":"`...)
 	b = append(b, p.SwarmScoreVersion...)
-	return append(b, `"}`...)
+	return append(b, `"}`...), sigAt
 }
 
 func appendDimensionJCS(b []byte, d *Dimension, rate, volume []byte) []byte {
 	b = append(b, `{"actual_contribution":`...)
-	b = strconv.AppendInt(b, int64(d.ActualContribution), 10)
+	b = appendInt(b, int64(d.ActualContribution))
 	b = append(b, `,"label":"`...)
 	b = append(b, d.Label...)
 	b = append(b, `","max_contribution":`...)
-	b = strconv.AppendInt(b, int64(d.MaxContribution), 10)
+	b = appendInt(b, int64(d.MaxContribution))
 	b = append(b, `,"sessions_90d":`...)
-	b = strconv.AppendInt(b, d.Sessions90d, 10)
+	b = appendInt(b, d.Sessions90d)
 	b = append(b, `,"success_rate":`...)
 	b = append(b, rate...)
 	b = append(b, `,"successful_sessions_90d":`...)
-	b = strconv.AppendInt(b, d.SuccessfulSessions90d, 10)
+	b = appendInt(b, d.SuccessfulSessions90d)
 	b = append(b, `,"volume_factor":`...)
 	b = append(b, volume...)
 	return append(b, '}')
 }
 
-// appendDocument appends the published document, with p.Issuer.Signature,
-// exactly as json.Marshal(p) writes it.
-func appendDocument(b []byte, p *Passport, ns *numbers) []byte {
-	b = append(b, `{"swarmscore_version":"`...)
-	b = append(b, p.SwarmScoreVersion...)
-	b = append(b, `","agent_passport_id":"`...)
-	b = append(b, p.AgentPassportID...)
-	b = append(b, `","agent_id":"`...)
-	b = append(b, p.AgentID...)
-	b = append(b, `","issuer":{"platform":`...)
-	b = appendStringGo(b, p.Issuer.Platform)
-	b = append(b, `,"computed_at":"`...)
-	b = appendTime(b, p.Issuer.ComputedAt)
-	b = append(b, '"')
-	if p.Issuer.Signature != "" {
-		b = append(b, `,"signature":"`...)
-		b = append(b, p.Issuer.Signature...) // 64 hex characters
-		b = append(b, '"')
+// appendInt writes n in decimal. Most numbers in a passport are below 1000
+// and take a shortcut (strconv.AppendInt is a fifth of the message's cost).
+func appendInt(b []byte, n int64) []byte {
+	switch {
+	case n < 0 || n >= 1000:
+		return strconv.AppendInt(b, n, 10)
+	case n < 10:
+		return append(b, byte('0'+n))
+	case n < 100:
+		return append(b, byte('0'+n/10), byte('0'+n%10))
 	}
-	b = append(b, `},"score":{"value":`...)
-	b = strconv.AppendInt(b, int64(p.Score.Value), 10)
-	b = append(b, `,"tier":"`...)
-	b = append(b, p.Score.Tier.String()...)
-	b = append(b, `","conduit_contribution":`...)
-	b = strconv.AppendInt(b, int64(p.Score.ConduitContribution), 10)
-	b = append(b, `,"ap2_contribution":`...)
-	b = strconv.AppendInt(b, int64(p.Score.AP2Contribution), 10)
-	b = append(b, `},"dimensions":{"technical_execution":`...)
-	b = appendDimensionGo(b, &p.Dimensions.TechnicalExecution, ns.get(numTERate), ns.get(numTEVolume))
-	b = append(b, `,"commercial_reliability":`...)
-	b = appendDimensionGo(b, &p.Dimensions.CommercialReliability, ns.get(numCRRate), ns.get(numCRVolume))
-	b = append(b, `},"escrow_modifier":`...)
-	b, _ = p.EscrowModifier.AppendText(b)
-	b = append(b, `,"qualification_gaps":[`...)
-	for i, g := range p.QualificationGaps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"tier":"`...)
-		b = append(b, g.Tier.String()...)
-		b = append(b, `","requirement":"`...)
-		b = append(b, g.Requirement...)
-		b = append(b, `","required":`...)
-		b = strconv.AppendInt(b, g.Required, 10)
-		b = append(b, `,"actual":`...)
-		b = strconv.AppendInt(b, g.Actual, 10)
-		b = append(b, '}')
-	}
-	b = append(b, `],"formula_version":"`...)
-	b = append(b, p.FormulaVersion...)
-	b = append(b, `","expires_at":"`...)
-	b = appendTime(b, p.ExpiresAt)
-	return append(b, `"}`...)
-}
-
-func appendDimensionGo(b []byte, d *Dimension, rate, volume []byte) []byte {
-	b = append(b, `{"label":"`...)
-	b = append(b, d.Label...)
-	b = append(b, `","sessions_90d":`...)
-	b = strconv.AppendInt(b, d.Sessions90d, 10)
-	b = append(b, `,"successful_sessions_90d":`...)
-	b = strconv.AppendInt(b, d.SuccessfulSessions90d, 10)
-	b = append(b, `,"success_rate":`...)
-	b = append(b, rate...)
-	b = append(b, `,"volume_factor":`...)
-	b = append(b, volume...)
-	b = append(b, `,"max_contribution":`...)
-	b = strconv.AppendInt(b, int64(d.MaxContribution), 10)
-	b = append(b, `,"actual_contribution":`...)
-	b = strconv.AppendInt(b, int64(d.ActualContribution), 10)
-	return append(b, '}')
+	return append(b, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
 }
 
 // appendTime writes t, which wireTime accepts, as RFC 3339 UTC whole seconds:
@@ -265,39 +218,4 @@ func appendEscape(b []byte, c byte) []byte {
 		return append(b, '\\', 't')
 	}
 	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-}
-
-// appendStringGo writes s, valid UTF-8, as encoding/json does (with its
-// default HTML escaping): as appendStringJCS, plus <, > and & as \u003c,
-// \u003e and \u0026, and U+2028 and U+2029 as \u2028 and \u2029.
-func appendStringGo(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c < utf8.RuneSelf:
-			i++
-			continue
-		case c < utf8.RuneSelf:
-			b = append(b, s[start:i]...)
-			if c == '<' || c == '>' || c == '&' {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			} else {
-				b = appendEscape(b, c)
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			start = i + size
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

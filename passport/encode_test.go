@@ -2,9 +2,14 @@ package passport
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,13 +23,15 @@ import (
 
 // checkEncoding asserts, with jcs as the oracle, that the signed message Sign
 // wrote for p is canonical JSON and is the canonical form of the document
-// minus its signature, that the document is json.Marshal(p), and that the
-// document verifies on the fast path, in its own layout and canonicalized.
+// minus its signature, that the document is its own canonical form (the
+// message with the signature member spliced in), that json.Marshal(p) (§6.1
+// order, Go escaping) carries the same signed content, and that the document
+// verifies on the fast path, as issued and as json.Marshal writes it.
 func checkEncoding(t *testing.T, p *Passport, doc []byte) {
 	t.Helper()
 	var ns numbers
 	ns.fill(p)
-	msg := appendMessage(nil, p, &ns)
+	msg, at := appendMessage(nil, p, &ns)
 	canonical, err := jcs.Transform(msg)
 	if err != nil {
 		t.Fatalf("message is not JSON: %v\n%s", err, msg)
@@ -35,19 +42,27 @@ func checkEncoding(t *testing.T, p *Passport, doc []byte) {
 	if want := naiveMessage(t, decodeTree(t, doc)); !bytes.Equal(msg, want) {
 		t.Fatalf("message is not the canonical document minus signature:\n got %s\nwant %s", msg, want)
 	}
-	if want := mustMarshal(t, p); !bytes.Equal(doc, want) {
-		t.Fatalf("document is not json.Marshal(p):\n got %s\nwant %s", doc, want)
+	if canonicalDoc, err := jcs.Transform(doc); err != nil || !bytes.Equal(doc, canonicalDoc) {
+		t.Fatalf("document is not canonical (%v):\n got %s\nwant %s", err, doc, canonicalDoc)
+	}
+	member := `,"signature":"` + p.Issuer.Signature + `"`
+	if want := string(msg[:at]) + member + string(msg[at:]); string(doc) != want {
+		t.Fatalf("document is not the message with the signature spliced in:\n got %s\nwant %s", doc, want)
 	}
 	if p.Issuer.Signature != hmacHex(testSecret, msg) {
 		t.Fatal("signature is not HMAC-SHA256 of the message")
 	}
-	canonicalDoc, err := jcs.Transform(doc)
-	if err != nil {
-		t.Fatal(err)
+	// Verify reads what Sign issues with its quickest scan.
+	if d := (fastDoc{doc: doc}); !d.scanCanonical() {
+		t.Fatalf("the canonical scan does not read the issued document\n%s", doc)
+	}
+	marshalled := mustMarshal(t, p)
+	if want := naiveMessage(t, decodeTree(t, marshalled)); !bytes.Equal(msg, want) {
+		t.Fatalf("json.Marshal(p) signs other content:\n got %s\nwant %s", want, msg)
 	}
 	// encoding/json escapes these with \u, JCS does not.
 	wantFast := !strings.ContainsAny(p.Issuer.Platform, "<>&\u2028\u2029")
-	for _, d := range [][]byte{doc, canonicalDoc} {
+	for _, d := range [][]byte{marshalled, doc} {
 		v, fast := verifyBoth(t, d, []Key{testKey(t)}, p.Issuer.ComputedAt)
 		if !v.Valid || fast != wantFast {
 			t.Fatalf("valid=%v fast=%v (want %v) %v\n%s", v.Valid, fast, wantFast, v.Errors, d)
@@ -88,7 +103,7 @@ func TestEncoding(t *testing.T) {
 }
 
 // FuzzEncoding issues passports from fuzzed counts, platform, agent ID and
-// time and checks the encodings against jcs and encoding/json.
+// time and checks the encoding against jcs.
 func FuzzEncoding(f *testing.F) {
 	f.Add(uint64(80), uint64(76), uint64(40), uint64(38), "swarmsync.ai", "agent-7", int64(1773757800))
 	f.Add(uint64(1<<53-1), uint64(3), uint64(0), uint64(0), "a\"b\\c\u2028<>&é", "A.b_c:d-0", int64(-62135596800))
@@ -102,9 +117,6 @@ func FuzzEncoding(f *testing.F) {
 			q := appendStringJCS(nil, platform)
 			if canon, err := jcs.Transform(q); err != nil || !bytes.Equal(canon, q) {
 				t.Fatalf("appendStringJCS(%q) = %s, jcs: %s %v", platform, q, canon, err)
-			}
-			if want := mustMarshal(t, platform); !bytes.Equal(appendStringGo(nil, platform), want) {
-				t.Fatalf("appendStringGo(%q) = %s, want %s", platform, appendStringGo(nil, platform), want)
 			}
 		}
 		if checkPlatform(platform) != nil {
@@ -231,15 +243,15 @@ func TestFastPathDeclines(t *testing.T) {
 		"number spelling":     strings.Replace(s, `"sessions_90d":80`, `"sessions_90d":80.0`, 1),
 		"rate spelling":       strings.Replace(s, `"success_rate":0.95`, `"success_rate":0.950`, 1),
 		"escrow spelling":     strings.Replace(s, `0.392`, `3.92e-1`, 1),
-		"unknown member":      strings.Replace(s, `{"swarmscore_version"`, `{"x":1,"swarmscore_version"`, 1),
-		"duplicate":           strings.Replace(s, `{"swarmscore_version":"1.0"`, `{"swarmscore_version":"1.0","swarmscore_version":"1.0"`, 1),
+		"unknown member":      strings.Replace(s, `{"agent_id"`, `{"x":1,"agent_id"`, 1),
+		"duplicate":           strings.Replace(s, `{"agent_id":"agent-7"`, `{"agent_id":"agent-7","agent_id":"agent-7"`, 1),
 		"trailing":            s + "x",
 		"negative":            strings.Replace(s, `"value":760`, `"value":-760`, 1),
 		"wrong type":          strings.Replace(s, `"value":760`, `"value":"760"`, 1),
 		"bad time":            strings.Replace(s, `2026-03-17T14:30:00Z`, `2026-02-30T14:30:00Z`, 1),
 		"upper signature":     upperSig,
 		"inconsistent rate":   strings.Replace(s, `"success_rate":0.95`, `"success_rate":0.9`, 1),
-		"four gaps":           strings.Replace(s, `],"formula`, `,{"tier":"ELITE","requirement":"score","required":850,"actual":760}],"formula`, 1),
+		"four gaps":           strings.Replace(s, `],"score":{`, `,{"actual":760,"required":850,"requirement":"score","tier":"ELITE"}],"score":{`, 1),
 		"invalid UTF-8":       strings.Replace(s, `swarmsync.ai`, "swarm\xffsync.ai", 1),
 		"null":                strings.Replace(s, `"value":760`, `"value":null`, 1),
 		"escaped member name": strings.Replace(s, `"agent_id"`, `"agent\u005fid"`, 1),
@@ -263,4 +275,173 @@ func TestFastPathDeclines(t *testing.T) {
 			t.Errorf("valid=%v score_valid=%v fast=%v %v", v.Valid, v.ScoreValid, fast, v.Errors)
 		}
 	}
+}
+
+// fastDoc.time reads exactly what time.Parse reads for the one layout it
+// accepts, every day (and impossible day) of leap, common and century years
+// and random instants over years 0–9999.
+func TestFastTime(t *testing.T) {
+	check := func(text string) {
+		t.Helper()
+		d := fastDoc{doc: []byte(`"` + text + `"`)}
+		var got time.Time
+		ok := d.time(mkSpan(0, len(d.doc)), &got)
+		want, err := time.Parse(time.RFC3339, text)
+		wantOK := err == nil && want.Format(time.RFC3339) == text
+		if ok != wantOK || ok && got != want.UTC() {
+			t.Fatalf("%s: got %v %v, time.Parse %v %v", text, got, ok, want, err)
+		}
+	}
+	for _, y := range []int{0, 1, 4, 100, 400, 1900, 1970, 2000, 2023, 2024, 2100, 9999} {
+		for mo := 0; mo <= 13; mo++ {
+			for day := 0; day <= 32; day++ {
+				check(fmt.Sprintf("%04d-%02d-%02dT23:59:59Z", y, mo, day))
+			}
+		}
+	}
+	// Every byte value in every position, around a valid time.
+	for pos := range 20 {
+		for c := range 256 {
+			b := []byte("2024-02-29T23:59:59Z")
+			b[pos] = byte(c)
+			check(string(b))
+		}
+	}
+	for _, s := range []string{"2026-03-17T24:00:00Z", "2026-03-17T14:60:00Z", "2026-03-17T14:30:60Z", "2026-03-17T14:30:00z", "2026-03-17t14:30:00Z", "2026-03-1714:30:00Z", "-026-03-17T14:30:00Z"} {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const first, last = -62167219200, 253402300799 // 0000-01-01 to 9999-12-31
+	for range 200000 {
+		check(time.Unix(first+rng.Int64N(last-first+1), 0).UTC().Format(time.RFC3339))
+	}
+}
+
+// nonPlain agrees with plainByte on every byte in every position, and on
+// random words: it is zero iff all 8 bytes are plain, and otherwise its lowest
+// flag is the first byte that is not; plainEnd finds that byte at every
+// alignment.
+func TestPlainWord(t *testing.T) {
+	check := func(b [8]byte) {
+		first := 8
+		for i, c := range b {
+			if !plainByte[c] {
+				first = i
+				break
+			}
+		}
+		m := nonPlain(binary.LittleEndian.Uint64(b[:]))
+		if got := bits.TrailingZeros64(m) >> 3; got != first || m&^0x8080808080808080 != 0 {
+			t.Fatalf("% x: mask %x gives byte %d, want %d", b, m, got, first)
+		}
+		for pad := range 9 {
+			doc := append(bytes.Repeat([]byte{'a'}, pad), b[:]...)
+			if got := plainEnd(doc, pad%3); got != pad+first {
+				t.Fatalf("plainEnd(%q, %d) = %d, want %d", doc, pad%3, got, pad+first)
+			}
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '~', 0x7f} {
+				b := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
+				b[pos] = byte(c)
+				check(b)
+				b[(pos+3)%8] = 0x1f
+				check(b)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 1000000 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], rng.Uint64()&0x7f7f7f7f7f7f7f7f|rng.Uint64()&rng.Uint64()&0x8080808080808080)
+		check(b)
+	}
+}
+
+// decodeSignature accepts exactly 64 lowercase hex digits and decodes them as
+// encoding/hex does.
+func TestDecodeSignature(t *testing.T) {
+	valid := strings.Repeat("0123456789abcdef", 4)
+	for pos := range 64 {
+		for c := range 256 {
+			s := []byte(valid)
+			s[pos] = byte(c)
+			raw, ok := decodeSignature(s)
+			want, err := hex.DecodeString(string(s))
+			wantOK := err == nil && strings.ToLower(string(s)) == string(s)
+			if ok != wantOK || ok && !bytes.Equal(raw[:], want) {
+				t.Fatalf("%q: %x %v, want %x %v", s, raw, ok, want, wantOK)
+			}
+		}
+	}
+	for _, s := range []string{"", valid[:63], valid + "0"} {
+		if _, ok := decodeSignature(s); ok {
+			t.Fatalf("%q accepted", s)
+		}
+	}
+}
+
+// numVal reads as an integer exactly the canonical integers in [0, MaxCount]
+// ("0" or digits without a leading zero) and ends a number where the loose
+// number scan ends it, whatever follows.
+func TestNumVal(t *testing.T) {
+	check := func(text string) {
+		t.Helper()
+		var want int64 = -1
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= 0 && n <= MaxCount && strconv.FormatInt(n, 10) == text {
+			want = n
+		}
+		end := 0
+		for end < len(text) && strings.IndexByte("0123456789.eE+-", text[end]) >= 0 {
+			end++
+		}
+		for _, tail := range []string{"", ",", "}", `"`, " ", "x", `},"x":"12345678"}`, ",1234567890", "        "} {
+			d := fastDoc{doc: []byte(text + tail)}
+			var s span
+			ok := d.numVal(&s)
+			n, isInt := d.integer(s)
+			if ok != (end > 0) || d.i != end || s.lo != 0 || int(s.hi) != end || isInt != (want >= 0 && end == len(text)) || isInt && n != want {
+				t.Fatalf("%q: ok=%v end=%d span=%+v integer %d %v, want end %d integer %d", text+tail, ok, d.i, s, n, isInt, end, want)
+			}
+		}
+	}
+	for _, s := range []string{"", "0", "00", "01", "1", "10", "-1", "-0", "0.5", "1e3", "80.0", "9007199254740991", "9007199254740992",
+		"9999999999999999", "10000000000000000", "1234567890123456", "12345678901234567", "+1", "1-", "1.", "18446744073709551616", "x1"} {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 200000 {
+		b := make([]byte, rng.IntN(20))
+		for i := range b {
+			b[i] = "0123456789012345678901234567890123456789.e-"[rng.IntN(43)]
+		}
+		check(string(b))
+	}
+}
+
+// isUUIDv4 agrees with uuid.Parse for every byte value in every position of
+// a valid version 4 UUID.
+func TestIsUUIDv4(t *testing.T) {
+	for pos := range 36 {
+		for c := range 256 {
+			b := []byte(testUUID)
+			b[pos] = byte(c)
+			u, err := uuid.Parse(string(b))
+			want := err == nil && u.String() == string(b) && u.Version() == 4 && u.Variant() == uuid.RFC4122
+			if isUUIDv4(string(b)) != want || isUUIDv4(b) != want {
+				t.Fatalf("isUUIDv4(%q) = %v", b, !want)
+			}
+		}
+	}
+}
+
+// A fuzz find from CI: a 256-byte platform with a quote, "&", "<" and
+// characters of every UTF-8 length, on a 2^40 AP2 count in year 8030.
+func TestEncodingLongPlatform(t *testing.T) {
+	platform := "p?Ro?M?????\"? *???&S?DZ???????+??93???`WL?m'H??Ƴ?UH??H?d?Hᓇ??.?:???=,??z?K?????V??ǐ*?9D??'ru??v?ŭ#Z?T????p^LAvY???Y??e?;????n?@2^?<?#????Tv??`Ώ ????X?1????t?99?DyQ???ΰ????????2;???n???Bp?{?r?/?b?Eo?N?֒[Q馁?F????%??K@?y??aX񗚣&)?2??l??RA?F????^g??"
+	at := time.Date(8030, 12, 25, 0, 0, 0, 0, time.UTC)
+	p, doc := signed(t, "agent-7", platform, score.Counts{ConduitTotal: 4, ConduitSuccess: 2, AP2Total: 1 << 40, AP2Success: 12313}, at)
+	checkEncoding(t, p, doc)
 }

@@ -2,6 +2,9 @@ package passport
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -11,14 +14,20 @@ import (
 // The fast path of Verify. The token walk in parse.go plus jcs.Transform is
 // precise but costs some 50 times the HMAC, because it builds a generic tree.
 // Most documents a verifier sees are well-formed passports exactly as issued,
-// by this package (§6.1 member order) or by another JCS issuer (canonical
-// order), so Verify first tries a single pass over the known schema:
+// by this package or another JCS issuer (canonical order, compact) or by
+// earlier versions of this package (§6.1 member order), so Verify first tries
+// a single pass over the known schema:
 //
-//  1. scan the document: exactly the known members, each once, in any order,
-//     with insignificant whitespace anywhere JSON allows it; every value a
-//     string or number in RFC 8785 canonical form (strings with no escapes but
-//     \" and \\, valid UTF-8; numbers as ECMAScript writes them). The scan
-//     records the byte span of every value.
+//  1. scan the document: first as exactly the canonical layout
+//     (scanCanonical: each member name is the expected literal, compared in
+//     place, no lookup, no whitespace), else with exactly the known members,
+//     each once, in any order, with insignificant whitespace anywhere JSON
+//     allows it (scan). Every value must be a string or number in RFC 8785
+//     canonical form (strings with no escapes but \" and \\, valid UTF-8;
+//     numbers as ECMAScript writes them). The scan records the byte span of
+//     every value; in the canonical layout it also reads the signature, the
+//     times and the UUID as it meets them, checking their fixed formats in
+//     place instead of looking for the closing quote.
 //  2. interpret the spans: integers are plain digits up to MaxCount, times are
 //     RFC 3339 UTC whole seconds, enums are their exact names, and the rates,
 //     volume factors and escrow modifier must be exactly the text the counts
@@ -26,14 +35,18 @@ import (
 //  3. the signed message is the received value spans reassembled in JCS member
 //     order without issuer.signature: since every span is canonical, that is
 //     the canonical form of the document minus the signature, the bytes the
-//     slow path would HMAC, without re-encoding anything.
+//     slow path would HMAC, without re-encoding anything. For a document in
+//     canonical layout that is the document itself minus the signature
+//     member, so the HMAC reads it in place, in two pieces.
 //  4. HMAC, constant-time compare, consistency and expiry with the same code
-//     as the slow path.
+//     as the slow path (the consistency checks the values read in step 2
+//     already settle are not repeated).
 //
 // Anything else (an unknown member, a duplicate, another type, an escape, a
 // non-canonical number, a value the slow parser would reject) returns nil
 // and the slow path decides, with its diagnostics. The tests and fuzz
-// targets check that both paths agree on every input.
+// targets check that both paths agree on every input, and that what the
+// canonical scan reads in place is what the general scan and passport read.
 
 // Test hooks, only ever set by tests (before any concurrent use):
 // slowOnly makes Verify skip the fast path, so tests can compare the paths,
@@ -44,7 +57,11 @@ var (
 )
 
 // span is a value's bytes in the document: [lo, hi), strings with quotes.
-type span struct{ lo, hi int }
+type span struct {
+	lo, hi int32 // documents are at most MaxDocumentSize bytes
+}
+
+func mkSpan(lo, hi int) span { return span{lo: int32(lo), hi: int32(hi)} }
 
 // Leaves of a passport, numbered in JCS order within each object.
 const (
@@ -123,6 +140,22 @@ type fastDoc struct {
 	gaps    [maxGaps][nGap]span
 	nGaps   int
 	escaped bool // the platform has \" or \\ escapes
+
+	// canonical is set by scanCanonical: the document is in canonical
+	// layout, its signature member is [sigStart, sigEnd) and the document
+	// proper ends at msgEnd.
+	canonical                bool
+	sigStart, sigEnd, msgEnd int
+
+	// The canonical scan reads the values of fixed format as it meets them
+	// (they hold no byte a string escapes, so once read their closing quote
+	// is known), and passport need not read them again: the signature
+	// decoded if sigOK, computed_at and expires_at as Unix times if
+	// timeOK, and whether agent_passport_id is a UUID (uuidOK).
+	sigRaw        [32]byte
+	secs          [2]int64
+	sigOK, uuidOK bool
+	timeOK        [2]bool
 }
 
 func (d *fastDoc) ws() {
@@ -190,33 +223,15 @@ func (d *fastDoc) scalar(dst *span, escapes bool) bool {
 	if d.i >= len(d.doc) {
 		return false
 	}
-	if c := d.doc[d.i]; c != '"' {
-		for d.i < len(d.doc) {
-			c = d.doc[d.i]
-			if !('0' <= c && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+') {
-				break
-			}
-			d.i++
-		}
-		*dst = span{start, d.i}
-		return d.i > start
+	if d.doc[d.i] != '"' {
+		return d.numVal(dst)
 	}
 	d.i++
-	// Common case: no escape before the closing quote, so the string ends there.
-	if q := bytes.IndexByte(d.doc[d.i:], '"'); q >= 0 && bytes.IndexByte(d.doc[d.i:d.i+q], '\\') < 0 {
-		content := d.doc[d.i : d.i+q]
-		d.i += q + 1
-		*dst = span{start, d.i}
-		ascii := true
-		for _, c := range content {
-			if c < 0x20 {
-				return false
-			}
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
-		}
-		return ascii || utf8.Valid(content)
+	// Common case: printable ASCII up to the closing quote.
+	if j := plainEnd(d.doc, d.i); j < len(d.doc) && d.doc[j] == '"' {
+		d.i = j + 1
+		*dst = mkSpan(start, d.i)
+		return true
 	}
 	ascii := true
 	for d.i < len(d.doc) {
@@ -224,7 +239,7 @@ func (d *fastDoc) scalar(dst *span, escapes bool) bool {
 		switch {
 		case c == '"':
 			d.i++
-			*dst = span{start, d.i}
+			*dst = mkSpan(start, d.i)
 			return ascii || utf8.Valid(d.doc[start+1:d.i-1])
 		case c < 0x20:
 			return false
@@ -242,6 +257,18 @@ func (d *fastDoc) scalar(dst *span, escapes bool) bool {
 	}
 	return false
 }
+
+// plainByte is printable ASCII but '"' and '\\'; numberByte is what a JSON
+// number may hold.
+var plainByte, numberByte = func() (p, n [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		p[c] = c != '"' && c != '\\'
+	}
+	for _, c := range "0123456789.eE+-" {
+		n[c] = true
+	}
+	return p, n
+}()
 
 func (d *fastDoc) scan() bool {
 	ok := d.object(topNames[:], func(j int) bool {
@@ -286,6 +313,310 @@ func (d *fastDoc) scan() bool {
 	return ok && d.i == len(d.doc)
 }
 
+// lit consumes s if the document continues with it.
+func (d *fastDoc) lit(s string) bool {
+	if len(d.doc)-d.i >= len(s) && string(d.doc[d.i:d.i+len(s)]) == s {
+		d.i += len(s)
+		return true
+	}
+	return false
+}
+
+// strVal scans a string value into dst without whitespace before it: plain
+// printable ASCII inline, anything else by scalar (escapes only if escapes).
+func (d *fastDoc) strVal(dst *span, escapes bool) bool {
+	doc, start := d.doc, d.i
+	if start >= len(doc) || doc[start] != '"' {
+		return false
+	}
+	// plainEnd, with its first word inline: most strings are shorter than
+	// 8 bytes, and the call costs as much as the test.
+	j := start + 1
+	if len(doc)-j >= 8 {
+		if m := nonPlain(binary.LittleEndian.Uint64(doc[j:])); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+		} else {
+			j = plainEnd(doc, j+8)
+		}
+	}
+	if j < len(doc) && doc[j] == '"' {
+		d.i = j + 1
+		*dst = mkSpan(start, d.i)
+		return true
+	}
+	return d.scalar(dst, escapes)
+}
+
+// sigVal scans issuer.signature for the canonical scan: 64 lowercase hex
+// digits in quotes are decoded in place; anything else is left to strVal
+// (and passport, which decodes it or declines).
+func (d *fastDoc) sigVal() bool {
+	doc, i := d.doc, d.i
+	if len(doc)-i >= 66 && doc[i] == '"' && doc[i+65] == '"' {
+		if d.sigRaw, d.sigOK = decodeSignature(doc[i+1 : i+65]); d.sigOK {
+			d.leaf[lSignature] = mkSpan(i, i+66)
+			d.i = i + 66
+			return true
+		}
+	}
+	return d.strVal(&d.leaf[lSignature], false)
+}
+
+// timeVal scans the time leaf (k is 0 for computed_at, 1 for expires_at)
+// for the canonical scan, parsing it in place if it is well formed.
+func (d *fastDoc) timeVal(leaf, k int) bool {
+	doc, i := d.doc, d.i
+	if len(doc)-i >= 22 && doc[i] == '"' && doc[i+21] == '"' {
+		if d.secs[k], d.timeOK[k] = parseTime(doc[i+1 : i+21]); d.timeOK[k] {
+			d.leaf[leaf] = mkSpan(i, i+22)
+			d.i = i + 22
+			return true
+		}
+	}
+	return d.strVal(&d.leaf[leaf], false)
+}
+
+// uuidVal scans agent_passport_id for the canonical scan, checking in place
+// whether it is a UUID (consistent requires it).
+func (d *fastDoc) uuidVal() bool {
+	doc, i := d.doc, d.i
+	if len(doc)-i >= 38 && doc[i] == '"' && doc[i+37] == '"' && isUUIDv4(doc[i+1:i+37]) {
+		d.uuidOK = true
+		d.leaf[lPassportID] = mkSpan(i, i+38)
+		d.i = i + 38
+		return true
+	}
+	return d.strVal(&d.leaf[lPassportID], false)
+}
+
+// numVal scans a number value into dst without whitespace before it,
+// loosely (numberByte): interpreting it checks it exactly.
+func (d *fastDoc) numVal(dst *span) bool {
+	doc, i := d.doc, d.i
+	for i < len(doc) && numberByte[doc[i]] {
+		i++
+	}
+	*dst = mkSpan(d.i, i)
+	ok := i > d.i
+	d.i = i
+	return ok
+}
+
+// plainEnd returns the index of the first byte at or after j that is not
+// plainByte, or len(doc): eight bytes at a time (nonPlain), then one at a
+// time near the end. The strings are short, so bytes.IndexByte's setup would
+// cost more.
+func plainEnd(doc []byte, j int) int {
+	for len(doc)-j >= 8 {
+		if m := nonPlain(binary.LittleEndian.Uint64(doc[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(doc) && plainByte[doc[j]] {
+		j++
+	}
+	return j
+}
+
+// nonPlain flags (with its high bit) each of the 8 bytes of w, the first in
+// the low byte, that is not plainByte: below 0x20, at or above 0x80, '"' or
+// '\\'. It uses the classic bit tricks that find a zero byte, or one below
+// n: a borrow can flag a byte above (after) a flagged one, never below, so
+// the mask is zero iff all 8 are plain and its lowest flag is exactly the
+// first byte that is not.
+func nonPlain(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	ctl := (w - ones*0x20) &^ w
+	q := w ^ ones*'"'
+	q = (q - ones) &^ q
+	bs := w ^ ones*'\\'
+	bs = (bs - ones) &^ bs
+	return (ctl | q | bs | w) & highs
+}
+
+// step is a piece of the canonical layout: the literal text up to a value,
+// and what the value is (kind) and where it goes (leaf). A vKonst literal
+// ends with a value every passport the fast path accepts has (a label or a
+// version, n bytes): a document with another value fails the canonical
+// scan, and the general scan reads it.
+type step struct {
+	lit        string
+	kind, leaf uint8
+	n          uint8
+}
+
+// Kinds of step values.
+const (
+	vNone      = iota // the literal alone
+	vKonst            // the end of the literal
+	vNum              // a number
+	vStr              // a string without escapes
+	vPlatform         // the platform, a string that may have \" and \\
+	vUUID             // agent_passport_id
+	vComputed         // issuer.computed_at
+	vExpires          // expires_at
+	vSignature        // issuer.signature
+)
+
+func konstStep(lit, value string, leaf uint8) step {
+	return step{lit: lit + `"` + value + `"`, kind: vKonst, leaf: leaf, n: uint8(len(value) + 2)}
+}
+
+// The canonical (RFC 8785) layout of a passport, as Sign issues it: up to the
+// signature, the signature, to the gaps, each gap, and after the gaps.
+var (
+	headSteps = [...]step{
+		{lit: `{"agent_id":`, kind: vStr, leaf: lAgentID},
+		{lit: `,"agent_passport_id":`, kind: vUUID},
+		{lit: `,"dimensions":{"commercial_reliability":{"actual_contribution":`, kind: vNum, leaf: lCR + dActual},
+		konstStep(`,"label":`, LabelAP2, lCR+dLabel),
+		{lit: `,"max_contribution":`, kind: vNum, leaf: lCR + dMax},
+		{lit: `,"sessions_90d":`, kind: vNum, leaf: lCR + dSessions},
+		{lit: `,"success_rate":`, kind: vNum, leaf: lCR + dRate},
+		{lit: `,"successful_sessions_90d":`, kind: vNum, leaf: lCR + dSuccessful},
+		{lit: `,"volume_factor":`, kind: vNum, leaf: lCR + dVolume},
+		{lit: `},"technical_execution":{"actual_contribution":`, kind: vNum, leaf: lTE + dActual},
+		konstStep(`,"label":`, LabelConduit, lTE+dLabel),
+		{lit: `,"max_contribution":`, kind: vNum, leaf: lTE + dMax},
+		{lit: `,"sessions_90d":`, kind: vNum, leaf: lTE + dSessions},
+		{lit: `,"success_rate":`, kind: vNum, leaf: lTE + dRate},
+		{lit: `,"successful_sessions_90d":`, kind: vNum, leaf: lTE + dSuccessful},
+		{lit: `,"volume_factor":`, kind: vNum, leaf: lTE + dVolume},
+		{lit: `}},"escrow_modifier":`, kind: vNum, leaf: lEscrow},
+		{lit: `,"expires_at":`, kind: vExpires},
+		konstStep(`,"formula_version":`, score.FormulaVersion, lFormula),
+		{lit: `,"issuer":{"computed_at":`, kind: vComputed},
+		{lit: `,"platform":`, kind: vPlatform, leaf: lPlatform},
+	}
+	sigSteps  = [...]step{{lit: `,"signature":`, kind: vSignature}}
+	gapsSteps = [...]step{{lit: `},"qualification_gaps":[`}}
+	gapSteps  = [...]step{
+		{lit: `{"actual":`, kind: vNum, leaf: gActual},
+		{lit: `,"required":`, kind: vNum, leaf: gRequired},
+		{lit: `,"requirement":`, kind: vStr, leaf: gRequirement},
+		{lit: `,"tier":`, kind: vStr, leaf: gTier},
+		{lit: `}`},
+	}
+	tailSteps = [...]step{
+		{lit: `],"score":{"ap2_contribution":`, kind: vNum, leaf: lAP2},
+		{lit: `,"conduit_contribution":`, kind: vNum, leaf: lConduit},
+		{lit: `,"tier":`, kind: vStr, leaf: lTier},
+		{lit: `,"value":`, kind: vNum, leaf: lValue},
+		konstStep(`},"swarmscore_version":`, Version, lVersion),
+		{lit: `}`},
+	}
+)
+
+// steps scans values laid out as steps say, with no whitespace, into leaf.
+// Numbers and short plain strings, most values, are read inline, with the
+// position in a register; the rest by the value scanners.
+func (d *fastDoc) steps(steps []step, leaf []span) bool {
+	doc, i := d.doc, d.i
+	for k := range steps {
+		st := &steps[k]
+		n := len(st.lit)
+		if len(doc)-i < n || string(doc[i:i+n]) != st.lit {
+			return false
+		}
+		i += n
+		switch st.kind {
+		case vNone:
+			continue
+		case vKonst:
+			leaf[st.leaf] = mkSpan(i-int(st.n), i)
+			continue
+		case vNum:
+			start := i
+			for i < len(doc) && numberByte[doc[i]] {
+				i++
+			}
+			if i == start {
+				return false
+			}
+			leaf[st.leaf] = mkSpan(start, i)
+			continue
+		case vStr:
+			// A plain string that ends within the first word.
+			if len(doc)-i >= 9 && doc[i] == '"' {
+				if m := nonPlain(binary.LittleEndian.Uint64(doc[i+1:])); m != 0 {
+					if j := i + 1 + bits.TrailingZeros64(m)>>3; doc[j] == '"' {
+						leaf[st.leaf] = mkSpan(i, j+1)
+						i = j + 1
+						continue
+					}
+				}
+			}
+		}
+		d.i = i
+		ok := false
+		switch st.kind {
+		case vStr:
+			ok = d.strVal(&leaf[st.leaf], false)
+		case vPlatform:
+			ok = d.strVal(&leaf[st.leaf], true)
+		case vUUID:
+			ok = d.uuidVal()
+		case vComputed:
+			ok = d.timeVal(lComputed, 0)
+		case vExpires:
+			ok = d.timeVal(lExpires, 1)
+		case vSignature:
+			ok = d.sigVal()
+		}
+		if !ok {
+			return false
+		}
+		i = d.i
+	}
+	d.i = i
+	return true
+}
+
+// scanCanonical is scan for a document in exactly the canonical layout
+// (trailing whitespace aside), the one Sign issues: it reads the member names
+// as expected literals instead of looking them up, and takes each value to
+// be the type the schema says (another type fails it, and the general scan
+// reads the document). On success the document up to msgEnd, minus
+// [sigStart, sigEnd), is byte for byte what message would assemble (the fuzz
+// targets check it), so the signed message need not be copied. On failure d
+// must be reset before scan.
+func (d *fastDoc) scanCanonical() bool {
+	if !d.steps(headSteps[:], d.leaf[:]) {
+		return false
+	}
+	d.sigStart = d.i
+	if !d.steps(sigSteps[:], d.leaf[:]) {
+		return false
+	}
+	d.sigEnd = d.i
+	if !d.steps(gapsSteps[:], nil) {
+		return false
+	}
+	if d.i < len(d.doc) && d.doc[d.i] != ']' {
+		for {
+			if d.nGaps == maxGaps {
+				return false
+			}
+			g := &d.gaps[d.nGaps]
+			d.nGaps++
+			if !d.steps(gapSteps[:], g[:]) {
+				return false
+			}
+			if !d.lit(",") {
+				break
+			}
+		}
+	}
+	if !d.steps(tailSteps[:], d.leaf[:]) {
+		return false
+	}
+	d.msgEnd = d.i
+	d.ws()
+	d.canonical = d.i == len(d.doc)
+	return d.canonical
+}
+
 func (d *fastDoc) text(s span) []byte { return d.doc[s.lo:s.hi] }
 
 // str returns a string leaf's content, or false if the leaf is not a string.
@@ -303,7 +634,7 @@ func (d *fastDoc) is(s span, want string) bool {
 }
 
 // integer reads a canonical integer in [0, MaxCount]: "0" or digits without
-// a leading zero. Negative numbers take the slow path.
+// a leading zero. Negative numbers and other spellings take the slow path.
 func (d *fastDoc) integer(s span) (int64, bool) {
 	b := d.text(s)
 	if len(b) == 0 || len(b) > 16 || b[0] == '0' && len(b) > 1 {
@@ -311,7 +642,7 @@ func (d *fastDoc) integer(s span) (int64, bool) {
 	}
 	var n int64
 	for _, c := range b {
-		if c < '0' || c > '9' {
+		if c-'0' > 9 {
 			return 0, false
 		}
 		n = n*10 + int64(c-'0')
@@ -346,53 +677,115 @@ func (d *fastDoc) tier(s span) (score.Tier, bool) {
 // the slow path accepts (time.Parse with RFC 3339, formatted back unchanged).
 func (d *fastDoc) time(s span, dst *time.Time) bool {
 	b, ok := d.str(s)
-	if !ok || len(b) != 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != 'Z' {
+	if !ok {
 		return false
 	}
-	var v [6]int
-	for k, at := range [6]int{0, 5, 8, 11, 14, 17} {
-		w := 2
-		if k == 0 {
-			w = 4
+	sec, ok := parseTime(b)
+	if ok {
+		// time.Date gives the same Time, at several times the cost.
+		*dst = time.Unix(sec, 0).UTC()
+	}
+	return ok
+}
+
+// parseTime reads b as "YYYY-MM-DDTHH:MM:SSZ" naming a real instant and
+// returns its Unix time. It reads b as three little-endian words (w0, w1, w2:
+// "YYYY-MM-", "DDTHH:MM", ":SSZ"), compares the separators under a mask, and
+// checks all 14 digits at once: c^'0' is at most 9 for exactly the digits,
+// and (c^'0')+0x76 sets the high bit of a byte iff c^'0' is above 9 (no
+// carry from a separator, whose values are fixed, or a digit; a byte with
+// the high bit already set fails the check itself).
+func parseTime(b []byte) (int64, bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	if len(b) != 20 {
+		return 0, false
+	}
+	w0 := binary.LittleEndian.Uint64(b[0:8])
+	w1 := binary.LittleEndian.Uint64(b[8:16])
+	w2 := uint64(binary.LittleEndian.Uint32(b[16:20]))
+	const (
+		sep0, sepMask0 = '-'<<32 | '-'<<56, 0xff<<32 | 0xff<<56
+		sep1, sepMask1 = 'T'<<16 | ':'<<40, 0xff<<16 | 0xff<<40
+		sep2, sepMask2 = ':' | 'Z'<<24, 0xff | 0xff<<24
+	)
+	if w0&sepMask0 != sep0 || w1&sepMask1 != sep1 || w2&sepMask2 != sep2 {
+		return 0, false
+	}
+	x0, x1, x2 := w0^ones*'0', w1^ones*'0', w2^ones*'0'
+	nonDigit := (x0|(x0+ones*0x76))&(highs&^sepMask0) |
+		(x1|(x1+ones*0x76))&(highs&^sepMask1) |
+		(x2|(x2+ones*0x76))&(highs&^sepMask2&0xffffffff)
+	if nonDigit != 0 {
+		return 0, false
+	}
+	digit := func(x uint64, k int) int { return int(x >> (8 * k) & 0xf) }
+	two := func(x uint64, k int) int { return digit(x, k)*10 + digit(x, k+1) }
+	y, mo, day := two(x0, 0)*100+two(x0, 2), two(x0, 5), two(x1, 0)
+	h, mi, sec := two(x1, 3), two(x1, 6), two(x2, 1)
+	if mo < 1 || mo > 12 || day < 1 || day > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
+		return 0, false // February 30th and the like are not instants
+	}
+	return daysFromCivil(y, mo, day)*86400 + int64(h*3600+mi*60+sec), true
+}
+
+// timeLeaf reads the time leaf (k as for timeVal) into dst.
+func (d *fastDoc) timeLeaf(leaf, k int, dst *time.Time) bool {
+	if d.timeOK[k] {
+		*dst = time.Unix(d.secs[k], 0).UTC()
+		return true
+	}
+	return d.time(d.leaf[leaf], dst)
+}
+
+// daysIn is the number of days of month mo of year y (proleptic Gregorian).
+func daysIn(mo, y int) int {
+	if mo == 2 {
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
 		}
-		for _, c := range b[at : at+w] {
-			if c < '0' || c > '9' {
-				return false
-			}
-			v[k] = v[k]*10 + int(c-'0')
-		}
+		return 28
 	}
-	if v[1] < 1 || v[1] > 12 || v[2] < 1 || v[3] > 23 || v[4] > 59 || v[5] > 59 {
-		return false
+	return 30 + (mo+mo/8)%2
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to y-mo-d, for y ≥ 0
+// (H. Hinnant's algorithm).
+func daysFromCivil(y, mo, d int) int64 {
+	if mo <= 2 {
+		y--
 	}
-	t := time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, time.UTC)
-	if t.Day() != v[2] { // February 30th and the like normalise to another day
-		return false
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
 	}
-	*dst = t
-	return true
+	yoe := y - era*400
+	doy := (153*((mo+9)%12)+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // numberIs reports whether leaf s is exactly the text want.
 func (d *fastDoc) numberIs(s span, want []byte) bool { return bytes.Equal(d.text(s), want) }
 
 // passport interprets the scanned leaves into p, which must have room for the
-// gaps (len(p.QualificationGaps) == maxGaps) and returns the signature. ok
+// gaps (len(p.QualificationGaps) == maxGaps) and returns the signature and
+// the score result of the counts. ok
 // is false for anything the slow path would read differently or report as a
 // parse error.
-func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
+func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool) {
 	var te, cr *Dimension = &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
-	if !d.is(d.leaf[lVersion], Version) || !d.is(d.leaf[lFormula], score.FormulaVersion) ||
-		!d.is(d.leaf[lTE+dLabel], LabelConduit) || !d.is(d.leaf[lCR+dLabel], LabelAP2) ||
-		!d.time(d.leaf[lComputed], &p.Issuer.ComputedAt) || !d.time(d.leaf[lExpires], &p.ExpiresAt) ||
+	// The canonical scan compared the versions and labels as literals.
+	if !d.canonical && (!d.is(d.leaf[lVersion], Version) || !d.is(d.leaf[lFormula], score.FormulaVersion) ||
+		!d.is(d.leaf[lTE+dLabel], LabelConduit) || !d.is(d.leaf[lCR+dLabel], LabelAP2)) ||
+		!d.timeLeaf(lComputed, 0, &p.Issuer.ComputedAt) || !d.timeLeaf(lExpires, 1, &p.ExpiresAt) ||
 		!d.int(d.leaf[lValue], &p.Score.Value) || !d.int(d.leaf[lConduit], &p.Score.ConduitContribution) ||
 		!d.int(d.leaf[lAP2], &p.Score.AP2Contribution) {
-		return sig, false
+		return sig, res, false
 	}
 	p.SwarmScoreVersion, p.FormulaVersion = Version, score.FormulaVersion
 	te.Label, cr.Label = LabelConduit, LabelAP2
 	if p.Score.Tier, ok = d.tier(d.leaf[lTier]); !ok {
-		return sig, false
+		return sig, res, false
 	}
 	for _, x := range [2]struct {
 		dim  *Dimension
@@ -400,51 +793,47 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
 	}{{te, lTE}, {cr, lCR}} {
 		var total, success int64
 		if total, ok = d.integer(d.leaf[x.base+dSessions]); !ok {
-			return sig, false
+			return sig, res, false
 		}
 		if success, ok = d.integer(d.leaf[x.base+dSuccessful]); !ok {
-			return sig, false
+			return sig, res, false
 		}
 		x.dim.Sessions90d, x.dim.SuccessfulSessions90d = total, success
 		if !d.int(d.leaf[x.base+dMax], &x.dim.MaxContribution) || !d.int(d.leaf[x.base+dActual], &x.dim.ActualContribution) {
-			return sig, false
+			return sig, res, false
 		}
 	}
 	// The non-integer numbers must be the text the counts give; then their
 	// values are known without parsing them.
-	c := p.Counts()
-	res, err := score.Compute(c)
+	res, err := score.Compute(p.Counts())
 	if err != nil {
-		return sig, false
+		return sig, res, false
 	}
-	want := [2]score.Dimension{res.Conduit(), res.AP2()}
+	conduit, ap2 := res.Conduit(), res.AP2()
+	te.SuccessRate, te.VolumeFactor = conduit.Rate(), conduit.VolumeFactor()
+	cr.SuccessRate, cr.VolumeFactor = ap2.Rate(), ap2.VolumeFactor()
 	var ns numbers
-	ns.set(numTERate, want[0].Rate())
-	ns.set(numTEVolume, want[0].VolumeFactor())
-	ns.set(numCRRate, want[1].Rate())
-	ns.set(numCRVolume, want[1].VolumeFactor())
+	ns.fill(p)
 	var esc [8]byte
 	escText, _ := res.Escrow.AppendText(esc[:0])
 	if !d.numberIs(d.leaf[lTE+dRate], ns.get(numTERate)) || !d.numberIs(d.leaf[lTE+dVolume], ns.get(numTEVolume)) ||
 		!d.numberIs(d.leaf[lCR+dRate], ns.get(numCRRate)) || !d.numberIs(d.leaf[lCR+dVolume], ns.get(numCRVolume)) ||
 		!d.numberIs(d.leaf[lEscrow], escText) {
-		return sig, false
+		return sig, res, false
 	}
-	te.SuccessRate, te.VolumeFactor = want[0].Rate(), want[0].VolumeFactor()
-	cr.SuccessRate, cr.VolumeFactor = want[1].Rate(), want[1].VolumeFactor()
 	p.EscrowModifier = res.Escrow
 
 	gaps := p.QualificationGaps[:d.nGaps]
 	for i := range gaps {
 		g, q := &d.gaps[i], &gaps[i]
 		if q.Tier, ok = d.tier(g[gTier]); !ok {
-			return sig, false
+			return sig, res, false
 		}
 		if q.Required, ok = d.integer(g[gRequired]); !ok {
-			return sig, false
+			return sig, res, false
 		}
 		if q.Actual, ok = d.integer(g[gActual]); !ok {
-			return sig, false
+			return sig, res, false
 		}
 		switch r, _ := d.str(g[gRequirement]); string(r) {
 		case "score":
@@ -454,7 +843,7 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
 		case "ap2_sessions_90d":
 			q.Requirement = "ap2_sessions_90d"
 		default:
-			return sig, false
+			return sig, res, false
 		}
 	}
 	p.QualificationGaps = gaps
@@ -464,35 +853,35 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
 	pid, ok2 := d.str(d.leaf[lPassportID])
 	agent, ok3 := d.str(d.leaf[lAgentID])
 	platform, ok4 := d.str(d.leaf[lPlatform])
-	if !ok1 || !ok2 || !ok3 || !ok4 || len(sigText) != 64 || len(pid) > 64 || len(agent) > maxAgentIDLen || len(platform) > maxPlatformLen {
-		return sig, false // a malformed signature and the rest: let the slow path say
+	raw, ok5 := d.sigRaw, d.sigOK
+	if !ok5 {
+		raw, ok5 = decodeSignature(sigText)
 	}
-	for _, c := range sigText {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return sig, false
-		}
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+		return sig, res, false // a malformed signature and the rest: let the slow path say
 	}
-	var buf [64 + 64 + maxAgentIDLen + maxPlatformLen]byte
-	b := append(buf[:0], sigText...)
-	b = append(b, pid...)
-	b = append(b, agent...)
+	var b strings.Builder // a string built in place, with no copy
+	b.Grow(len(sigText) + len(pid) + len(agent) + len(platform))
+	b.Write(sigText)
+	b.Write(pid)
+	b.Write(agent)
 	if d.escaped {
 		for i := 0; i < len(platform); i++ {
 			if platform[i] == '\\' {
 				i++
 			}
-			b = append(b, platform[i])
+			b.WriteByte(platform[i])
 		}
 	} else {
-		b = append(b, platform...)
+		b.Write(platform)
 	}
-	all := string(b)
-	sig = sigInfo{found: true, wellFormed: true, value: all[:64]}
+	all := b.String()
+	sig = sigInfo{found: true, wellFormed: true, value: all[:64], raw: raw}
 	p.Issuer.Signature = sig.value
 	all = all[64:]
 	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
 	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
-	return sig, true
+	return sig, res, true
 }
 
 // message appends the signed message: the value spans in JCS member order,
@@ -549,10 +938,9 @@ func (d *fastDoc) message(b []byte) []byte {
 
 // fastResult is everything a fast verification returns, in one allocation.
 type fastResult struct {
-	v       Verification
-	p       Passport
-	gaps    [maxGaps]score.Gap
-	expires time.Time
+	v    Verification
+	p    Passport
+	gaps [maxGaps]score.Gap
 }
 
 // fastVerify returns the verification, or nil if the document must take the
@@ -562,14 +950,17 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 		return nil
 	}
 	d := fastDoc{doc: doc}
-	if !d.scan() {
-		return nil
+	if !d.scanCanonical() {
+		d = fastDoc{doc: doc}
+		if !d.scan() {
+			return nil
+		}
 	}
 	// One allocation holds the verification, the passport and its gaps; it
 	// is wasted when the document takes the slow path after all.
 	r := new(fastResult)
 	r.p.QualificationGaps = r.gaps[:]
-	sig, ok := d.passport(&r.p)
+	sig, res, ok := d.passport(&r.p)
 	if !ok {
 		return nil
 	}
@@ -578,12 +969,41 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 	}
 	r.p.QualificationGaps = r.gaps[:d.nGaps:d.nGaps]
 	v := &r.v
-	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: append([]byte(nil), doc...), KeyIndex: -1}
-	buf := spliceBufs.Get().(*[]byte)
-	msg := d.message((*buf)[:0])
-	v.SignatureValid = v.checkSignature(&sig, msg, keys)
-	*buf = msg
-	spliceBufs.Put(buf)
-	v.finish(&r.p, nil, true, at, &r.expires)
+	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
+	if d.canonical {
+		// The document is the message with the signature member inserted:
+		// MAC the two parts in place.
+		v.SignatureValid = v.checkSignature(&sig, doc[:d.sigStart], doc[d.sigEnd:d.msgEnd], keys)
+	} else {
+		buf := spliceBufs.Get().(*[]byte)
+		msg := d.message((*buf)[:0])
+		v.SignatureValid = v.checkSignature(&sig, msg, nil, keys)
+		*buf = msg
+		spliceBufs.Put(buf)
+	}
+	v.finish(&r.p, nil, true, at, d.consistent(&r.p, &res))
 	return v
+}
+
+// consistent reports whether p, read by the fast path from d with res the
+// result of its counts, passes checkPassport: it checks only what the fast
+// path has not established already (versions, labels, wire times, rates,
+// volume factors and the escrow modifier are, and the UUID may be). When
+// false, checkPassport runs and says why, so the findings are the slow
+// path's.
+func (d *fastDoc) consistent(p *Passport, res *score.Result) bool {
+	if !d.uuidOK && !isUUIDv4(p.AgentPassportID) || checkAgentID(p.AgentID) != nil || checkPlatform(p.Issuer.Platform) != nil ||
+		!p.ExpiresAt.Equal(p.Issuer.ComputedAt.Add(Validity)) ||
+		p.Score.Value != res.Score || p.Score.Tier != res.Tier ||
+		p.Score.ConduitContribution != res.ConduitContribution || p.Score.AP2Contribution != res.AP2Contribution {
+		return false
+	}
+	te, cr := &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
+	c, a := res.Conduit(), res.AP2()
+	if te.ActualContribution != c.Contribution || te.MaxContribution != c.MaxContribution ||
+		cr.ActualContribution != a.Contribution || cr.MaxContribution != a.MaxContribution {
+		return false
+	}
+	var gapsBuf [3]score.Gap
+	return equalGaps(p.QualificationGaps, res.AppendGaps(gapsBuf[:0]))
 }

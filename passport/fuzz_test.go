@@ -41,7 +41,12 @@ func FuzzParse(f *testing.F) {
 	doc := signedExample(f)
 	var pretty bytes.Buffer
 	_ = json.Indent(&pretty, doc, "", " ")
-	for _, seed := range [][]byte{doc, pretty.Bytes(), nil, []byte("{}"), []byte(`{"issuer":{"signature":1}}`),
+	p, err := Parse(doc)
+	if err != nil {
+		f.Fatal(err)
+	}
+	spec := mustMarshal(f, p) // §6.1 order: the general scan's fast path
+	for _, seed := range [][]byte{doc, spec, pretty.Bytes(), nil, []byte("{}"), []byte(`{"issuer":{"signature":1}}`),
 		[]byte(`{"a":1,"a":2}`), []byte(`[{"\ud800":1e400}]`), doc[:len(doc)/2]} {
 		f.Add(seed)
 	}
@@ -77,9 +82,10 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzVerify issues passports from fuzzed counts and times: each must verify.
-// It then changes one byte: the result must not verify with a valid signature
-// unless the change left the signed content the same (layout, an escape, a
-// number's spelling), in which case the passport read must be the same too.
+// It then changes one byte (replaces, inserts or deletes it): the result must
+// not verify with a valid signature unless the change left the signed content
+// the same (layout, an escape, a number's spelling), in which case the
+// passport read must be the same too; and both paths must agree on it.
 func FuzzVerify(f *testing.F) {
 	f.Add(uint64(80), uint64(76), uint64(40), uint64(38), uint64(1773757800), uint(40), byte('x'))
 	f.Add(uint64(0), uint64(0), uint64(0), uint64(0), uint64(0), uint(0), byte(' '))
@@ -109,23 +115,31 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("a passport from Sign does not verify: %v %v\n%s", v.Errors, v.Warnings, doc)
 		}
 
-		mutated := bytes.Clone(doc)
-		mutated[pos%uint(len(doc))] = b
-		if bytes.Equal(mutated, doc) {
-			return
-		}
-		m, _ := verifyBoth(t, mutated, []Key{testKey(t)}, computed)
-		checkVerification(t, m)
-		if !m.SignatureValid {
-			return
-		}
-		same := naiveMessage(t, decodeTree(t, mutated))
-		if want := naiveMessage(t, decodeTree(t, doc)); !bytes.Equal(same, want) {
-			t.Fatalf("signature still valid after a change to the signed content:\n%s\n%s", doc, mutated)
-		}
-		if m.Valid {
-			if got, want := mustMarshal(t, m.Passport), mustMarshal(t, v.Passport); !bytes.Equal(got, want) {
-				t.Fatalf("same signed content, different passport:\n%s\n%s", got, want)
+		// The byte at pos replaced, a byte inserted there, and the byte there
+		// deleted: the last two shift what follows, as a longer or shorter
+		// value would.
+		i := int(pos % uint(len(doc)))
+		replaced := bytes.Clone(doc)
+		replaced[i] = b
+		inserted := append(append(append([]byte(nil), doc[:i]...), b), doc[i:]...)
+		deleted := append(append([]byte(nil), doc[:i]...), doc[i+1:]...)
+		for _, mutated := range [][]byte{replaced, inserted, deleted} {
+			if bytes.Equal(mutated, doc) {
+				continue
+			}
+			m, _ := verifyBoth(t, mutated, []Key{testKey(t)}, computed)
+			checkVerification(t, m)
+			if !m.SignatureValid {
+				continue
+			}
+			same := naiveMessage(t, decodeTree(t, mutated))
+			if want := naiveMessage(t, decodeTree(t, doc)); !bytes.Equal(same, want) {
+				t.Fatalf("signature still valid after a change to the signed content:\n%s\n%s", doc, mutated)
+			}
+			if m.Valid {
+				if got, want := mustMarshal(t, m.Passport), mustMarshal(t, v.Passport); !bytes.Equal(got, want) {
+					t.Fatalf("same signed content, different passport:\n%s\n%s", got, want)
+				}
 			}
 		}
 	})

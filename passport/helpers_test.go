@@ -145,6 +145,7 @@ func hasCode(ps []Problem, code string) bool {
 // returns the result. fast reports whether the fast path decided.
 func verifyBoth(t testing.TB, doc []byte, keys []Key, at time.Time) (v *Verification, fast bool) {
 	t.Helper()
+	checkCanonicalScan(t, doc)
 	onFastPath = func() { fast = true }
 	v = Verify(doc, keys, at)
 	onFastPath = nil
@@ -161,4 +162,37 @@ func verifyBoth(t testing.TB, doc []byte, keys []Key, at time.Time) (v *Verifica
 		t.Fatalf("paths read different passports:\n%s\n%s", mustMarshal(t, v.Passport), mustMarshal(t, slow.Passport))
 	}
 	return v, fast
+}
+
+// checkCanonicalScan asserts that when scanCanonical accepts doc, the general
+// scan reads the same values, and the document minus the signature member
+// (what the fast path MACs in place) is the message the general scan
+// assembles.
+func checkCanonicalScan(t testing.TB, doc []byte) {
+	t.Helper()
+	c := fastDoc{doc: doc}
+	if !c.scanCanonical() {
+		return
+	}
+	g := fastDoc{doc: doc}
+	if !g.scan() || g.leaf != c.leaf || g.gaps != c.gaps || g.nGaps != c.nGaps || g.escaped != c.escaped {
+		t.Fatalf("scanCanonical and scan read %q differently", doc)
+	}
+	// What the canonical scan read in place is what passport would read.
+	content := func(l int) []byte { b, _ := c.str(c.leaf[l]); return b }
+	if raw, ok := decodeSignature(content(lSignature)); ok != c.sigOK || ok && raw != c.sigRaw {
+		t.Fatalf("canonical scan decoded the signature of %q as %x %v", doc, c.sigRaw, c.sigOK)
+	}
+	for k, l := range [2]int{lComputed, lExpires} {
+		if sec, ok := parseTime(content(l)); ok != c.timeOK[k] || ok && sec != c.secs[k] {
+			t.Fatalf("canonical scan read time %d of %q as %d %v", k, doc, c.secs[k], c.timeOK[k])
+		}
+	}
+	if isUUIDv4(content(lPassportID)) != c.uuidOK {
+		t.Fatalf("canonical scan says UUID %v for %q", c.uuidOK, doc)
+	}
+	inPlace := append(append([]byte(nil), doc[:c.sigStart]...), doc[c.sigEnd:c.msgEnd]...)
+	if want := g.message(nil); !bytes.Equal(inPlace, want) {
+		t.Fatalf("in-place message\n%s\nassembled\n%s", inPlace, want)
+	}
 }

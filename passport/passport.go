@@ -18,6 +18,7 @@
 package passport
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -64,7 +65,8 @@ var newUUID = uuid.NewRandom
 
 // Passport is the Execution Passport of §6.1 plus the top-level agent_id that
 // binds it to an agent (an extension: the spec's document names no agent).
-// Fields appear in JSON in the §6.1 order.
+// Fields are in the §6.1 order, which is json.Marshal's order; Sign
+// publishes the canonical (sorted) order instead. Both verify.
 //
 // A Passport from New is consistent with its score.Result; Sign refuses one
 // that is not. A Passport from Parse or Verify holds what the document says,
@@ -201,15 +203,18 @@ func dimension(label string, d score.Dimension) Dimension {
 }
 
 // Sign signs p with k: it sets p.Issuer.Signature and returns the signed
-// document as compact JSON, fields in §6.1 order (the bytes json.Marshal
-// gives for the signed p). It refuses (matching ErrInvalid) a zero Key and a
-// passport that Verify would not find valid apart from expiry: an invalid
-// agent ID or platform, an unsupported version, or a score block inconsistent
-// with the counts. A nil QualificationGaps (allowed when there are none) is
-// set to an empty slice, so that the document carries [] rather than null.
+// document as compact RFC 8785 (JCS) canonical JSON: members sorted by name
+// at every level, so issuer.signature is issuer's last member. That is not
+// the §6.1 member order (nor json.Marshal's), which JSON does not make
+// meaningful: verifiers here and elsewhere accept any order. The bytes are
+// the signed message with the signature member spliced in, so Sign encodes
+// once and jcs.Transform leaves the document unchanged.
 //
-// The signature is over the canonical message written directly in RFC 8785
-// form (see encode.go); nothing is marshalled or canonicalized generically.
+// It refuses (matching ErrInvalid) a zero Key and a passport that Verify
+// would not find valid apart from expiry: an invalid agent ID or platform,
+// an unsupported version, or a score block inconsistent with the counts. A
+// nil QualificationGaps (allowed when there are none) is set to an empty
+// slice, so that the document carries [] rather than null.
 func (p *Passport) Sign(k Key) ([]byte, error) {
 	if !k.valid() {
 		return nil, fmt.Errorf("%w: signing key not initialised (use NewKey)", ErrInvalid)
@@ -223,15 +228,21 @@ func (p *Passport) Sign(k Key) ([]byte, error) {
 	var ns numbers
 	ns.fill(p)
 	buf := spliceBufs.Get().(*[]byte)
-	msg := appendMessage((*buf)[:0], p, &ns)
+	msg, at := appendMessage((*buf)[:0], p, &ns)
 	var mac [32]byte
 	var sum [2 * 32]byte
 	hex.Encode(sum[:], k.mac(mac[:0], msg))
-	size := len(msg) + len(`,"signature":""`) + len(sum) + 32
+	// The document is the message with the signature member spliced in,
+	// allocated at its exact size and not zeroed first (bytes.Join).
+	var member [len(`,"signature":""`) + len(sum)]byte
+	copy(member[:], `,"signature":"`)
+	copy(member[len(`,"signature":"`):], sum[:])
+	member[len(member)-1] = '"'
+	doc := bytes.Join([][]byte{msg[:at], member[:], msg[at:]}, nil)
 	*buf = msg
 	spliceBufs.Put(buf)
 	p.Issuer.Signature = string(sum[:])
-	return appendDocument(make([]byte, 0, size), p, &ns), nil
+	return doc, nil
 }
 
 // check is what Sign requires of a passport: everything Verify checks except
@@ -257,18 +268,33 @@ func checkAgentID(id string) error {
 		return fmt.Errorf("%w: agent_id must be 1 to %d characters, got %d", ErrInvalid, maxAgentIDLen, len(id))
 	}
 	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+		if c := id[i]; !agentIDByte[c] {
 			return fmt.Errorf("%w: agent_id has %q at byte %d; allowed are A-Z a-z 0-9 . _ : -", ErrInvalid, rune(c), i)
 		}
 	}
 	return nil
 }
 
+// agentIDByte is the agent ID alphabet, as a table: checking every passport
+// on sign and verify makes these loops hot.
+var agentIDByte = func() (t [256]bool) {
+	for _, c := range "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-" {
+		t[c] = true
+	}
+	return t
+}()
+
 // checkPlatform keeps the platform name printable: it is shown to people.
 func checkPlatform(s string) error {
 	if s == "" || len(s) > maxPlatformLen {
 		return fmt.Errorf("%w: issuer.platform must be 1 to %d bytes, got %d", ErrInvalid, maxPlatformLen, len(s))
+	}
+	printable := true // ASCII without control characters, the common case
+	for i := 0; i < len(s) && printable; i++ {
+		printable = 0x20 <= s[i] && s[i] < 0x7f
+	}
+	if printable {
+		return nil
 	}
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%w: issuer.platform is not valid UTF-8", ErrInvalid)

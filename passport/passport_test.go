@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
 
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -96,7 +97,7 @@ func TestZeroSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, frag := range []string{`"success_rate":0,"volume_factor":0,`, `"escrow_modifier":1,`, `"tier":"NONE"`} {
+	for _, frag := range []string{`"success_rate":0,"successful_sessions_90d":0,"volume_factor":0}`, `"escrow_modifier":1,`, `"tier":"NONE"`} {
 		if !bytes.Contains(doc, []byte(frag)) {
 			t.Errorf("document lacks %s: %s", frag, doc)
 		}
@@ -164,9 +165,10 @@ func TestNewRejects(t *testing.T) {
 	}
 }
 
-// Sign's output is what json.Marshal gives for the signed passport: the
-// signature is spliced in rather than encoded twice.
-func TestSignOutputIsTheMarshalledPassport(t *testing.T) {
+// Sign's output is canonical JSON (jcs.Transform leaves it unchanged), signed
+// over the same content as json.Marshal of the signed passport, which
+// verifies too: member order and escaping are not signed.
+func TestSignOutputIsCanonical(t *testing.T) {
 	for _, c := range []score.Counts{testExample, {}, {ConduitTotal: 1000, ConduitSuccess: 999, AP2Total: 77, AP2Success: 70}} {
 		r, _ := score.Compute(c)
 		p, err := New("agent-7", `swarm "sync" Z"},"score": <&>`, r, testComputedAt)
@@ -177,11 +179,13 @@ func TestSignOutputIsTheMarshalledPassport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := mustMarshal(t, p); !bytes.Equal(doc, want) {
-			t.Fatalf("Sign returned\n%s\nwant\n%s", doc, want)
+		if want, err := jcs.Transform(doc); err != nil || !bytes.Equal(doc, want) {
+			t.Fatalf("Sign returned\n%s\nwant\n%s (%v)", doc, want, err)
 		}
-		if v := Verify(doc, []Key{testKey(t)}, testComputedAt); !v.Valid {
-			t.Fatalf("not valid: %v", v.Errors)
+		for _, d := range [][]byte{doc, mustMarshal(t, p)} {
+			if v := Verify(d, []Key{testKey(t)}, testComputedAt); !v.Valid {
+				t.Fatalf("not valid: %v\n%s", v.Errors, d)
+			}
 		}
 	}
 }

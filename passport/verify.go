@@ -71,7 +71,8 @@ func (p Problem) Is(target error) bool { return target == ErrInvalid }
 // lists of errors and warnings. Valid is SignatureValid && ScoreValid && not
 // expired && no error added with Fail. Errors and Warnings are never nil, so
 // they encode as [] rather than null. ExpiresAt is nil when the document has
-// no readable expires_at.
+// no readable expires_at; otherwise it points at the ExpiresAt of the
+// passport as parsed (Passport.ExpiresAt when Passport is set), not a copy.
 //
 // detected_tampering is true when the document carries a well-formed
 // signature that no key in the keyring produced (its content was changed
@@ -92,7 +93,8 @@ type Verification struct {
 	// when the signature or score is invalid, so callers can report what the
 	// document claims; trust it only when Valid.
 	Passport *Passport `json:"-"`
-	// Document is a copy of the bytes verified.
+	// Document is the bytes verified: the caller's slice, not a copy, so
+	// the caller must not modify it while the Verification is in use.
 	Document []byte `json:"-"`
 	// KeyIndex is the index in the keyring of the key that produced the
 	// signature, or -1.
@@ -150,8 +152,8 @@ func Verify(doc []byte, keys []Key, at time.Time) *Verification {
 		return v
 	}
 	v.Warnings = append(v.Warnings, ps.rep.warns...)
-	v.SignatureValid = v.checkSignature(&ps.sig, canonical, keys)
-	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at, nil)
+	v.SignatureValid = v.checkSignature(&ps.sig, canonical, nil, keys)
+	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at, false)
 	return v
 }
 
@@ -159,31 +161,29 @@ func newVerification(doc []byte) *Verification {
 	return &Verification{
 		Errors:   []Problem{},
 		Warnings: []Problem{},
-		Document: append([]byte(nil), doc...),
+		Document: doc,
 		KeyIndex: -1,
 	}
 }
 
 // finish records the parse errors, or the consistency of the well-formed
 // passport p, and expiry, then decides validity. The signature is checked.
-// expires, if not nil, is where v.ExpiresAt is to point (to save an
-// allocation).
-func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time, expires *time.Time) {
+// consistent says the caller has established what checkPassport would (so it
+// need not run again).
+func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time, consistent bool) {
 	r := report{errs: parseErrs}
 	if len(parseErrs) == 0 {
 		v.Passport = p
-		r.checkPassport(p)
+		if !consistent {
+			r.checkPassport(p)
+		}
 	}
 	v.Errors = append(v.Errors, r.errs...)
 	v.ScoreValid = len(r.errs) == 0
 	expired := false
 	if haveExpiry {
 		t := p.ExpiresAt
-		if expires == nil {
-			expires = new(time.Time)
-		}
-		*expires = t
-		v.ExpiresAt = expires
+		v.ExpiresAt = &p.ExpiresAt // not a copy: one allocation less
 		if !at.Before(t) {
 			expired = true
 			v.Errors = append(v.Errors, Problem{CodeExpired, fmt.Sprintf("expired at %s; verified at %s", t.Format(time.RFC3339), at.UTC().Format(time.RFC3339))})
@@ -192,9 +192,9 @@ func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool,
 	v.Valid = v.SignatureValid && v.ScoreValid && !expired
 }
 
-// checkSignature reports whether a key in keys made the signature over
-// canonical, recording why not.
-func (v *Verification) checkSignature(sig *sigInfo, canonical []byte, keys []Key) bool {
+// checkSignature reports whether a key in keys made the signature over the
+// canonical message, msg followed by more, recording why not.
+func (v *Verification) checkSignature(sig *sigInfo, msg, more []byte, keys []Key) bool {
 	switch {
 	case !sig.found:
 		v.Errors = append(v.Errors, Problem{CodeSignatureMissing, "issuer.signature is missing"})
@@ -202,10 +202,6 @@ func (v *Verification) checkSignature(sig *sigInfo, canonical []byte, keys []Key
 	case !sig.wellFormed:
 		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, "issuer.signature must be a string of 64 lowercase hex characters (HMAC-SHA256)"})
 		return false
-	}
-	var want [32]byte
-	for i := range want { // wellFormed checked the alphabet: 64 lowercase hex digits
-		want[i] = unhex(sig.value[2*i])<<4 | unhex(sig.value[2*i+1])
 	}
 	usable := 0
 	var got [32]byte
@@ -216,7 +212,7 @@ func (v *Verification) checkSignature(sig *sigInfo, canonical []byte, keys []Key
 		usable++
 		// Every key is tried, matched or not, so timing says nothing about
 		// which key (if any) matched.
-		if hmac.Equal(k.mac(got[:0], canonical), want[:]) && v.KeyIndex < 0 {
+		if hmac.Equal(k.mac2(got[:0], msg, more), sig.raw[:]) && v.KeyIndex < 0 {
 			v.KeyIndex = i
 		}
 	}
@@ -230,13 +226,6 @@ func (v *Verification) checkSignature(sig *sigInfo, canonical []byte, keys []Key
 		return false
 	}
 	return true
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c - 'a' + 10
 }
 
 // spliceBufs recycles the buffer holding the document minus its signature.
@@ -370,17 +359,26 @@ func equalGaps(a, b []score.Gap) bool {
 // (t.Format(time.RFC3339Nano) == t.UTC().Format(time.RFC3339), which the tests
 // check) in a year of four digits, without formatting.
 func wireTime(t time.Time) bool {
-	_, offset := t.Zone()
-	y := t.Year()
-	return offset == 0 && t.Nanosecond() == 0 && y >= 0 && y <= 9999
+	offset := 0
+	if t.Location() != time.UTC { // Zone is a lookup; UTC is the common case
+		_, offset = t.Zone()
+	}
+	// With offset 0 the year is the UTC year: years 0 to 9999 are these
+	// Unix times (which Year would find by a calendar computation).
+	const first, last = -62167219200, 253402300799 // 0000-01-01T00:00:00Z, 9999-12-31T23:59:59Z
+	sec := t.Unix()
+	return offset == 0 && t.Nanosecond() == 0 && sec >= first && sec <= last
 }
 
 // isUUIDv4 reports whether s is what uuid.Parse accepts as a version 4,
 // RFC 4122 variant UUID and uuid.UUID.String writes back unchanged: 36
 // lowercase hex digits and hyphens, 8-4-4-4-12, version nibble 4, variant
-// nibble 8, 9, a or b.
-func isUUIDv4(s string) bool {
-	if len(s) != 36 || s[14] != '4' {
+// nibble 8, 9, a or b. The digits are checked eight at a time, in words
+// that cover all 32 (those at 9 and 17 span hyphens, which are masked out;
+// those at 25 and 28 overlap).
+func isUUIDv4[S string | []byte](s S) bool {
+	const highs = 0x8080808080808080
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' || s[14] != '4' {
 		return false
 	}
 	switch s[19] {
@@ -388,13 +386,11 @@ func isUUIDv4(s string) bool {
 	default:
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return false
-			}
-		} else if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+	for _, x := range [...]struct {
+		at  int
+		hex uint64 // the bytes that must be hex digits
+	}{{0, highs}, {9, highs &^ (0x80 << 32)}, {17, highs &^ (0x80<<8 | 0x80<<48)}, {25, highs}, {28, highs}} {
+		if w := le64(s, x.at); w&highs != 0 || lowerHex(w)&x.hex != x.hex {
 			return false
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -42,9 +44,16 @@ func TestVerifyValid(t *testing.T) {
 	if got, want := mustMarshal(t, v.Passport), mustMarshal(t, p); !bytes.Equal(got, want) {
 		t.Errorf("parsed passport\n%s\nwant\n%s", got, want)
 	}
-	doc[0] = ' ' // Document is a copy
-	if v.Document[0] != '{' {
-		t.Error("Document aliases the input")
+	// Document is the caller's slice; what was read from it is a copy.
+	if &v.Document[0] != &doc[0] {
+		t.Error("Document is not the input")
+	}
+	before := mustMarshal(t, v.Passport)
+	for i := range doc {
+		doc[i] = ' '
+	}
+	if got := mustMarshal(t, v.Passport); !bytes.Equal(got, before) {
+		t.Errorf("the passport read changed with the input:\n%s", got)
 	}
 }
 
@@ -85,12 +94,16 @@ func TestVerifyKeyring(t *testing.T) {
 func TestVerifyLayoutIsNotSigned(t *testing.T) {
 	doc := signedExample(t)
 	tree := decodeTree(t, doc)
-	sorted := mustMarshal(t, tree) // keys sorted by encoding/json
+	p, err := Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := mustMarshal(t, p) // §6.1 order
 	var indented bytes.Buffer
 	_ = json.Indent(&indented, doc, "\t", "   ")
 	sigFirst := bytes.Replace(doc, []byte(`"issuer":{`), []byte(`"issuer":{"signature":"`+tree["issuer"].(map[string]any)["signature"].(string)+`",`), 1)
 	sigFirst = bytes.Replace(sigFirst, []byte(`,"signature":"`+tree["issuer"].(map[string]any)["signature"].(string)+`"}`), []byte(`}`), 1)
-	sigOnly := bytes.Replace(sigFirst, []byte(`,"platform":"swarmsync.ai","computed_at":"2026-03-17T14:30:00Z"`), nil, 1)
+	sigOnly := bytes.Replace(sigFirst, []byte(`,"computed_at":"2026-03-17T14:30:00Z","platform":"swarmsync.ai"`), nil, 1)
 	spaced := bytes.ReplaceAll(doc, []byte(`,`), []byte(" ,\r\n "))
 	escaped := bytes.Replace(doc, []byte(`"signature"`), []byte(`"sign\u0061ture"`), 1)
 	numbers := bytes.Replace(doc, []byte(`"escrow_modifier":0.392`), []byte(`"escrow_modifier":3.920E-1`), 1)
@@ -98,7 +111,7 @@ func TestVerifyLayoutIsNotSigned(t *testing.T) {
 	numbers = bytes.Replace(numbers, []byte(`"value":760`), []byte(`"value":760.0`), 1)
 	numbers = bytes.Replace(numbers, []byte(`"sessions_90d":80`), []byte(`"sessions_90d":8e1`), 1)
 	numbers = bytes.Replace(numbers, []byte(`"success_rate":0.95`), []byte(`"success_rate":0.95000000000000000001`), 1)
-	for name, d := range map[string][]byte{"sorted": sorted, "indented": indented.Bytes(), "signature first": sigFirst, "spaced": spaced, "escaped name": escaped, "number spelling": numbers} {
+	for name, d := range map[string][]byte{"§6.1 order": spec, "indented": indented.Bytes(), "signature first": sigFirst, "spaced": spaced, "escaped name": escaped, "number spelling": numbers} {
 		if bytes.Equal(d, doc) {
 			t.Fatalf("%s: mutation did not apply", name)
 		}
@@ -358,8 +371,9 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := mustMarshal(t, p); !bytes.Equal(got, doc) {
-		t.Fatalf("Parse then Marshal:\n%s\nwant\n%s", got, doc)
+	// Sign publishes the canonical form; json.Marshal writes §6.1 order.
+	if got, err := jcs.Transform(mustMarshal(t, p)); err != nil || !bytes.Equal(got, doc) {
+		t.Fatalf("Parse then Marshal, canonicalized:\n%s\nwant\n%s (%v)", got, doc, err)
 	}
 	if c := p.Counts(); c != testExample {
 		t.Fatalf("Counts = %+v", c)
@@ -377,14 +391,14 @@ func TestParse(t *testing.T) {
 // Documents the fast path cannot decide exactly still verify, on the slow path.
 func TestVerifySlowPathDocuments(t *testing.T) {
 	r, _ := score.Compute(testExample)
-	p, err := New("agent-7", "swarm\u2028sync", r, testComputedAt) // encoding/json escapes U+2028, JCS does not
+	p, err := New("agent-7", "swarm\u2028sync", r, testComputedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lineSep, err := p.Sign(testKey(t))
-	if err != nil {
+	if _, err := p.Sign(testKey(t)); err != nil {
 		t.Fatal(err)
 	}
+	lineSep := mustMarshal(t, p) // encoding/json escapes U+2028, JCS does not
 	doc := signedExample(t)
 	tree := decodeTree(t, doc)
 	tree["zz_extension"] = map[string]any{"k": "v"}
