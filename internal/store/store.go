@@ -71,12 +71,26 @@
 // the entries of agents with a terminal report in the same transaction
 // (defence in depth; on PostgreSQL it skips rows a running refresh holds,
 // which are stale by version anyway).
+//
+// # Cache watch
+//
+// A process that remembers served passports learns that an agent's stamp
+// may have changed through an optional CacheWatch, without a query per
+// request. SQLite: every commit rewrites the WAL index header in the -shm
+// file before it returns, so a watch that maps the header sees every
+// commit, by any process, synchronously. PostgreSQL (migration 00003):
+// triggers notify channel swarmscore_cache at the commit of every change
+// to an agent's terminal_seq or to a cache entry holding a passport, and a
+// listener connection per process turns notifications into invalidations;
+// it vouches for nothing while disconnected or silent.
 package store
 
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -129,6 +143,17 @@ type Store interface {
 	// expired, or asOf outside its range). An unknown agent is
 	// errkind.ErrNotFound.
 	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry CacheEntry, ok bool, err error)
+
+	// CacheStamp returns what identifies the agent's cache entry without
+	// reading it: whether an entry exists at the agent's current ledger
+	// version (ledger_seq equal to terminal_seq), its ComputedAt and
+	// ValidUntil, and the signature of the passport stored with it. It is
+	// one indexed lookup that reads no passport bytes and no counts, so a
+	// caller that already holds the passport with that signature can serve
+	// it again at the cost of this call: a terminal report committed by any
+	// process, or a refresh, changes the stamp before the call returns it.
+	// An unknown agent is errkind.ErrNotFound.
+	CacheStamp(ctx context.Context, agentID string) (CacheStamp, error)
 
 	// RefreshScore computes the agent's score as of asOf from the ledger and
 	// replaces its cache entry with it (ComputedAt = asOf, ExpiresAt = asOf +
@@ -249,6 +274,127 @@ type CacheEntry struct {
 // Answers reports whether the entry holds the score as of asOf.
 func (e *CacheEntry) Answers(asOf time.Time) bool {
 	return !asOf.Before(e.ComputedAt) && asOf.Before(e.ValidUntil)
+}
+
+// CacheStamp identifies an agent's cache entry (Store.CacheStamp). When
+// Current is false every other field is zero: there is no entry, or its
+// counts predate the agent's latest terminal report.
+type CacheStamp struct {
+	// Current is true when an entry exists at the agent's ledger version.
+	Current bool
+	// ComputedAt and ValidUntil bound the instants the entry answers, as in
+	// CacheEntry (an invalidated entry has ValidUntil == ComputedAt).
+	ComputedAt time.Time
+	ValidUntil time.Time
+	// Signature is the stored passport's signature; "" when the entry has
+	// no passport.
+	Signature string
+}
+
+// Answers reports whether the stamped entry is current and holds the score
+// as of asOf: the condition under which CachedScore serves the entry.
+func (s *CacheStamp) Answers(asOf time.Time) bool {
+	return s.Current && !asOf.Before(s.ComputedAt) && asOf.Before(s.ValidUntil)
+}
+
+// CacheWatcher is implemented by back ends that can tell a process, with no
+// database round trip, that nothing able to change an agent's cache stamp
+// has been committed since an earlier instant. A process that remembers
+// passports (service.API) then serves a remembered one with no query at
+// all; against a Store that does not implement it (or whose CacheWatch is
+// nil) it reads the stamp on every request instead.
+type CacheWatcher interface {
+	// CacheWatch returns the store's watch, starting it on the first call
+	// (PostgreSQL opens a listener connection, SQLite maps the WAL index),
+	// or nil when this store cannot watch. The watch stops when the store
+	// is closed and vouches for nothing after that.
+	CacheWatch() CacheWatch
+}
+
+// CacheWatch tells whether a cache stamp read earlier still holds. The
+// protocol: take a Mark, then read the stamp (or write the entry), and keep
+// the mark with what was read; while Unchanged(agent, mark) is true, no
+// commit that changes the agent's stamp has become visible to this process
+// since the mark, so what was read may be used without reading it again.
+// It is never true for a commit this process made and reported with Wrote,
+// nor, once the back end has learnt of it, for a commit made by anyone.
+// How soon a back end learns of other processes' commits is its documented
+// delay: SQLite sees them synchronously (the WAL index changes at commit);
+// PostgreSQL when the commit's notification arrives, and vouches for
+// nothing while its listener is disconnected or silent. Implementations
+// are safe for concurrent use.
+type CacheWatch interface {
+	// Mark returns the watch's position now. ok is false while the watch
+	// cannot vouch for anything; Unchanged is then false for every mark,
+	// including this one.
+	Mark() (mark uint64, ok bool)
+	// Unchanged reports whether no commit that may change agentID's cache
+	// stamp has become known since mark was returned. False is always
+	// safe: a back end may report a change that did not happen (another
+	// agent's write, a hash collision, a reconnection), never the reverse.
+	Unchanged(agentID string, mark uint64) bool
+	// Wrote records that this process has just committed writes that may
+	// have changed these agents' stamps: Unchanged is false for them, for
+	// every mark taken before the call, as soon as it returns, without
+	// waiting for the database to report the commit.
+	Wrote(agentIDs []string)
+}
+
+// invalidationSlots is the size of an Invalidations table: 32 KiB, and a
+// collision rate low enough that an invalidation of one agent touches few
+// others even with thousands of agents in use.
+const invalidationSlots = 4096
+
+// Invalidations is the bookkeeping of a notified CacheWatch: it numbers
+// invalidations and remembers, for each agent (hashed into a fixed table,
+// so memory stays constant however many agents there are), the number of
+// the last one that named it. A collision only reports a change for an
+// agent nothing happened to, never the reverse. Create it with
+// NewInvalidations; it is safe for concurrent use.
+type Invalidations struct {
+	seed  maphash.Seed
+	seq   atomic.Uint64 // the number of the last invalidation
+	all   atomic.Uint64 // the number of the last invalidation of every agent
+	slots [invalidationSlots]atomic.Uint64
+}
+
+// NewInvalidations returns an empty table.
+func NewInvalidations() *Invalidations { return &Invalidations{seed: maphash.MakeSeed()} }
+
+// Mark is the number of the last invalidation: an invalidation recorded
+// after Mark returns gets a larger number.
+func (v *Invalidations) Mark() uint64 { return v.seq.Load() }
+
+// Agents records one invalidation naming every agent in ids.
+func (v *Invalidations) Agents(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	n := v.seq.Add(1)
+	for _, id := range ids {
+		raise(&v.slots[maphash.String(v.seed, id)%invalidationSlots], n)
+	}
+}
+
+// All records an invalidation of every agent.
+func (v *Invalidations) All() { raise(&v.all, v.seq.Add(1)) }
+
+// Unchanged reports whether no invalidation recorded after mark named
+// agentID (or every agent).
+func (v *Invalidations) Unchanged(agentID string, mark uint64) bool {
+	return v.all.Load() <= mark && v.slots[maphash.String(v.seed, agentID)%invalidationSlots].Load() <= mark
+}
+
+// raise sets x to n unless it is already larger: concurrent invalidations
+// may finish out of order, and a slot must never move back below a number
+// that was already recorded in it.
+func raise(x *atomic.Uint64, n uint64) {
+	for {
+		old := x.Load()
+		if old >= n || x.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }
 
 // IssueFunc produces the passport for a freshly computed entry, inside the

@@ -34,7 +34,8 @@ var Schemes = []string{"postgres", "postgresql"}
 // Store is a store.Store on PostgreSQL. It is safe for concurrent use by
 // goroutines and by several processes sharing the database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	watch watchState // CacheWatch (watch.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -109,6 +110,7 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // Close releases the pool; later calls fail.
 func (s *Store) Close() error {
+	s.watch.close()
 	s.pool.Close()
 	return nil
 }

@@ -144,6 +144,33 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 	return e, true, nil
 }
 
+// CacheStamp returns the stamp of the agent's cache entry; see store.Store.
+// Two primary-key lookups that return none of the entry's passport or
+// counts (pgx prepares the statement once per connection).
+func (s *Store) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
+	var (
+		current         *bool
+		computed, until *time.Time
+		sig             *string
+	)
+	err := s.pool.QueryRow(ctx, `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid_until, c.passport_signature
+		FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&current, &computed, &until, &sig)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.CacheStamp{}, fmt.Errorf("postgres: cache stamp: %w", notFound(agentID))
+	}
+	if err != nil {
+		return store.CacheStamp{}, fmt.Errorf("postgres: cache stamp: %w", classify(err))
+	}
+	if current == nil || !*current || computed == nil || until == nil {
+		return store.CacheStamp{}, nil
+	}
+	st := store.CacheStamp{Current: true, ComputedAt: computed.UTC(), ValidUntil: until.UTC()}
+	if sig != nil {
+		st.Signature = *sig
+	}
+	return st, nil
+}
+
 // RefreshScore recomputes and caches the agent's score; see store.Store.
 // It takes no lock that Ingest waits for: the counts and the agent's
 // terminal_seq come from one statement, hence one snapshot, and the entry

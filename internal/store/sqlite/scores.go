@@ -140,6 +140,31 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 	return e, true, nil
 }
 
+// stampQuery reads the stamp of an agent's cache entry: two primary-key
+// lookups, none of the entry's passport or counts. No row means an unknown
+// agent; a NULL version match means no entry.
+const stampQuery = `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid_until, c.passport_signature
+  FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = ?`
+
+// CacheStamp implements store.Store.
+func (s *Store) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
+	var current sql.NullBool
+	var computed, valid sql.NullInt64
+	var sig sql.NullString
+	err := s.rp.QueryRowContext(ctx, stampQuery, agentID).Scan(&current, &computed, &valid, &sig)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.CacheStamp{}, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+	}
+	if err != nil {
+		return store.CacheStamp{}, dbErr("read cache stamp", err)
+	}
+	if !current.Bool {
+		return store.CacheStamp{}, nil
+	}
+	return store.CacheStamp{Current: true, ComputedAt: fromMicros(computed.Int64), ValidUntil: fromMicros(valid.Int64),
+		Signature: sig.String}, nil
+}
+
 const upsertCache = `
 INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
   ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,

@@ -42,6 +42,8 @@ type Store struct {
 	r    *sql.DB          // query-only pool
 	rp   *prepared        // hot-path reads on r, prepared once
 	now  func() time.Time // created_at/updated_at bookkeeping only, never scoring
+
+	watch watchState // CacheWatch (watch.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -161,7 +163,7 @@ func (s *Store) Ready(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.rp.Close(), s.w.Close(), s.r.Close())
+	return errors.Join(s.watch.close(), s.rp.Close(), s.w.Close(), s.r.Close())
 }
 
 // dbErr classifies a driver error: busy/locked/IO conditions are

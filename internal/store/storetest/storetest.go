@@ -72,6 +72,7 @@ func Run(t *testing.T, h Harness) {
 		{"CacheFutureEvent", testCacheFutureEvent},
 		{"CacheInvalidation", testCacheInvalidation},
 		{"CacheVersion", testCacheVersion},
+		{"CacheStamp", testCacheStamp},
 		{"IssueInTransaction", testIssue},
 		{"RecomputeAll", testRecomputeAll},
 		{"ListScores", testListScores},

@@ -1,0 +1,235 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/swarmscore/swarmscore/internal/store"
+)
+
+// NotifyChannel is the channel the triggers of migration 00003 notify at
+// the commit of every write that may change a cache stamp. The payload is
+// the agent ids concerned, separated by spaces, or NotifyAll.
+const NotifyChannel = "swarmscore_cache"
+
+// NotifyAll is the payload that names every agent (a batch too large to
+// list, a TRUNCATE).
+const NotifyAll = "*"
+
+// ListenerApplicationName is the application_name of the watch's listener
+// connection, so an operator can tell it from the pool's in
+// pg_stat_activity.
+const ListenerApplicationName = "swarmscore-cache-listener"
+
+// Listener timing. The listener proves its connection alive with a round
+// trip every heartbeat; a successful one vouches for the connection until
+// liveness after it was sent. A connection lost silently (a partition, a
+// stalled server) is therefore trusted for at most liveness after its last
+// proof, and a lost notification costs at most that much staleness.
+const (
+	heartbeat   = 250 * time.Millisecond
+	liveness    = time.Second
+	minBackoff  = 100 * time.Millisecond
+	maxBackoff  = 5 * time.Second
+	dialTimeout = 5 * time.Second
+)
+
+var _ store.CacheWatcher = (*Store)(nil)
+
+// CacheWatch implements store.CacheWatcher with LISTEN/NOTIFY: the first
+// call starts a listener on a dedicated connection (not from the pool)
+// that turns each notification into an invalidation of the agents it
+// names. The watch vouches for nothing (Mark is not ok) until the listener
+// has subscribed, whenever its connection is lost (it reconnects with
+// backoff), and whenever its last heartbeat is older than liveness; on
+// every (re)subscription it invalidates every agent, since commits made
+// while it was not listening were never notified to it. Commits by other
+// processes are seen when their notification is processed, normally within
+// a millisecond of the commit on the same host. It stops when the store is
+// closed.
+func (s *Store) CacheWatch() store.CacheWatch {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	if s.watch.closed {
+		return nil
+	}
+	if s.watch.w == nil {
+		s.watch.w = startWatch(s.pool.Config().ConnConfig.Config.Copy(), pgconn.ConnectConfig)
+	}
+	return s.watch.w
+}
+
+// watchState starts the store's watch once and stops it on Close.
+type watchState struct {
+	mu     sync.Mutex
+	w      *pgWatch
+	closed bool
+}
+
+func (ws *watchState) close() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.closed = true
+	if ws.w != nil {
+		ws.w.stop()
+	}
+}
+
+// pgWatch is the PostgreSQL store.CacheWatch.
+type pgWatch struct {
+	inval *store.Invalidations
+	// origin is the monotonic reference of aliveUntil, which is 0 while
+	// the listener is down.
+	origin     time.Time
+	aliveUntil atomic.Int64 // nanoseconds after origin
+
+	cfg  *pgconn.Config
+	dial dialFunc
+	// dialErr, when set, makes every connection attempt fail with it:
+	// tests use it to keep the listener down.
+	dialErr atomic.Pointer[error]
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+type dialFunc func(context.Context, *pgconn.Config) (*pgconn.PgConn, error)
+
+// startWatch starts a listener on connections made with cfg (a copy the
+// watch owns). Notifications are handled as they are read, whichever call
+// reads them: the wait for one or a heartbeat.
+func startWatch(cfg *pgconn.Config, dial dialFunc) *pgWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &pgWatch{inval: store.NewInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{})}
+	cfg.RuntimeParams["application_name"] = ListenerApplicationName
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { w.notified(n) }
+	go w.run(ctx)
+	return w
+}
+
+func (w *pgWatch) live() bool { return int64(time.Since(w.origin)) < w.aliveUntil.Load() }
+
+// Mark implements store.CacheWatch.
+func (w *pgWatch) Mark() (uint64, bool) {
+	if !w.live() {
+		return 0, false
+	}
+	return w.inval.Mark(), true
+}
+
+// Unchanged implements store.CacheWatch.
+func (w *pgWatch) Unchanged(agentID string, mark uint64) bool {
+	return w.live() && w.inval.Unchanged(agentID, mark)
+}
+
+// Wrote implements store.CacheWatch.
+func (w *pgWatch) Wrote(agentIDs []string) { w.inval.Agents(agentIDs) }
+
+func (w *pgWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// down withdraws every vouch: marks taken so far never become good again.
+func (w *pgWatch) down() {
+	w.aliveUntil.Store(0)
+	w.inval.All()
+}
+
+// run keeps a listener subscribed until ctx ends.
+func (w *pgWatch) run(ctx context.Context) {
+	defer close(w.done)
+	defer w.down()
+	backoff := minBackoff
+	for {
+		subscribed := w.listen(ctx)
+		w.down()
+		if subscribed {
+			backoff = minBackoff
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// listen connects, subscribes and handles notifications until the
+// connection fails or ctx ends. It reports whether it subscribed.
+func (w *pgWatch) listen(ctx context.Context) (subscribed bool) {
+	if err := w.dialErr.Load(); err != nil {
+		return false
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	conn, err := w.dial(dctx, w.cfg)
+	cancel()
+	if err != nil {
+		return false
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		conn.Close(cctx)
+	}()
+	sent := time.Since(w.origin)
+	lctx, cancel := context.WithTimeout(ctx, liveness)
+	err = conn.Exec(lctx, "LISTEN "+NotifyChannel).Close()
+	cancel()
+	if err != nil {
+		return false
+	}
+	// Commits before the subscription took effect were never notified to
+	// this connection: nothing validated before now may be trusted.
+	w.inval.All()
+	w.aliveUntil.Store(int64(sent + liveness))
+	last := sent
+	for {
+		if wait := last + heartbeat - time.Since(w.origin); wait > 0 {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			err := conn.WaitForNotification(wctx)
+			cancel()
+			if ctx.Err() != nil {
+				return true
+			}
+			if err != nil && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+				return true
+			}
+			continue
+		}
+		last = time.Since(w.origin)
+		hctx, cancel := context.WithTimeout(ctx, liveness)
+		err := conn.Exec(hctx, "-- heartbeat").Close()
+		cancel()
+		if err != nil {
+			return true
+		}
+		if !w.live() {
+			// The connection went silent for longer than liveness and came
+			// back. Nothing was lost on it (the server queues notifications
+			// for the session, in order before this reply), but a lapse is
+			// rare enough to pay a stamp read per remembered passport
+			// rather than rely on that.
+			w.inval.All()
+		}
+		w.aliveUntil.Store(int64(last + liveness))
+	}
+}
+
+// notified records the invalidation a notification carries.
+func (w *pgWatch) notified(n *pgconn.Notification) {
+	if n.Channel != NotifyChannel {
+		return
+	}
+	if n.Payload == NotifyAll {
+		w.inval.All()
+		return
+	}
+	w.inval.Agents(strings.Fields(n.Payload))
+}
