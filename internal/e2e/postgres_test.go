@@ -6,9 +6,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/swarmscore/swarmscore/client"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 )
+
+// notifyBound is how long a serve process may take to see another
+// process's write on PostgreSQL: the delivery of the write's notification,
+// a millisecond in practice.
+const notifyBound = 2 * time.Second
+
+// freshCertificate polls c until it serves another certificate than old,
+// for at most within.
+func freshCertificate(t *testing.T, c *client.Client, agent string, old []byte, within time.Duration) *client.Certificate {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, err := c.Certificate(context.Background(), agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Raw, old) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the old certificate is still served %s after the write", within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 // TestTwoServersOnePostgres runs two `serve` processes on one PostgreSQL
 // database: an event written through one invalidates the cached score and
@@ -33,7 +61,11 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A serves the passport B issued: the cache is shared.
+	// B serves it again from memory (the stamp is unchanged); A reads the
+	// passport B issued: the cache is shared.
+	if again, err := pubB.Certificate(ctx, "agent-pg"); err != nil || !bytes.Equal(again.Raw, cert.Raw) {
+		t.Fatalf("B serves another passport the second time: %v", err)
+	}
 	certA, err := a.client("").Certificate(ctx, "agent-pg")
 	if err != nil || !bytes.Equal(certA.Raw, cert.Raw) {
 		t.Fatalf("A serves another passport than B issued: %v", err)
@@ -51,16 +83,128 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	if res, err := opA.IngestEvents(ctx, more); err != nil || res.Accepted != 20 {
 		t.Fatalf("second ingest via A: %+v %v", res, err)
 	}
+	// B learns of A's write when its notification arrives (a millisecond
+	// in practice), and serves a new certificate from then on.
+	fresh := freshCertificate(t, pubB, "agent-pg", cert.Raw, notifyBound)
 	sc, err = pubB.Score(ctx, "agent-pg")
 	if err != nil || sc.Score != 840 || sc.Conduit.Total != 100 {
 		t.Fatalf("B serves a stale score after A's write: %+v %v", sc, err)
 	}
-	fresh, err := pubB.Certificate(ctx, "agent-pg")
-	if err != nil || bytes.Equal(fresh.Raw, cert.Raw) {
-		t.Fatalf("B serves the stale certificate after A's write: %v", err)
-	}
 	if v, err := a.client("").Verify(ctx, fresh.Raw, "agent-pg"); err != nil || !v.Valid {
 		t.Fatalf("fresh certificate: %+v %v", v, err)
+	}
+	a.stop()
+	b.stop()
+}
+
+// TestPostgresListenerDown ends the cache listeners of two serve processes
+// and keeps them from reconnecting: B then reads the store for every
+// certificate, so A's write (whose notification B never receives) is
+// served by B's very next request. Once the listeners are back, writes are
+// seen by notification again.
+func TestPostgresListenerDown(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	env := []string{"SWARMSCORE_ADMIN_TOKEN=" + adminToken, "SWARMSCORE_SIGNING_KEY=" + signingKey}
+	a := start(t, dsn, env...)
+	b := start(t, dsn, env...)
+	opA := a.client(adminToken)
+	pubB := b.client("")
+	if res, err := opA.IngestEvents(ctx, history("agent-ld")); err != nil || res.Accepted != 120 {
+		t.Fatalf("ingest via A: %+v %v", res, err)
+	}
+	cert, err := pubB.Certificate(ctx, "agent-ld")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 { // warm: B remembers it and its listener vouches
+		if again, err := pubB.Certificate(ctx, "agent-ld"); err != nil || !bytes.Equal(again.Raw, cert.Raw) {
+			t.Fatalf("B again: %v", err)
+		}
+	}
+
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, pgtest.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	allow := func(on string) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` WITH ALLOW_CONNECTIONS `+on); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listeners := func() int {
+		t.Helper()
+		var n int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
+			cfg.Database, postgres.ListenerApplicationName).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Each listener connects in the background, so give them a moment.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n := listeners()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d listeners after 5 s, want one per serve process", n)
+		}
+	}
+	allow("false")
+	t.Cleanup(func() { allow("true") })
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
+		cfg.Database, postgres.ListenerApplicationName); err != nil {
+		t.Fatal(err)
+	}
+	// However the loss reaches B (at once here, as an end of stream), B
+	// stops trusting its memory within the listener's liveness (1 s).
+	time.Sleep(1500 * time.Millisecond)
+	if n := listeners(); n != 0 {
+		t.Fatalf("%d listeners reconnected to a database refusing connections", n)
+	}
+
+	// 20 more VERIFIED sessions via A: conduit 96/100 → 840.
+	var more []client.Event
+	end := time.Now().UTC().Add(-time.Second).Truncate(time.Second)
+	for i := 0; i < 20; i++ {
+		more = append(more, client.ConduitSession("agent-ld-more-"+string(rune('a'+i)), "agent-ld", "VERIFIED", t0, end))
+	}
+	if res, err := opA.IngestEvents(ctx, more[:10]); err != nil || res.Accepted != 10 {
+		t.Fatalf("ingest via A, listeners down: %+v %v", res, err)
+	}
+	fresh, err := pubB.Certificate(ctx, "agent-ld")
+	if err != nil || bytes.Equal(fresh.Raw, cert.Raw) {
+		t.Fatalf("listeners down: B's next request serves the stale certificate: %v", err)
+	}
+
+	// Listeners back: a write is seen by notification again.
+	allow("true")
+	deadline := time.Now().Add(10 * time.Second)
+	for listeners() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the listeners did not reconnect within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := pubB.Certificate(ctx, "agent-ld"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := opA.IngestEvents(ctx, more[10:]); err != nil || res.Accepted != 10 {
+		t.Fatalf("ingest via A, listeners back: %+v %v", res, err)
+	}
+	last := freshCertificate(t, pubB, "agent-ld", fresh.Raw, notifyBound)
+	if v, err := a.client("").Verify(ctx, last.Raw, "agent-ld"); err != nil || !v.Valid {
+		t.Fatalf("last certificate: %+v %v", v, err)
+	}
+	if sc, err := pubB.Score(ctx, "agent-ld"); err != nil || sc.Score != 840 {
+		t.Fatalf("score via B: %+v %v", sc, err)
 	}
 	a.stop()
 	b.stop()

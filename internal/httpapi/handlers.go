@@ -49,21 +49,49 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	if c.Issued {
 		s.metrics.passports.Inc()
 	}
-	sum := sha256.Sum256(c.Passport)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	if c.Digest == ([sha256.Size]byte{}) { // a Service that leaves it to us
+		c.Digest = sha256.Sum256(c.Passport)
+	}
+	etag := etagOf(&c.Digest)
 	h := w.Header()
-	h.Set("ETag", etag)
 	maxAge := int64(c.ExpiresAt.Sub(s.now()) / time.Second)
 	if maxAge < 0 {
 		maxAge = 0
 	}
-	h.Set("Cache-Control", "public, max-age="+itoa(maxAge))
-	h.Set("Expires", c.ExpiresAt.UTC().Format(http.TimeFormat))
+	// Canonical keys, assigned directly: Set would canonicalise them again.
+	h["Etag"] = []string{etag}
+	h["Cache-Control"] = []string{"public, max-age=" + itoa(maxAge)}
+	h["Expires"] = []string{s.httpDate(c.ExpiresAt)}
 	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	writeJSON(w, http.StatusOK, c.Passport)
+}
+
+// httpDate formats t for an Expires header, remembering the last result:
+// a hot certificate is served with the same expiry again and again.
+func (s *Server) httpDate(t time.Time) string {
+	if d := s.lastDate.Load(); d != nil && d.t.Equal(t) {
+		return d.s
+	}
+	d := &formattedDate{t: t, s: t.UTC().Format(http.TimeFormat)}
+	s.lastDate.Store(d)
+	return d.s
+}
+
+type formattedDate struct {
+	t time.Time
+	s string
+}
+
+// etagOf renders the first 128 bits of a passport's SHA-256 as a strong
+// ETag, in one allocation.
+func etagOf(sum *[sha256.Size]byte) string {
+	var b [2 + 32]byte
+	b[0], b[len(b)-1] = '"', '"'
+	hex.Encode(b[1:len(b)-1], sum[:16])
+	return string(b[:])
 }
 
 // etagMatch implements If-None-Match's weak comparison for one ETag.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 // never collide and nothing registered globally by a library leaks out.
 type metrics struct {
 	reg           *prometheus.Registry
+	unmatched     *routeMetrics // requests no route took
 	requests      *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	eventsIn      prometheus.Counter
@@ -61,12 +63,38 @@ func newMetrics() *metrics {
 	for _, r := range []string{"valid", "invalid", "tampered"} {
 		m.verifications.WithLabelValues(r)
 	}
+	m.unmatched = m.route("unmatched")
 	return m
 }
 
-func (m *metrics) observe(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+// routeMetrics are one route's series, looked up once: resolving label
+// values (hashing them, formatting the status) on every request cost more
+// than counting it.
+type routeMetrics struct {
+	name    string
+	m       *metrics
+	latency prometheus.Observer
+	codes   [600]atomic.Pointer[prometheus.Counter] // by status, created on first use
+}
+
+func (m *metrics) route(name string) *routeMetrics {
+	return &routeMetrics{name: name, m: m, latency: m.latency.WithLabelValues(name)}
+}
+
+// observe counts one request that ended with status after d.
+func (r *routeMetrics) observe(status int, d time.Duration) {
+	r.latency.Observe(d.Seconds())
+	if status < 0 || status >= len(r.codes) {
+		r.m.requests.WithLabelValues(r.name, strconv.Itoa(status)).Inc()
+		return
+	}
+	c := r.codes[status].Load()
+	if c == nil {
+		v := r.m.requests.WithLabelValues(r.name, strconv.Itoa(status))
+		c = &v
+		r.codes[status].Store(c)
+	}
+	(*c).Inc()
 }
 
 func (m *metrics) handler() http.Handler {

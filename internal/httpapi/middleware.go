@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
+	"strings"
 	"time"
 )
 
@@ -23,11 +26,28 @@ func requestIDFrom(ctx context.Context) string {
 	return id
 }
 
+// withRequestID returns r with the request id that outer put in the
+// response's X-Request-Id header in its context, where writeProblem and
+// the error log find it. outer does not put it in every request's context:
+// copying the request costs more than the few error responses that need it.
+func withRequestID(w http.ResponseWriter, r *http.Request) *http.Request {
+	if requestIDFrom(r.Context()) != "" {
+		return r
+	}
+	id := w.Header().Get("X-Request-Id")
+	if id == "" {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+}
+
 // newRequestID is 16 hex digits of randomness: enough to tell requests apart
-// in a log, cheap enough for every request.
+// in a log, cheap enough for every request. It needs to be unique, not
+// unpredictable (it names a request, it grants nothing), so it comes from
+// the runtime's per-thread generator rather than the operating system's.
 func newRequestID() string {
 	var b [8]byte
-	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
 	return hex.EncodeToString(b[:])
 }
 
@@ -47,12 +67,13 @@ func acceptRequestID(s string) bool {
 	return true
 }
 
-// recorder remembers the status and size of a response for the access log
-// and the metrics.
+// recorder remembers the status and size of a response, and the route that
+// handled it, for the access log and the metrics.
 type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	route  *routeMetrics // nil until one of our routes handles the request
 }
 
 func (rw *recorder) WriteHeader(code int) {
@@ -74,20 +95,64 @@ func (rw *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
-// clientIP is the peer address. Forwarding headers are not trusted: a
-// client could set them to dodge the rate limit.
-func clientIP(r *http.Request) string {
+// clientIP is the address a request is attributed to, for the rate limit and
+// the access log. It is the TCP peer unless the peer is a trusted proxy; then
+// X-Forwarded-For is read from the right, skipping trusted proxies, and the
+// first address not among them is the client. Only the right end of the
+// header can be believed: a client can write anything at its left end to
+// dodge the rate limit, but each trusted proxy appends the peer it saw.
+func (s *Server) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	if len(s.proxies) == 0 {
+		return host
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !s.trusted(peer) {
+		return host
+	}
+	client := peer
+	hops := r.Header.Values("X-Forwarded-For")
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := hops[i]
+		for h != "" {
+			j := strings.LastIndexByte(h, ',')
+			hop := strings.TrimSpace(h[j+1:])
+			h = h[:max(j, 0)]
+			a, err := netip.ParseAddr(hop)
+			if err != nil {
+				// A malformed hop ends what can be believed: the last good
+				// address before it is the client.
+				return client.String()
+			}
+			client = a.Unmap()
+			if !s.trusted(client) {
+				return client.String()
+			}
+		}
+	}
+	return client.String()
+}
+
+// trusted reports whether a is inside one of the trusted proxy prefixes.
+func (s *Server) trusted(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range s.proxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // outer wraps the whole mux: request id, panic recovery, access log and
-// problem-shaped 404/405. It logs the method, the route pattern, the path,
-// the status and the duration, and deliberately no header: Authorization,
-// tokens, keys and signatures never reach the log.
+// metrics. It logs the method, the route pattern, the path, the status and
+// the duration, and deliberately no header: Authorization, tokens, keys and
+// signatures never reach the log. The mux is searched once: the handler of
+// each route tells the recorder which route it is, and a request no route
+// takes ends in the catch-all (notFound), labelled "unmatched".
 func (s *Server) outer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -95,10 +160,8 @@ func (s *Server) outer(next http.Handler) http.Handler {
 		if !acceptRequestID(id) {
 			id = newRequestID()
 		}
-		w.Header().Set("X-Request-ID", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		w.Header()["X-Request-Id"] = []string{id}
 		rw := &recorder{ResponseWriter: w}
-		route := "unmatched"
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -108,36 +171,38 @@ func (s *Server) outer(next http.Handler) http.Handler {
 					"panic", v, "stack", string(debug.Stack()))
 				if rw.status == 0 {
 					p, _ := problemFor(errorf(ptInternal, "the server failed to handle the request; quote the request id when reporting it"))
-					writeProblem(rw, r, p)
+					writeProblem(rw, withRequestID(rw, r), p)
 				}
 			}
 			d := time.Since(start)
 			if rw.status == 0 {
 				rw.status = http.StatusOK
 			}
-			s.metrics.observe(route, rw.status, d)
+			route := rw.route
+			if route == nil {
+				route = s.metrics.unmatched
+			}
+			route.observe(rw.status, d)
 			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
-				slog.String("route", route),
+				slog.String("route", route.name),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", rw.status),
 				slog.Int64("bytes", rw.bytes),
 				slog.Duration("duration", d),
-				slog.String("client", clientIP(r)))
+				slog.String("client", s.clientIP(r)))
 		}()
-		// Handler only finds the route; ServeHTTP must dispatch, because it
-		// is what sets the request's path values.
-		// A pattern that is not one of ours is the mux's own redirect or
-		// error; it must not become a metrics label (unbounded cardinality).
-		h, pattern := s.mux.Handler(r)
-		if !s.routes[pattern] {
-			s.unmatched(rw, r, h)
-			return
-		}
-		route = pattern
-		s.mux.ServeHTTP(rw, r)
+		next.ServeHTTP(rw, r)
 	})
+}
+
+// notFound is the catch-all route: it answers what none of our routes
+// takes. It asks a mux holding only our routes what it would have done, and
+// turns its plain-text 404 and 405 into problems.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.classify.Handler(r)
+	s.unmatched(w, r, h)
 }
 
 // unmatched turns the mux's plain-text 404 and 405 into problems, keeping
@@ -149,13 +214,13 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 	switch c.status {
 	case http.StatusNotFound:
 		p, _ := problemFor(errorf(ptNoRoute, "no route for %s %s; see /openapi.json", r.Method, r.URL.Path))
-		writeProblem(w, r, p)
+		writeProblem(w, withRequestID(w, r), p)
 	case http.StatusMethodNotAllowed:
 		if allow := c.header.Get("Allow"); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
 		p, _ := problemFor(errorf(ptMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, c.header.Get("Allow")))
-		writeProblem(w, r, p)
+		writeProblem(w, withRequestID(w, r), p)
 	default:
 		for k, v := range c.header {
 			w.Header()[k] = v
@@ -189,6 +254,7 @@ func (c *capture) Write(b []byte) (int, error) {
 // fail answers with the problem for err. Internal errors are logged with
 // their message (which may name database details the caller must not see).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	r = withRequestID(w, r)
 	p, internal := problemFor(err)
 	if internal {
 		s.log.Error("internal error", "request_id", requestIDFrom(r.Context()),

@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -25,7 +27,8 @@ import (
 // (the database is down); anything else is an internal failure.
 type Service interface {
 	// Certificate returns the agent's current signed passport: the same
-	// bytes while its cache entry answers now, a fresh one after.
+	// bytes while its cache entry answers now, a fresh one after. Digest,
+	// when not zero, is the SHA-256 of Passport (computed here otherwise).
 	Certificate(ctx context.Context, agentID string) (service.Certificate, error)
 	// Verify checks a passport as received (L1: signature and expiry; L2:
 	// the ledger's counts at its computed_at, when this server holds the
@@ -58,6 +61,10 @@ type Options struct {
 	RateBurst int
 	// RateClients bounds the number of client IPs tracked (default 10000).
 	RateClients int
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For is believed when they are the TCP peer. Empty: the
+	// peer is the client and the header is ignored.
+	TrustedProxies []netip.Prefix
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -75,25 +82,33 @@ const (
 
 // Server is the HTTP API. Create it with New; it is an http.Handler.
 type Server struct {
-	svc     Service
-	log     *slog.Logger
-	mux     *http.ServeMux
-	routes  map[string]bool
-	metrics *metrics
-	limiter *ipLimiter
-	now     func() time.Time
-	handler http.Handler
+	svc Service
+	log *slog.Logger
+	// mux holds the routes and a catch-all; classify holds the routes
+	// only, and says what the catch-all's requests are (a 404, a 405).
+	mux      *http.ServeMux
+	classify *http.ServeMux
+	routes   map[string]bool
+	metrics  *metrics
+	limiter  *ipLimiter
+	proxies  []netip.Prefix // Options.TrustedProxies
+	now      func() time.Time
+	handler  http.Handler
+
+	lastDate atomic.Pointer[formattedDate] // httpDate's last result
 }
 
 // New builds the server and its routes.
 func New(svc Service, opt Options) *Server {
 	s := &Server{
-		svc:     svc,
-		log:     opt.Logger,
-		mux:     http.NewServeMux(),
-		routes:  map[string]bool{},
-		metrics: newMetrics(),
-		now:     opt.Now,
+		svc:      svc,
+		log:      opt.Logger,
+		mux:      http.NewServeMux(),
+		classify: http.NewServeMux(),
+		routes:   map[string]bool{},
+		metrics:  newMetrics(),
+		now:      opt.Now,
+		proxies:  opt.TrustedProxies,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -119,6 +134,9 @@ func New(svc Service, opt Options) *Server {
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", probe, maxNoBody, s.metrics.handler().ServeHTTP)
 	s.route("GET /openapi.json", public, maxNoBody, s.openapi)
+	// Registered last and least specific: every request no route above
+	// takes, whatever its method, is a problem from notFound.
+	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.outer(s.mux)
 	return s
 }
@@ -138,7 +156,12 @@ const (
 // route registers a handler behind its body limit and access check.
 func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc) {
 	s.routes[pattern] = true
+	m := s.metrics.route(pattern)
+	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if rw, ok := w.(*recorder); ok {
+			rw.route = m
+		}
 		if r.ContentLength > limit {
 			s.fail(w, r, errorf(ptBodyTooLarge, "request body of %d bytes exceeds %d bytes", r.ContentLength, limit))
 			return
@@ -147,7 +170,7 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 		switch a {
 		case public:
 			if s.limiter != nil {
-				if ok, wait := s.limiter.allow(clientIP(r), s.now()); !ok {
+				if ok, wait := s.limiter.allow(s.clientIP(r), s.now()); !ok {
 					secs := int64((wait + time.Second - 1) / time.Second)
 					w.Header().Set("Retry-After", itoa(secs))
 					s.fail(w, r, errorf(ptRateLimited, "rate limit exceeded for this client; retry after %d s", secs))

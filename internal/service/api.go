@@ -27,6 +27,9 @@ type API struct {
 	Platform string
 	// Tokens authenticates operators.
 	Tokens *Tokens
+
+	// certs is the certificates this process served (certmemo.go).
+	certs certMemo
 }
 
 // now is the Ledger's clock to the second, the precision of passports.

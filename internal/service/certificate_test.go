@@ -1,0 +1,408 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+	"github.com/swarmscore/swarmscore/passport"
+)
+
+// countingStore counts the store calls a certificate request makes. It
+// offers the inner store's CacheWatch, or watch when set.
+type countingStore struct {
+	store.Store
+	watch                     store.CacheWatch
+	stamps, cached, refreshed atomic.Int64
+}
+
+func (s *countingStore) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
+	s.stamps.Add(1)
+	return s.Store.CacheStamp(ctx, agentID)
+}
+
+func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
+	s.cached.Add(1)
+	return s.Store.CachedScore(ctx, agentID, asOf)
+}
+
+func (s *countingStore) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
+	s.refreshed.Add(1)
+	return s.Store.RefreshScore(ctx, agentID, asOf, issue)
+}
+
+func (s *countingStore) CacheWatch() store.CacheWatch {
+	if s.watch != nil {
+		return s.watch
+	}
+	if w, ok := s.Store.(store.CacheWatcher); ok {
+		return w.CacheWatch()
+	}
+	return nil
+}
+
+// fakeWatch is a CacheWatch the test drives: it learns of nothing by
+// itself.
+type fakeWatch struct {
+	inval *store.Invalidations
+	down  atomic.Bool
+	mu    sync.Mutex
+	wrote [][]string
+}
+
+func newFakeWatch() *fakeWatch { return &fakeWatch{inval: store.NewInvalidations()} }
+
+func (w *fakeWatch) Mark() (uint64, bool) { return w.inval.Mark(), !w.down.Load() }
+func (w *fakeWatch) Unchanged(agentID string, m uint64) bool {
+	return !w.down.Load() && w.inval.Unchanged(agentID, m)
+}
+func (w *fakeWatch) Wrote(ids []string) {
+	w.mu.Lock()
+	w.wrote = append(w.wrote, ids)
+	w.mu.Unlock()
+	w.inval.Agents(ids)
+}
+
+// setDown models the listener going away and coming back, which forgets
+// every mark, as the real watches do.
+func (w *fakeWatch) setDown(down bool) {
+	w.inval.All()
+	w.down.Store(down)
+}
+
+// TestCertificateTwoInstances runs two API instances, as two `serve`
+// processes would, on one SQLite file: B serves its in-memory copy while
+// nothing changes, and sees every write A makes on its very next request.
+func TestCertificateTwoInstances(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	open := func() store.Store {
+		s, err := sqlite.Open(ctx, "sqlite:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	key, err := passport.NewKey([]byte(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t0.Add(10 * 24 * time.Hour)}
+	sb := &countingStore{Store: open()}
+	a := &API{Ledger: &Ledger{Store: open(), Now: c.now}, Key: key, Platform: "test.example"}
+	b := &API{Ledger: &Ledger{Store: sb, Now: c.now}, Key: key, Platform: "test.example"}
+	cert := func(api *API, name string, issued bool) Certificate {
+		t.Helper()
+		got, err := api.Certificate(ctx, "agent-1")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Issued != issued {
+			t.Fatalf("%s: issued %v, want %v", name, got.Issued, issued)
+		}
+		return got
+	}
+	reads := func(name string, cached, refreshed int64) {
+		t.Helper()
+		if c, r := sb.cached.Load(), sb.refreshed.Load(); c != cached || r != refreshed {
+			t.Fatalf("%s: B read %d passports and refreshed %d times, want %d and %d", name, c, r, cached, refreshed)
+		}
+	}
+
+	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
+	b1 := cert(b, "B's first", true)
+	reads("B's first", 0, 1)
+	c.t = c.t.Add(time.Hour)
+	for i := range 3 {
+		if got := cert(b, "B again", false); !bytes.Equal(got.Passport, b1.Passport) || !got.ExpiresAt.Equal(b1.ExpiresAt) || !got.ComputedAt.Equal(b1.ComputedAt) {
+			t.Fatalf("B again (%d): a different certificate", i)
+		}
+	}
+	reads("B from memory", 0, 1) // no passport read from the database
+	// B's own refresh moved the WAL index, so the first "again" read the
+	// stamp once; the others were served with no query at all.
+	if n := sb.stamps.Load(); n != 2 {
+		t.Fatalf("B read %d stamps for 4 requests, want 2", n)
+	}
+	if got := cert(a, "A, same entry", false); !bytes.Equal(got.Passport, b1.Passport) {
+		t.Fatal("A serves a different certificate than B for the same entry")
+	}
+
+	// A terminal report ingested by A: B's very next certificate is new.
+	ingest(t, a, conduit("agent-1", "late", 1, 0, c.t.Add(-time.Minute)))
+	b2 := cert(b, "B after A's ingest", true)
+	if bytes.Equal(b2.Passport, b1.Passport) {
+		t.Fatal("B served its old certificate after A's ingest")
+	}
+	if p := verifyOK(t, a, b2.Passport, "agent-1"); p.Counts().ConduitTotal != 81 {
+		t.Fatalf("B's new certificate counts %+v", p.Counts())
+	}
+	// A holds the old one in memory; the stamp names B's new one.
+	if got := cert(a, "A after B's refresh", false); !bytes.Equal(got.Passport, b2.Passport) {
+		t.Fatal("A served its remembered certificate after B issued a new one")
+	}
+
+	// A issues a newer certificate: B serves it, read once, then remembered.
+	c.t = c.t.Add(time.Minute)
+	ingest(t, a, conduit("agent-1", "later", 1, 1, c.t.Add(-time.Second)))
+	a3 := cert(a, "A after its ingest", true)
+	reads("before B reads A's certificate", 0, 2)
+	for range 2 {
+		if got := cert(b, "B after A's certificate", false); !bytes.Equal(got.Passport, a3.Passport) {
+			t.Fatal("B did not serve A's new certificate")
+		}
+	}
+	reads("B after A's certificate", 1, 2)
+
+	// A recompute drops the stored passports: a new one is issued, the
+	// remembered one is not served.
+	c.t = c.t.Add(time.Minute)
+	if _, err := a.Store.RecomputeAll(ctx, c.now(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := cert(b, "B after a recompute", true); bytes.Equal(got.Passport, a3.Passport) {
+		t.Fatal("B served a passport the cache no longer holds")
+	}
+
+	// Expiry: past valid_until the remembered copy is not served either.
+	b4 := cert(b, "B before expiry", false)
+	c.t = b4.ExpiresAt
+	if got := cert(b, "B at expiry", true); bytes.Equal(got.Passport, b4.Passport) {
+		t.Fatal("B served an expired certificate")
+	}
+}
+
+// TestCertificateWatch drives the memo with a fake watch: while it vouches,
+// a remembered certificate costs no query; a change it reports, its being
+// down, maxTrust, expiry and this process's own ingest each send the
+// request back to the store.
+func TestCertificateWatch(t *testing.T) {
+	ctx := context.Background()
+	a, c := newAPI(t)
+	fw := newFakeWatch()
+	cs := &countingStore{Store: a.Store, watch: fw}
+	b := &API{Ledger: &Ledger{Store: cs, Now: c.now}, Key: a.Key, Platform: a.Platform}
+	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
+	ingest(t, a, conduit("agent-2", "d", 10, 10, t0))
+
+	calls := func(name string, n int, wantStamps int64, wantIssued bool) Certificate {
+		t.Helper()
+		before := cs.stamps.Load()
+		var got Certificate
+		for i := range n {
+			var err error
+			got, err = b.Certificate(ctx, "agent-1")
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if got.Issued != (wantIssued && i == 0) {
+				t.Fatalf("%s, call %d: issued %v", name, i, got.Issued)
+			}
+			if got.Digest != sha256.Sum256(got.Passport) {
+				t.Fatalf("%s: digest is not the passport's", name)
+			}
+		}
+		if d := cs.stamps.Load() - before; d != wantStamps {
+			t.Fatalf("%s: %d calls read %d stamps, want %d", name, n, d, wantStamps)
+		}
+		return got
+	}
+	first := calls("first", 1, 1, true)
+	calls("vouched", 20, 0, false)
+
+	// A change the watch reports: one stamp read, then memory again.
+	fw.inval.Agents([]string{"agent-2"})
+	calls("another agent changed", 5, 0, false)
+	fw.inval.Agents([]string{"agent-1"})
+	calls("agent changed, nothing new", 5, 1, false)
+
+	// While the watch is down, every request reads the stamp.
+	fw.setDown(true)
+	calls("watch down", 4, 4, false)
+	fw.setDown(false)
+	calls("watch back", 4, 1, false)
+
+	// A write the watch never reports (a fake watch learns of nothing) is
+	// still seen once the entry's trust runs out: maxTrust bounds it.
+	ingest(t, a, conduit("agent-1", "x", 1, 1, c.t.Add(-time.Minute)))
+	if got := calls("unreported write", 3, 0, false); !bytes.Equal(got.Passport, first.Passport) {
+		t.Fatal("control: the unreported write was seen within maxTrust")
+	}
+	b.certs.age("agent-1", maxTrust)
+	second := calls("past maxTrust", 3, 1, true)
+	if bytes.Equal(second.Passport, first.Passport) {
+		t.Fatal("the unreported write was not seen past maxTrust")
+	}
+
+	// This process's own ingest: reported with Wrote before it returns,
+	// so the very next request is fresh; only accepted events count.
+	out, err := b.Ingest(ctx, "op-1", append(conduit("agent-1", "y", 1, 1, c.t.Add(-time.Minute)),
+		ledger.Event{Type: ledger.ConduitSession, ID: "y-0", AgentID: "agent-2", Status: ledger.Verified, StartedAt: t0, EndedAt: t0}))
+	if err != nil || out[0].Status != store.Accepted || out[1].Status != store.Rejected {
+		t.Fatalf("ingest: %+v %v", out, err)
+	}
+	if got := fw.wrote[len(fw.wrote)-1]; len(got) != 1 || got[0] != "agent-1" {
+		t.Fatalf("Wrote(%v), want [agent-1]", got)
+	}
+	third := calls("after own ingest", 3, 1, true)
+	if p := verifyOK(t, a, third.Passport, "agent-1"); p.Counts().ConduitTotal != 82 {
+		t.Fatalf("counts %+v", p.Counts())
+	}
+	// A failed ingest may have committed: every agent in it counts.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := b.Ingest(cctx, "op-1", conduit("agent-3", "z", 1, 1, t0)); err == nil {
+		t.Fatal("ingest with a cancelled context succeeded")
+	}
+	if got := fw.wrote[len(fw.wrote)-1]; len(got) != 1 || got[0] != "agent-3" {
+		t.Fatalf("failed ingest: Wrote(%v), want [agent-3]", got)
+	}
+
+	// Past its validity the remembered certificate is not served, however
+	// much the watch vouches.
+	calls("vouched again", 3, 0, false)
+	c.t = third.ExpiresAt
+	if got := calls("at expiry", 1, 1, true); bytes.Equal(got.Passport, third.Passport) {
+		t.Fatal("an expired certificate was served")
+	}
+}
+
+func TestCertMemo(t *testing.T) {
+	at := t0
+	entry := func(sig string) *store.CacheEntry {
+		return &store.CacheEntry{Passport: []byte(`{"s":"` + sig + `"}`), Signature: sig, ComputedAt: at,
+			ExpiresAt: at.Add(time.Hour), ValidUntil: at.Add(time.Hour)}
+	}
+	current := func(sig string) store.CacheStamp {
+		return store.CacheStamp{Current: true, ComputedAt: at, ValidUntil: at.Add(time.Hour), Signature: sig}
+	}
+	fw := newFakeWatch()
+	var m certMemo
+	ck := m.begin(fw)
+	if _, ok := m.lookup("a", current("s1"), ck); ok {
+		t.Fatal("hit in an empty memo")
+	}
+	m.remember("a", entry("s1"), ck)
+	m.remember("e", &store.CacheEntry{Signature: "no passport", ValidUntil: at.Add(time.Hour)}, ck)
+	if m.len() != 1 {
+		t.Fatalf("a certificate without a passport was kept: %d entries", m.len())
+	}
+	if got, ok := m.lookup("a", current("s1"), ck); !ok || string(got.passport) != `{"s":"s1"}` {
+		t.Fatalf("lookup: %v %s", ok, got.passport)
+	}
+	if _, ok := m.serve(fw, "a", at); !ok {
+		t.Fatal("not served from memory while the watch vouches")
+	}
+	for name, now := range map[string]time.Time{"before computed_at": at.Add(-time.Second), "at valid_until": at.Add(time.Hour)} {
+		if _, ok := m.serve(fw, "a", now); ok {
+			t.Errorf("%s: served from memory", name)
+		}
+	}
+	if _, ok := m.serve(nil, "a", at); ok {
+		t.Error("served from memory without a watch")
+	}
+	for name, st := range map[string]store.CacheStamp{
+		"another signature":  current("s2"),
+		"no passport":        current(""),
+		"not current":        {ComputedAt: at, ValidUntil: at.Add(time.Hour), Signature: "s1"},
+		"another computedAt": {Current: true, ComputedAt: at.Add(time.Second), ValidUntil: at.Add(time.Hour), Signature: "s1"},
+	} {
+		if _, ok := m.lookup("a", st, ck); ok {
+			t.Errorf("%s: served the remembered certificate", name)
+		}
+	}
+	if _, ok := m.lookup("b", current("s1"), ck); ok {
+		t.Error("another agent's certificate served")
+	}
+	// A lookup validated while the watch could not vouch is served, but
+	// not trusted for the next request.
+	fw.setDown(true)
+	if _, ok := m.lookup("a", current("s1"), m.begin(fw)); !ok {
+		t.Fatal("lookup while the watch is down")
+	}
+	fw.setDown(false)
+	if _, ok := m.serve(fw, "a", at); ok {
+		t.Error("an entry validated while the watch was down is trusted")
+	}
+
+	// Bounded: the newest is always kept, replacing an entry never evicts.
+	small := certMemo{max: 3}
+	for i := range 10 {
+		small.remember(fmt.Sprint("agent-", i), entry(fmt.Sprint("s", i)), ck)
+		if small.len() > 3 {
+			t.Fatalf("%d entries, bound 3", small.len())
+		}
+		if _, ok := small.lookup(fmt.Sprint("agent-", i), current(fmt.Sprint("s", i)), ck); !ok {
+			t.Fatalf("agent-%d not kept", i)
+		}
+	}
+	small.remember("agent-9", entry("s9b"), ck)
+	if small.len() != 3 {
+		t.Fatalf("replacing an entry changed the size to %d", small.len())
+	}
+}
+
+// TestCertMemoConcurrent is for the race detector: lookups, serves,
+// invalidations and evictions from several goroutines.
+func TestCertMemoConcurrent(t *testing.T) {
+	m := certMemo{max: 8}
+	fw := newFakeWatch()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				agent := fmt.Sprint("agent-", (i*7+g)%20)
+				if got, ok := m.serve(fw, agent, t0); ok && string(got.passport) != agent {
+					t.Errorf("%s: served %s", agent, got.passport)
+					return
+				}
+				ck := m.begin(fw)
+				if got, ok := m.lookup(agent, store.CacheStamp{Current: true, ComputedAt: t0, ValidUntil: t0.Add(time.Hour), Signature: agent}, ck); ok && string(got.passport) != agent {
+					t.Errorf("%s: got %s", agent, got.passport)
+					return
+				}
+				m.remember(agent, &store.CacheEntry{Passport: []byte(agent), Signature: agent, ComputedAt: t0,
+					ExpiresAt: t0.Add(time.Hour), ValidUntil: t0.Add(time.Hour)}, ck)
+				if i%50 == 0 {
+					fw.Wrote([]string{agent})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := m.len(); n > 8 {
+		t.Fatalf("%d entries, bound 8", n)
+	}
+}
+
+func (m *certMemo) len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.m)
+}
+
+// age makes the agent's entry look validated d ago.
+func (m *certMemo) age(agentID string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.m[agentID]; c != nil {
+		v := *c
+		v.checked = v.checked.Add(-d)
+		m.m[agentID] = &v
+	}
+}

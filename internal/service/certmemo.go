@@ -1,0 +1,170 @@
+package service
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"sync"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/store"
+)
+
+// certMemoSize bounds the certificates a process keeps: about 1 KB each,
+// so at most ≈ 10 MB however many agents are asked about.
+const certMemoSize = 10_000
+
+// maxTrust bounds how long a remembered certificate is served on the
+// store's word (store.CacheWatch) before its stamp is read again. The watch
+// alone is exact for every write that goes through the store or its
+// triggers; this bound also covers writes that bypass them (a restore with
+// triggers disabled, a hand edit), at the cost of one stamp read per agent
+// per maxTrust.
+const maxTrust = time.Second
+
+// certMemo keeps, per agent, the last certificate this process served, so
+// that a request is answered without reading the passport from the
+// database, and usually without any query at all:
+//
+//   - An entry is served only while it answers now (computed_at <= now <
+//     valid_until, the stamp's validity, which ends no later than the
+//     passport's expires_at): expiry and the window's edges are enforced in
+//     memory.
+//   - It is served with no query while the store's watch vouches that
+//     nothing that could change the agent's stamp was committed since the
+//     stamp read that validated it (the watch's mark, taken before that
+//     read), and that read is less than maxTrust old.
+//   - Otherwise the stamp is read (store.Store.CacheStamp) and the entry is
+//     served if the stamp still names it (same computed_at and signature),
+//     and trusted again with the mark taken before that read.
+//
+// The zero value is ready to use and safe for concurrent use.
+type certMemo struct {
+	max int // certMemoSize when zero
+	mu  sync.RWMutex
+	m   map[string]*memoCert
+
+	// watchOnce starts the store's watch on the first certificate request,
+	// so processes that never serve one (the CLI) open no listener.
+	watchOnce sync.Once
+	watch     store.CacheWatch // nil: read the stamp on every request
+}
+
+// memoCert is a served certificate. It is never modified once remembered
+// (a revalidation remembers a copy), so readers need no lock; passport is
+// shared by every request that serves it.
+type memoCert struct {
+	passport              []byte
+	signature             string
+	digest                [sha256.Size]byte
+	computedAt, expiresAt time.Time
+	validUntil            time.Time // the stamp's: the first instant it may be wrong
+
+	// trusted: mark is a position of the watch taken before the stamp read
+	// (or the write) that established this entry, at checked.
+	trusted bool
+	mark    uint64
+	checked time.Time // with a monotonic reading
+}
+
+// check records where a stamp read starts: the watch's mark, taken first so
+// that anything committed after it invalidates what the read returns.
+type check struct {
+	mark    uint64
+	trusted bool
+	at      time.Time
+}
+
+// cacheWatch returns the store's watch, started on the first call; nil when
+// the store has none.
+func (m *certMemo) cacheWatch(s store.Store) store.CacheWatch {
+	m.watchOnce.Do(func() {
+		if w, ok := s.(store.CacheWatcher); ok {
+			m.watch = w.CacheWatch()
+		}
+	})
+	return m.watch
+}
+
+// begin takes a check before a stamp read or a refresh.
+func (m *certMemo) begin(w store.CacheWatch) check {
+	c := check{at: time.Now()}
+	if w != nil {
+		c.mark, c.trusted = w.Mark()
+	}
+	return c
+}
+
+// serve returns the remembered certificate of agentID if it can be served
+// as of now with no query: it answers now and the watch vouches for it.
+func (m *certMemo) serve(w store.CacheWatch, agentID string, now time.Time) (*memoCert, bool) {
+	if w == nil {
+		return nil, false
+	}
+	m.mu.RLock()
+	c := m.m[agentID]
+	m.mu.RUnlock()
+	if c == nil || !c.trusted || !c.answers(now) || time.Since(c.checked) >= maxTrust || !w.Unchanged(agentID, c.mark) {
+		return nil, false
+	}
+	return c, true
+}
+
+func (c *memoCert) answers(now time.Time) bool {
+	return !now.Before(c.computedAt) && now.Before(c.validUntil) && now.Before(c.expiresAt)
+}
+
+// lookup returns the remembered certificate of agentID if st, a stamp read
+// after ck was taken, names it: current, with the same computed_at and
+// signature. The entry is remembered again as validated by ck.
+func (m *certMemo) lookup(agentID string, st store.CacheStamp, ck check) (*memoCert, bool) {
+	if !st.Current || st.Signature == "" {
+		return nil, false
+	}
+	m.mu.RLock()
+	c := m.m[agentID]
+	m.mu.RUnlock()
+	if c == nil || !c.computedAt.Equal(st.ComputedAt) ||
+		subtle.ConstantTimeCompare([]byte(c.signature), []byte(st.Signature)) != 1 {
+		return nil, false
+	}
+	v := *c
+	v.validUntil = st.ValidUntil
+	v.trusted, v.mark, v.checked = ck.trusted, ck.mark, ck.at
+	m.put(agentID, &v)
+	return &v, true
+}
+
+// remember records the certificate of cache entry e, just read or written
+// after ck was taken, and returns it. When the memo is full, an arbitrary
+// other agent's certificate is dropped: a dropped agent costs one passport
+// read on its next request, nothing else.
+func (m *certMemo) remember(agentID string, e *store.CacheEntry, ck check) *memoCert {
+	c := &memoCert{passport: e.Passport, signature: e.Signature, digest: sha256.Sum256(e.Passport),
+		computedAt: e.ComputedAt, expiresAt: e.ExpiresAt, validUntil: e.ValidUntil,
+		trusted: ck.trusted, mark: ck.mark, checked: ck.at}
+	if len(c.passport) > 0 && c.signature != "" {
+		m.put(agentID, c)
+	}
+	return c
+}
+
+func (m *certMemo) put(agentID string, c *memoCert) {
+	limit := m.max
+	if limit <= 0 {
+		limit = certMemoSize
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = make(map[string]*memoCert)
+	}
+	if _, ok := m.m[agentID]; !ok {
+		for k := range m.m {
+			if len(m.m) < limit {
+				break
+			}
+			delete(m.m, k)
+		}
+	}
+	m.m[agentID] = c
+}
