@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -64,6 +65,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
+	f.StringSliceVar(&cfg.proxies, "trusted-proxy", nil, "CIDR or address of a reverse proxy whose X-Forwarded-For names the client (repeatable)")
 	f.DurationVar(&cfg.shutdown, "shutdown-timeout", 20*time.Second, "how long in-flight requests may run after SIGTERM")
 	return cmd
 }
@@ -72,6 +74,7 @@ type serveConfig struct {
 	addr, db, platform string
 	rate               float64
 	burst              int
+	proxies            []string
 	shutdown           time.Duration
 }
 
@@ -99,6 +102,10 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
 		return usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
+	}
+	proxies, err := parseProxies(cfg.proxies)
+	if err != nil {
+		return err
 	}
 	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
 		return usageErrorf("--addr %q is not host:port", cfg.addr)
@@ -140,7 +147,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
 	}
 	api := &service.API{Ledger: &service.Ledger{Store: st}, Key: key, Platform: cfg.platform, Tokens: tokens}
-	handler := httpapi.New(api, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst})
+	handler := httpapi.New(api, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies})
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -178,4 +185,23 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// parseProxies reads --trusted-proxy values: CIDR prefixes, or single
+// addresses meaning a prefix of one address.
+func parseProxies(vals []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range vals {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, usageErrorf("--trusted-proxy %q is neither a CIDR prefix nor an IP address", v)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

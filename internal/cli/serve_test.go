@@ -68,11 +68,29 @@ func TestServeBadFlags(t *testing.T) {
 		{"serve", "--db", db, "--rate-limit", "-1"},
 		{"serve", "--db", db, "--rate-limit", "5", "--rate-burst", "0"},
 		{"serve", "--db", db, "--addr", "not-an-address"},
+		{"serve", "--db", db, "--trusted-proxy", "10.0.0.0/33"},
+		{"serve", "--db", db, "--trusted-proxy", "proxy.internal"},
 		{"serve", "--db", "mysql://x"},
 		{"serve", "extra-arg"},
 	} {
 		if code, _, errs := runCLI(t, nil, args...); code != ExitUsage || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+	}
+}
+
+func TestParseProxies(t *testing.T) {
+	got, err := parseProxies([]string{"10.1.2.3/8", "192.0.2.1", "::ffff:198.51.100.1", "2001:db8::/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/8", "192.0.2.1/32", "198.51.100.1/32", "2001:db8::/32"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Fatalf("got %v, want %v", got, want)
 		}
 	}
 }
