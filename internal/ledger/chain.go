@@ -3,6 +3,8 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"strconv"
+	"time"
 )
 
 // HashSize is the length of a chain hash.
@@ -40,21 +42,95 @@ type canonicalRecord struct {
 // Canonical is the record's hashed content: RFC 8785 canonical JSON of its
 // fields (absent buyer and end time as ""), with the type-independent names
 // agent_id and ended_at. It is stable across versions: changing it breaks
-// every stored chain.
-func (r *Record) Canonical() []byte {
-	c := canonicalRecord{
-		AgentID: r.Event.AgentID, BuyerID: r.Event.BuyerID, Escrow: r.Event.EscrowAmountCents,
-		ID: r.Event.ID, Operator: r.Operator, Seq: r.Seq, StartedAt: FormatTime(r.Event.StartedAt),
-		Status: r.Event.Status, Type: r.Event.Type,
+// every stored chain. The bytes are those encoding/json produces for
+// canonicalRecord, for every Record, valid or not (verification rebuilds
+// records from rows an attacker may have edited).
+func (r *Record) Canonical() []byte { return r.AppendCanonical(make([]byte, 0, 256)) }
+
+// AppendCanonical appends Canonical's bytes to dst and returns the extended
+// slice. With a reused dst of sufficient capacity it does not allocate for
+// any record that passes Event.Validate.
+func (r *Record) AppendCanonical(dst []byte) []byte {
+	dst = append(dst, `{"agent_id":`...)
+	dst = appendJSONString(dst, r.Event.AgentID)
+	dst = append(dst, `,"buyer_id":`...)
+	dst = appendJSONString(dst, r.Event.BuyerID)
+	dst = append(dst, `,"ended_at":`...)
+	if r.Event.EndedAt.IsZero() {
+		dst = append(dst, `""`...)
+	} else {
+		dst = appendJSONTime(dst, r.Event.EndedAt)
 	}
-	if !r.Event.EndedAt.IsZero() {
-		c.EndedAt = FormatTime(r.Event.EndedAt)
+	dst = append(dst, `,"escrow_amount_cents":`...)
+	dst = strconv.AppendInt(dst, r.Event.EscrowAmountCents, 10)
+	dst = append(dst, `,"id":`...)
+	dst = appendJSONString(dst, r.Event.ID)
+	dst = append(dst, `,"operator":`...)
+	dst = appendJSONString(dst, r.Operator)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, r.Seq, 10)
+	dst = append(dst, `,"started_at":`...)
+	dst = appendJSONTime(dst, r.Event.StartedAt)
+	dst = append(dst, `,"status":`...)
+	dst = appendJSONString(dst, string(r.Event.Status))
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, string(r.Event.Type))
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as encoding/json encodes it. Strings of
+// printable ASCII other than the characters encoding/json escapes (quote,
+// backslash and its HTML escapes <, >, &) are copied as they are; ids and
+// statuses that pass validation are always such strings. Anything else is
+// rare (a tampered row) and takes encoding/json itself, so the two cannot
+// disagree.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, err := json.Marshal(s)
+			if err != nil {
+				panic("ledger: canonical string: " + err.Error()) // unreachable: every string encodes
+			}
+			return append(dst, b...)
+		}
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		panic("ledger: canonical record: " + err.Error()) // unreachable: only strings and integers
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// appendJSONTime appends FormatTime(t) as a JSON string. Years 0 to 9999
+// (every valid event time) are formatted by hand, the same digits as
+// time.Format with timeLayout: fractional seconds truncated to
+// microseconds, trailing zeros and an all-zero fraction dropped. Other
+// years take time.Format. Neither emits a character JSON escapes.
+func appendJSONTime(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	dst = append(dst, '"')
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		dst = t.AppendFormat(dst, timeLayout)
+		return append(dst, '"')
 	}
-	return b
+	hour, minute, sec := t.Clock()
+	dst = append(dst, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	if us := t.Nanosecond() / 1000; us != 0 {
+		var frac [7]byte
+		frac[0] = '.'
+		for i := 6; i >= 1; i-- {
+			frac[i] = byte('0' + us%10)
+			us /= 10
+		}
+		n := 7
+		for frac[n-1] == '0' {
+			n--
+		}
+		dst = append(dst, frac[:n]...)
+	}
+	return append(dst, 'Z', '"')
 }
 
 // Link computes the chain hash of a record whose canonical content is
@@ -67,6 +143,22 @@ func Link(prev Hash, canonical []byte) Hash {
 	var out Hash
 	h.Sum(out[:0])
 	return out
+}
+
+// Chainer computes successive records' canonical content and links with one
+// reused buffer, so that appending to or verifying a chain does not allocate
+// per record. The zero value is ready to use; a Chainer is not safe for
+// concurrent use.
+type Chainer struct {
+	buf []byte
+}
+
+// Link returns ledger.Link(prev, r.Canonical()) together with the canonical
+// bytes, which stay valid only until the next call.
+func (c *Chainer) Link(prev Hash, r *Record) (Hash, []byte) {
+	c.buf = append(c.buf[:0], prev[:]...)
+	c.buf = r.AppendCanonical(c.buf)
+	return sha256.Sum256(c.buf), c.buf[HashSize:]
 }
 
 // ParseCanonical decodes a record's canonical content, for verification.

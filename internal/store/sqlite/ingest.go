@@ -1,37 +1,80 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store"
 )
 
+// Ingest decides a whole batch in memory before writing it. Inside the
+// write transaction (BEGIN IMMEDIATE, so nothing else writes meanwhile) it
+// reads, in one statement each, the chain heads of the agents the batch
+// names and the stored rows of the events it names; it then classifies
+// every report in order against that state as the batch changes it,
+// computing the chain records; and finally writes everything with
+// multi-row statements: the agents (new ones and moved heads), the new
+// event rows, the transitions of stored rows, the chain records and the
+// cache invalidation. A batch therefore costs about one statement per
+// maxChunkRows rows of each table instead of two or three per event, with
+// the same outcomes, records and all-or-nothing commit as deciding report
+// by report, and the same error kinds: a rejected report is an Outcome,
+// any database failure aborts the whole batch (ErrUnavailable for
+// busy/locked/IO conditions, see dbErr).
+
 // head is an agent's chain head during a batch.
 type head struct {
-	seq        int64
-	hash       ledger.Hash
-	terminal   int64 // seq of the batch's last terminal report, 0 if none
-	registered bool  // the agents row exists
-	dirty      bool  // head moved in this batch
-	invalidate bool  // a terminal report arrived in this batch
+	seq      int64
+	hash     ledger.Hash
+	terminal int64 // seq of the batch's last terminal report, 0 if none
+	dirty    bool  // head moved in this batch
 }
 
-// ingestTx holds one batch's prepared statements and chain heads.
+// eventKey names an event: ids are unique per type.
+type eventKey struct {
+	typ ledger.Type
+	id  string
+}
+
+// eventState is an event as the batch has left it so far.
+type eventState struct {
+	ev       ledger.Event
+	operator string
+	seq      int64 // chain record that produced ev
+	stored   bool  // a row existed before the batch
+	moved    bool  // the batch changed a stored row
+}
+
+// chainRecord is a ledger_records row to write (migration 00003).
+type chainRecord struct {
+	agent  string
+	seq    int64
+	typ    ledger.Type
+	id     string
+	status ledger.Status
+	hash   ledger.Hash
+}
+
+// ingestTx is one batch's state.
 type ingestTx struct {
 	tx       *sql.Tx
 	operator string
 	now      int64
-	heads    map[string]*head
 
-	insConduit, insAP2, insRecord *sql.Stmt
-	getConduit, getAP2, getHead   *sql.Stmt
-	updConduit, updAP2            *sql.Stmt
+	heads   map[string]*head
+	events  map[eventKey]*eventState
+	added   []*eventState // events first reported by the batch, in order
+	moved   []*eventState // stored events the batch changed, in order
+	records []chainRecord
+	chain   ledger.Chainer
+	args    []any // reused statement arguments
 }
 
 // Ingest implements store.Store.
@@ -43,30 +86,30 @@ func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Eve
 	if len(events) == 0 {
 		return out, nil
 	}
+	valid := make([]bool, len(events))
+	for i := range events {
+		if err := events[i].Validate(); err != nil {
+			out[i] = reject(err)
+		} else {
+			valid[i] = true
+		}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, dbErr("begin ingest", err)
 	}
 	defer tx.Rollback()
-	it := &ingestTx{tx: tx, operator: operator, now: micros(s.now()), heads: make(map[string]*head)}
-	if err := it.prepare(ctx); err != nil {
-		return nil, err
-	}
-	defer it.close()
-	if _, err := tx.ExecContext(ctx, "INSERT INTO operators (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", operator, it.now); err != nil {
-		return nil, dbErr("register operator", err)
-	}
-	if err := it.preload(ctx, events); err != nil {
+	it := &ingestTx{tx: tx, operator: operator, now: micros(s.now()),
+		heads: make(map[string]*head), events: make(map[eventKey]*eventState, len(events))}
+	if err := it.load(ctx, events, valid); err != nil {
 		return nil, err
 	}
 	for i := range events {
-		o, err := it.one(ctx, &events[i])
-		if err != nil {
-			return nil, err
+		if valid[i] {
+			out[i] = it.one(&events[i])
 		}
-		out[i] = o
 	}
-	if err := it.finish(ctx); err != nil {
+	if err := it.write(ctx); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -75,220 +118,216 @@ func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Eve
 	return out, nil
 }
 
-func (it *ingestTx) prepare(ctx context.Context) error {
-	prep := func(dst **sql.Stmt, q string) error {
-		st, err := it.tx.PrepareContext(ctx, q)
-		if err != nil {
-			return dbErr("prepare", err)
+// load reads the chain heads of every agent and the stored rows of every
+// event the batch's valid reports name (unknown agents get a zero head).
+func (it *ingestTx) load(ctx context.Context, events []ledger.Event, valid []bool) error {
+	var agents, conduits, ap2s []string
+	for i := range events {
+		if !valid[i] {
+			continue
 		}
-		*dst = st
+		e := &events[i]
+		if _, ok := it.heads[e.AgentID]; !ok {
+			it.heads[e.AgentID] = &head{}
+			agents = append(agents, e.AgentID)
+		}
+		k := eventKey{e.Type, e.ID}
+		if _, ok := it.events[k]; !ok {
+			it.events[k] = nil // placeholder: listed once
+			if e.Type == ledger.ConduitSession {
+				conduits = append(conduits, e.ID)
+			} else {
+				ap2s = append(ap2s, e.ID)
+			}
+		}
+	}
+	clear(it.events)
+	if len(agents) == 0 {
 		return nil
 	}
-	return errors.Join(
-		prep(&it.insConduit, `INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, started_at, completed_at, status, seq, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		prep(&it.insAP2, `INSERT INTO ap2_transactions (id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		prep(&it.insRecord, `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, content, hash) VALUES (?, ?, ?, ?, ?, ?)`),
-		prep(&it.getConduit, `SELECT agent_id, COALESCE(buyer_id, ''), operator_id, status, 0, started_at, completed_at FROM conduit_sessions WHERE id = ?`),
-		prep(&it.getAP2, `SELECT provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at FROM ap2_transactions WHERE id = ?`),
-		prep(&it.getHead, `SELECT head_seq, head_hash FROM agents WHERE id = ?`),
-		prep(&it.updConduit, `UPDATE conduit_sessions SET status = ?, completed_at = ?, seq = ?, updated_at = ? WHERE id = ?`),
-		prep(&it.updAP2, `UPDATE ap2_transactions SET status = ?, settled_at = ?, seq = ?, updated_at = ? WHERE id = ?`),
-	)
-}
-
-func (it *ingestTx) close() {
-	for _, st := range []*sql.Stmt{it.insConduit, it.insAP2, it.insRecord, it.getConduit, it.getAP2, it.getHead, it.updConduit, it.updAP2} {
-		if st != nil {
-			st.Close()
-		}
-	}
-}
-
-// preload reads the chain heads of every agent the batch names in one
-// statement (unknown agents get a zero head).
-func (it *ingestTx) preload(ctx context.Context, events []ledger.Event) error {
-	ids := make([]string, 0, len(events))
-	for i := range events {
-		if _, ok := it.heads[events[i].AgentID]; !ok {
-			it.heads[events[i].AgentID] = &head{}
-			ids = append(ids, events[i].AgentID)
-		}
-	}
-	list, err := json.Marshal(ids)
+	err := it.query(ctx, "read chain heads", `SELECT a.id, a.head_seq, a.head_hash FROM json_each(?) j JOIN agents a ON a.id = j.value`, agents,
+		func(rows *sql.Rows) error {
+			var id string
+			var seq int64
+			var hash []byte
+			if err := rows.Scan(&id, &seq, &hash); err != nil {
+				return err
+			}
+			if len(hash) != ledger.HashSize {
+				return fmt.Errorf("sqlite: agent %q has a %d-byte chain head", id, len(hash))
+			}
+			h := it.heads[id]
+			h.seq = seq
+			copy(h.hash[:], hash)
+			return nil
+		})
 	if err != nil {
 		return err
 	}
-	rows, err := it.tx.QueryContext(ctx, `SELECT id, head_seq, head_hash FROM agents WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-	if err != nil {
-		return dbErr("read chain heads", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var seq int64
-		var hash []byte
-		if err := rows.Scan(&id, &seq, &hash); err != nil {
-			return dbErr("read chain heads", err)
+	for _, t := range []struct {
+		typ ledger.Type
+		ids []string
+		q   string
+	}{
+		{ledger.ConduitSession, conduits, `SELECT e.id, e.agent_id, COALESCE(e.buyer_id, ''), e.operator_id, e.status, 0, e.started_at, e.completed_at, e.seq
+		  FROM json_each(?) j JOIN conduit_sessions e ON e.id = j.value`},
+		{ledger.AP2Transaction, ap2s, `SELECT e.id, e.provider_id, e.buyer_id, e.operator_id, e.status, e.escrow_amount_cents, e.started_at, e.settled_at, e.seq
+		  FROM json_each(?) j JOIN ap2_transactions e ON e.id = j.value`},
+	} {
+		if len(t.ids) == 0 {
+			continue
 		}
-		if len(hash) != ledger.HashSize {
-			return fmt.Errorf("sqlite: agent %q has a %d-byte chain head", id, len(hash))
-		}
-		h := it.heads[id]
-		h.seq, h.registered = seq, true
-		copy(h.hash[:], hash)
-	}
-	return dbErr("read chain heads", rows.Err())
-}
-
-func (it *ingestTx) head(ctx context.Context, agent string) (*head, error) {
-	if h, ok := it.heads[agent]; ok {
-		return h, nil
-	}
-	h := &head{}
-	var hash []byte
-	err := it.getHead.QueryRowContext(ctx, agent).Scan(&h.seq, &hash)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, dbErr("read chain head", err)
-	default:
-		h.registered = true
-		if len(hash) != ledger.HashSize {
-			return nil, fmt.Errorf("sqlite: agent %q has a %d-byte chain head", agent, len(hash))
-		}
-		copy(h.hash[:], hash)
-	}
-	it.heads[agent] = h
-	return h, nil
-}
-
-// one records one event and classifies it; a returned error aborts the batch.
-func (it *ingestTx) one(ctx context.Context, e *ledger.Event) (store.Outcome, error) {
-	if err := e.Validate(); err != nil {
-		return reject(err), nil
-	}
-	h, err := it.head(ctx, e.AgentID)
-	if err != nil {
-		return store.Outcome{}, err
-	}
-	rec := ledger.Record{Event: *e, Operator: it.operator, Seq: h.seq + 1}
-	if !h.registered {
-		// An agent is registered only with an accepted event. An id that
-		// exists already belongs to another, registered agent, so this
-		// report is a conflict; otherwise register the agent before its
-		// first event so that foreign keys hold at every statement.
-		old, operator, found, err := it.existing(ctx, e)
+		err := it.query(ctx, "read events", t.q, t.ids, func(rows *sql.Rows) error {
+			st := &eventState{ev: ledger.Event{Type: t.typ}, stored: true}
+			var status string
+			var started int64
+			var ended sql.NullInt64
+			if err := rows.Scan(&st.ev.ID, &st.ev.AgentID, &st.ev.BuyerID, &st.operator, &status, &st.ev.EscrowAmountCents, &started, &ended, &st.seq); err != nil {
+				return err
+			}
+			st.ev.Status, st.ev.StartedAt, st.ev.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
+			it.events[eventKey{t.typ, st.ev.ID}] = st
+			return nil
+		})
 		if err != nil {
-			return store.Outcome{}, err
+			return err
 		}
-		if found {
-			return it.again(ctx, h, &rec, &old, operator)
-		}
-		if _, err := it.tx.ExecContext(ctx, "INSERT INTO agents (id, created_at) VALUES (?, ?)", e.AgentID, it.now); err != nil {
-			return store.Outcome{}, dbErr("register agent", err)
-		}
-		h.registered = true
-	}
-	var res sql.Result
-	if e.Type == ledger.ConduitSession {
-		res, err = it.insConduit.ExecContext(ctx, e.ID, e.AgentID, nullString(e.BuyerID), it.operator,
-			micros(e.StartedAt), nullTime(e.EndedAt), string(e.Status), rec.Seq, it.now, it.now)
-	} else {
-		res, err = it.insAP2.ExecContext(ctx, e.ID, e.AgentID, e.BuyerID, it.operator, string(e.Status),
-			e.EscrowAmountCents, micros(e.StartedAt), nullTime(e.EndedAt), rec.Seq, it.now, it.now)
-	}
-	if err != nil {
-		return store.Outcome{}, dbErr("insert event", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return store.Outcome{}, dbErr("insert event", err)
-	} else if n == 1 {
-		return store.Outcome{Status: store.Accepted}, it.append(ctx, h, &rec)
-	}
-	// The id exists: a duplicate, a transition or a conflict.
-	old, operator, found, err := it.existing(ctx, e)
-	if err != nil {
-		return store.Outcome{}, err
-	}
-	if !found {
-		return store.Outcome{}, fmt.Errorf("sqlite: %s %q neither inserted nor found", e.Type, e.ID)
-	}
-	return it.again(ctx, h, &rec, &old, operator)
-}
-
-// again handles a report of an event the ledger already holds as old.
-func (it *ingestTx) again(ctx context.Context, h *head, rec *ledger.Record, old *ledger.Event, operator string) (store.Outcome, error) {
-	e := &rec.Event
-	switch d, err := ledger.Classify(old, operator, e, it.operator); {
-	case err != nil:
-		return reject(err), nil
-	case d == ledger.Duplicate:
-		return store.Outcome{Status: store.Duplicate}, nil
-	}
-	upd := it.updConduit
-	if e.Type == ledger.AP2Transaction {
-		upd = it.updAP2
-	}
-	if _, err := upd.ExecContext(ctx, string(e.Status), nullTime(e.EndedAt), rec.Seq, it.now, e.ID); err != nil {
-		return store.Outcome{}, dbErr("update event", err)
-	}
-	return store.Outcome{Status: store.Accepted}, it.append(ctx, h, rec)
-}
-
-// append adds the record to the agent's chain.
-func (it *ingestTx) append(ctx context.Context, h *head, rec *ledger.Record) error {
-	content := rec.Canonical()
-	hash := ledger.Link(h.hash, content)
-	if _, err := it.insRecord.ExecContext(ctx, rec.Event.AgentID, rec.Seq, string(rec.Event.Type), rec.Event.ID, content, hash[:]); err != nil {
-		return dbErr("append chain record", err)
-	}
-	h.seq, h.hash, h.dirty = rec.Seq, hash, true
-	if rec.Event.Status.Terminal() {
-		h.invalidate, h.terminal = true, rec.Seq
 	}
 	return nil
 }
 
-// finish moves the chain heads and invalidates the cache entries of agents
-// that received a terminal report, one statement each for the whole batch.
-func (it *ingestTx) finish(ctx context.Context) error {
-	type move struct {
-		ID   string `json:"id"`
-		Seq  int64  `json:"seq"`
-		Hash string `json:"hash"`
+// query runs q with ids as its one JSON-array argument and calls scan for
+// each row.
+func (it *ingestTx) query(ctx context.Context, op, q string, ids []string, scan func(*sql.Rows) error) error {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	var moves []move
-	var invalid []string
+	rows, err := it.tx.QueryContext(ctx, q, string(list))
+	if err != nil {
+		return dbErr(op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return dbErr(op, err)
+		}
+	}
+	return dbErr(op, rows.Err())
+}
+
+// one classifies a valid report against the batch's state and records it.
+func (it *ingestTx) one(e *ledger.Event) store.Outcome {
+	st := it.events[eventKey{e.Type, e.ID}]
+	if st != nil {
+		// An id that exists belongs to the agent that first reported it
+		// (registered then), so a report naming an unregistered agent is a
+		// conflict here too and registers nothing.
+		switch d, err := ledger.Classify(&st.ev, st.operator, e, it.operator); {
+		case err != nil:
+			return reject(err)
+		case d == ledger.Duplicate:
+			return store.Outcome{Status: store.Duplicate}
+		}
+		st.ev.Status, st.ev.EndedAt = e.Status, e.EndedAt
+		if st.stored && !st.moved {
+			st.moved = true
+			it.moved = append(it.moved, st)
+		}
+	} else {
+		st = &eventState{ev: *e, operator: it.operator}
+		it.events[eventKey{e.Type, e.ID}] = st
+		it.added = append(it.added, st)
+	}
+	h := it.heads[e.AgentID]
+	rec := ledger.Record{Event: *e, Operator: it.operator, Seq: h.seq + 1}
+	hash, _ := it.chain.Link(h.hash, &rec)
+	it.records = append(it.records, chainRecord{agent: e.AgentID, seq: rec.Seq, typ: e.Type, id: e.ID, status: e.Status, hash: hash})
+	h.seq, h.hash, h.dirty = rec.Seq, hash, true
+	if e.Status.Terminal() {
+		h.terminal = rec.Seq
+	}
+	st.seq = rec.Seq
+	return store.Outcome{Status: store.Accepted}
+}
+
+// write stores the batch's decisions. Foreign keys hold at every statement:
+// operator, then agents, then event rows, then chain records.
+func (it *ingestTx) write(ctx context.Context) error {
+	if _, err := it.tx.ExecContext(ctx, "INSERT INTO operators (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", it.operator, it.now); err != nil {
+		return dbErr("register operator", err)
+	}
+	if len(it.records) == 0 {
+		return nil
+	}
+	// Agents: one upsert registers new agents and moves every head;
+	// terminal_seq moves to the batch's last terminal report, if any,
+	// retiring every cache entry read before it (store.go, "Concurrency").
+	var moved, invalid []string
 	for agent, h := range it.heads {
 		if h.dirty {
-			moves = append(moves, move{agent, h.seq, hex.EncodeToString(h.hash[:])})
-		}
-		if h.invalidate {
-			invalid = append(invalid, agent)
-		}
-	}
-	if len(moves) > 0 {
-		// terminal_seq moves to the batch's last terminal report, if any,
-		// retiring every cache entry read before it (store.go,
-		// "Concurrency").
-		st, err := it.tx.PrepareContext(ctx, `UPDATE agents SET head_seq = ?, head_hash = ?, terminal_seq = max(terminal_seq, ?) WHERE id = ?`)
-		if err != nil {
-			return dbErr("move chain heads", err)
-		}
-		defer st.Close()
-		for _, m := range moves {
-			h := it.heads[m.ID]
-			if _, err := st.ExecContext(ctx, h.seq, h.hash[:], h.terminal, m.ID); err != nil {
-				return dbErr("move chain heads", err)
+			moved = append(moved, agent)
+			if h.terminal > 0 {
+				invalid = append(invalid, agent)
 			}
 		}
+	}
+	slices.Sort(moved)
+	shared := []any{it.now, it.operator} // ?1 and ?2 in every statement below
+	err := it.insert(ctx, "move chain heads", `INSERT INTO agents (id, created_at, head_seq, head_hash, terminal_seq) VALUES `, "(?, ?1, ?, ?, ?)",
+		` ON CONFLICT (id) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash, terminal_seq = max(terminal_seq, excluded.terminal_seq)`,
+		shared[:1], len(moved), func(i int, a []any) {
+			h := it.heads[moved[i]]
+			a[0], a[1], a[2], a[3] = moved[i], h.seq, h.hash[:], h.terminal
+		})
+	if err != nil {
+		return err
+	}
+	var conduits, ap2s []*eventState
+	for _, st := range it.added {
+		if st.ev.Type == ledger.ConduitSession {
+			conduits = append(conduits, st)
+		} else {
+			ap2s = append(ap2s, st)
+		}
+	}
+	err = it.insert(ctx, "insert events", `INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, started_at, completed_at, status, seq, created_at, updated_at) VALUES `,
+		"(?, ?, ?, ?2, ?, ?, ?, ?, ?1, ?1)", "", shared, len(conduits), func(i int, a []any) {
+			e := &conduits[i].ev
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6] = e.ID, e.AgentID, nullString(e.BuyerID),
+				micros(e.StartedAt), nullTime(e.EndedAt), string(e.Status), conduits[i].seq
+		})
+	if err != nil {
+		return err
+	}
+	err = it.insert(ctx, "insert events", `INSERT INTO ap2_transactions (id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq, created_at, updated_at) VALUES `,
+		"(?, ?, ?, ?2, ?, ?, ?, ?, ?, ?1, ?1)", "", shared, len(ap2s), func(i int, a []any) {
+			e := &ap2s[i].ev
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] = e.ID, e.AgentID, e.BuyerID, string(e.Status),
+				e.EscrowAmountCents, micros(e.StartedAt), nullTime(e.EndedAt), ap2s[i].seq
+		})
+	if err != nil {
+		return err
+	}
+	if err := it.update(ctx, it.moved); err != nil {
+		return err
+	}
+	// Records in key order: each statement walks the primary-key index forward.
+	slices.SortFunc(it.records, func(a, b chainRecord) int {
+		return cmp.Or(strings.Compare(a.agent, b.agent), cmp.Compare(a.seq, b.seq))
+	})
+	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES `,
+		"(?, ?, ?, ?, ?, ?)", "", nil, len(it.records), func(i int, a []any) {
+			r := &it.records[i]
+			a[0], a[1], a[2], a[3], a[4], a[5] = r.agent, r.seq, string(r.typ), r.id, string(r.status), r.hash[:]
+		})
+	if err != nil {
+		return err
 	}
 	if len(invalid) > 0 {
 		list, err := json.Marshal(invalid)
 		if err != nil {
-			return err
+			return fmt.Errorf("sqlite: invalidate cache: %w", err)
 		}
 		if _, err := it.tx.ExecContext(ctx, `UPDATE swarmscore_cache SET valid_until = computed_at
 		  WHERE agent_id IN (SELECT value FROM json_each(?)) AND valid_until <> computed_at`, string(list)); err != nil {
@@ -298,25 +337,129 @@ func (it *ingestTx) finish(ctx context.Context) error {
 	return nil
 }
 
-// existing reads the stored state of e's id; found is false if there is none.
-func (it *ingestTx) existing(ctx context.Context, e *ledger.Event) (old ledger.Event, operator string, found bool, err error) {
-	get := it.getConduit
-	if e.Type == ledger.AP2Transaction {
-		get = it.getAP2
+// update moves the stored rows the batch transitioned, each type in one
+// UPDATE … FROM (VALUES …) statement per chunk.
+func (it *ingestTx) update(ctx context.Context, updates []*eventState) error {
+	for _, t := range []struct {
+		typ                 ledger.Type
+		table, end, agentID string
+	}{{ledger.ConduitSession, "conduit_sessions", "completed_at", "agent_id"}, {ledger.AP2Transaction, "ap2_transactions", "settled_at", "provider_id"}} {
+		var rows []*eventState
+		for _, st := range updates {
+			if st.ev.Type == t.typ {
+				rows = append(rows, st)
+			}
+		}
+		// The agent in the join is a guard: a row must still be the one
+		// loaded, and the affected-row count proves it.
+		q := `UPDATE ` + t.table + ` SET status = v.column3, ` + t.end + ` = v.column4, seq = v.column5, updated_at = ?1
+		  FROM (VALUES `
+		err := it.insert(ctx, "update events", q, "(?, ?, ?, ?, ?)", `) AS v WHERE `+t.table+`.id = v.column1 AND `+t.table+`.`+t.agentID+` = v.column2`,
+			[]any{it.now}, len(rows), func(i int, a []any) {
+				e := &rows[i].ev
+				a[0], a[1], a[2], a[3], a[4] = e.ID, e.AgentID, string(e.Status), nullTime(e.EndedAt), rows[i].seq
+			})
+		if err != nil {
+			return err
+		}
 	}
-	old = ledger.Event{Type: e.Type, ID: e.ID}
-	var status string
-	var started int64
-	var ended sql.NullInt64
-	err = get.QueryRowContext(ctx, e.ID).Scan(&old.AgentID, &old.BuyerID, &operator, &status, &old.EscrowAmountCents, &started, &ended)
-	if errors.Is(err, sql.ErrNoRows) {
-		return old, "", false, nil
+	return nil
+}
+
+// maxChunkRows bounds the rows of one multi-row statement. Such a statement
+// needs a statement journal (a foreign key may fail after some rows are
+// written), holding a copy of every page it changes; each row changes a
+// page or two of scattered indexes, and four rows keep the journal under
+// SQLite's 64 KiB in-memory limit, so it never spills to a temporary file.
+// Measured: 4 rows per statement as fast as 16 at 20,000 events and 15-20%
+// faster at 200,000; one row per statement measured slower at both sizes.
+const maxChunkRows = 4
+
+// insert runs head + n value tuples + tail in chunks of at most
+// maxChunkRows rows and checks that every row was written. Parameters ?1 to
+// ?len(shared) are bound to shared in every chunk and may appear in head,
+// tuple and tail; the anonymous parameters of row i's tuple are set by fill.
+func (it *ingestTx) insert(ctx context.Context, op, head, tuple, tail string, shared []any, n int, fill func(i int, a []any)) error {
+	if n == 0 {
+		return nil
 	}
-	if err != nil {
-		return old, "", false, dbErr("read event", err)
+	width := strings.Count(tuple, "?") - countNumbered(tuple)
+	var st *sql.Stmt
+	stRows := 0
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+	}()
+	for lo := 0; lo < n; lo += maxChunkRows {
+		rows := min(n-lo, maxChunkRows)
+		if rows != stRows {
+			if st != nil {
+				st.Close()
+				st = nil
+			}
+			q := chunkSQL(head, tuple, tail, len(shared), width, rows)
+			var err error
+			if st, err = it.tx.PrepareContext(ctx, q); err != nil {
+				return dbErr(op, err)
+			}
+			stRows = rows
+		}
+		need := len(shared) + rows*width
+		if cap(it.args) < need {
+			it.args = make([]any, need)
+		}
+		a := it.args[:need]
+		copy(a, shared)
+		for i := range rows {
+			fill(lo+i, a[len(shared)+i*width:len(shared)+(i+1)*width])
+		}
+		res, err := st.ExecContext(ctx, a...)
+		if err != nil {
+			return dbErr(op, err)
+		}
+		if got, err := res.RowsAffected(); err != nil {
+			return dbErr(op, err)
+		} else if got != int64(rows) {
+			return fmt.Errorf("sqlite: %s: %d of %d rows written", op, got, rows)
+		}
 	}
-	old.Status, old.StartedAt, old.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
-	return old, operator, true, nil
+	return nil
+}
+
+// countNumbered counts the ?NNN parameters in a tuple.
+func countNumbered(tuple string) int {
+	n := 0
+	for i := 0; i+1 < len(tuple); i++ {
+		if tuple[i] == '?' && tuple[i+1] >= '1' && tuple[i+1] <= '9' {
+			n++
+		}
+	}
+	return n
+}
+
+// chunkSQL is head, rows copies of tuple and tail, with the anonymous
+// parameters numbered explicitly from shared+1 on: SQLite would number an
+// anonymous parameter that precedes every ?NNN as ?1.
+func chunkSQL(head, tuple, tail string, shared, width, rows int) string {
+	var q strings.Builder
+	q.Grow(len(head) + rows*(len(tuple)+4*width) + len(tail))
+	q.WriteString(head)
+	next := shared + 1
+	for r := range rows {
+		if r > 0 {
+			q.WriteString(", ")
+		}
+		for i := 0; i < len(tuple); i++ {
+			q.WriteByte(tuple[i])
+			if tuple[i] == '?' && (i+1 == len(tuple) || tuple[i+1] < '0' || tuple[i+1] > '9') {
+				q.WriteString(strconv.Itoa(next))
+				next++
+			}
+		}
+	}
+	q.WriteString(tail)
+	return q.String()
 }
 
 func reject(err error) store.Outcome { return store.Outcome{Status: store.Rejected, Err: err} }

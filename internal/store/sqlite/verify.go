@@ -26,6 +26,14 @@ func (v *verifier) fail(agent string, seq int64, event, format string, args ...a
 
 // VerifyLedger implements store.Store. It reads in one snapshot (a read
 // transaction under WAL), so concurrent ingests do not look like breaks.
+//
+// Chain records hold only what event rows cannot give back (migration
+// 00003), so each record's canonical content is rebuilt from the record and
+// its event row and hashed with the previous record's hash: an edit to the
+// record, to any hashed field of the event row, or to the stored hashes
+// breaks the link where it happened. The event rows are then checked
+// against the records: each names its latest record and holds that
+// record's status.
 func (s *Store) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
 	v := &verifier{broken: make(map[string]store.BrokenLink)}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -36,11 +44,11 @@ func (s *Store) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
 	if err := v.chains(ctx, tx); err != nil {
 		return v.report, err
 	}
+	if err := v.empty(ctx, tx); err != nil {
+		return v.report, err
+	}
 	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
 		if err := v.rows(ctx, tx, t); err != nil {
-			return v.report, err
-		}
-		if err := v.latest(ctx, tx, t); err != nil {
 			return v.report, err
 		}
 	}
@@ -51,24 +59,38 @@ func (s *Store) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
 	return v.report, nil
 }
 
-// chains walks every record in chain order, recomputing each hash from the
-// previous one, and checks each chain's end against the agent's head.
+// chainQuery lists every record in chain order with its agent's head (NULL
+// when the agents row is missing) and its event row (NULL when deleted).
+const chainQuery = `SELECT r.agent_id, a.head_seq, a.head_hash, r.seq, r.event_type, r.event_id, r.status, r.hash,
+    c.id IS NOT NULL OR t.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, ''), COALESCE(c.buyer_id, t.buyer_id, ''),
+    COALESCE(c.operator_id, t.operator_id, ''), COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, 0),
+    COALESCE(c.completed_at, t.settled_at), COALESCE(c.status, t.status, ''), COALESCE(c.seq, t.seq, 0)
+  FROM ledger_records r
+  LEFT JOIN agents a ON a.id = r.agent_id
+  LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
+  LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
+  ORDER BY r.agent_id, r.seq`
+
+// chains walks every record in chain order, rebuilding each one's content
+// and recomputing its hash from the previous stored hash, and checks each
+// chain's end against the agent's head.
 func (v *verifier) chains(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT a.id, a.head_seq, a.head_hash, r.seq, r.event_type, r.event_id, r.content, r.hash
-	  FROM agents a LEFT JOIN ledger_records r ON r.agent_id = a.id ORDER BY a.id, r.seq`)
+	rows, err := tx.QueryContext(ctx, chainQuery)
 	if err != nil {
 		return dbErr("verify chains", err)
 	}
 	defer rows.Close()
 	var (
-		agent     string
-		headSeq   int64
-		headHash  []byte
-		prev      ledger.Hash
-		expectSeq int64
+		agent      string
+		registered bool
+		headSeq    int64
+		headHash   []byte
+		prev       ledger.Hash
+		expectSeq  int64
+		chain      ledger.Chainer
 	)
 	end := func() {
-		if agent == "" {
+		if agent == "" || !registered {
 			return
 		}
 		if expectSeq-1 != headSeq || !bytes.Equal(prev[:], headHash) {
@@ -76,39 +98,57 @@ func (v *verifier) chains(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	for rows.Next() {
-		var id string
-		var hs int64
-		var hh []byte
-		var seq sql.NullInt64
-		var typ, event sql.NullString
-		var content, hash []byte
-		if err := rows.Scan(&id, &hs, &hh, &seq, &typ, &event, &content, &hash); err != nil {
+		var (
+			id, typ, event, status, rowStatus string
+			rowAgent, rowBuyer, rowOperator   string
+			seq, rowSeq, started              int64
+			hs, ended                         sql.NullInt64
+			hh, hash                          []byte
+			found                             bool
+			rec                               ledger.Record
+		)
+		if err := rows.Scan(&id, &hs, &hh, &seq, &typ, &event, &status, &hash,
+			&found, &rowAgent, &rowBuyer, &rowOperator, &rec.Event.EscrowAmountCents, &started, &ended, &rowStatus, &rowSeq); err != nil {
 			return dbErr("verify chains", err)
 		}
 		if id != agent {
 			end()
 			v.report.Agents++
-			agent, headSeq, headHash, prev, expectSeq = id, hs, hh, ledger.Hash{}, 1
-		}
-		if !seq.Valid { // an agent without records
-			continue
+			agent, registered, headSeq, headHash, prev, expectSeq = id, hs.Valid, hs.Int64, hh, ledger.Hash{}, 1
+			if !registered {
+				v.fail(agent, seq, event, "chain records exist for an agent that is not registered")
+			}
 		}
 		v.report.Records++
-		if seq.Int64 != expectSeq {
-			v.fail(agent, expectSeq, "", "record seq %d is missing (next present is %d)", expectSeq, seq.Int64)
+		if seq != expectSeq {
+			v.fail(agent, expectSeq, "", "record seq %d is missing (next present is %d)", expectSeq, seq)
 		}
-		rec, err := ledger.ParseCanonical(content)
+		expectSeq = seq + 1
 		switch {
-		case err != nil:
-			v.fail(agent, seq.Int64, event.String, "record content is unreadable: %v", err)
-		case rec.Seq != seq.Int64 || rec.Event.AgentID != agent || rec.Event.ID != event.String || string(rec.Event.Type) != typ.String:
-			v.fail(agent, seq.Int64, event.String, "record columns disagree with its hashed content")
-		}
-		if got := ledger.Link(prev, content); !bytes.Equal(got[:], hash) {
-			v.fail(agent, seq.Int64, event.String, "hash mismatch: the record or its predecessor was altered")
+		case !found:
+			v.fail(agent, seq, event, "%s recorded in the chain has no row (deleted)", typ)
+		case rowAgent != agent:
+			v.fail(agent, seq, event, "%s row belongs to agent %q, not to this chain", typ, rowAgent)
+		default:
+			rec.Seq, rec.Operator = seq, rowOperator
+			rec.Event.Type, rec.Event.ID, rec.Event.AgentID, rec.Event.BuyerID = ledger.Type(typ), event, rowAgent, rowBuyer
+			rec.Event.Status, rec.Event.StartedAt = ledger.Status(status), fromMicros(started)
+			if rec.Event.Status.Terminal() {
+				// A terminal status is final: the row's end time is this
+				// record's.
+				rec.Event.EndedAt = nullMicros(ended)
+			}
+			if got, _ := chain.Link(prev, &rec); !bytes.Equal(got[:], hash) {
+				v.fail(agent, seq, event, "hash mismatch: the chain record or its %s row was altered outside the ledger", typ)
+			}
+			switch {
+			case seq > rowSeq:
+				v.fail(agent, seq, event, "%s row is not at its latest chain record (it names seq %d)", typ, rowSeq)
+			case seq == rowSeq && rowStatus != status:
+				v.fail(agent, seq, event, "%s row differs from its chain record (status %s, recorded %s; altered outside the ledger)", typ, rowStatus, status)
+			}
 		}
 		copy(prev[:], hash)
-		expectSeq = seq.Int64 + 1
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("verify chains", err)
@@ -117,13 +157,38 @@ func (v *verifier) chains(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// rows checks that every event row is exactly the content of the chain
-// record it points at.
+// empty checks the agents that have no chain record: their head must be the
+// empty chain's.
+func (v *verifier) empty(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, head_seq, head_hash FROM agents a
+	  WHERE NOT EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id)`)
+	if err != nil {
+		return dbErr("verify chains", err)
+	}
+	defer rows.Close()
+	var zero ledger.Hash
+	for rows.Next() {
+		var id string
+		var headSeq int64
+		var headHash []byte
+		if err := rows.Scan(&id, &headSeq, &headHash); err != nil {
+			return dbErr("verify chains", err)
+		}
+		v.report.Agents++
+		if headSeq != 0 || !bytes.Equal(headHash, zero[:]) {
+			v.fail(id, 0, "", "chain ends at seq 0 but the agent's head is seq %d with another hash (records removed or head altered)", headSeq)
+		}
+	}
+	return dbErr("verify chains", rows.Err())
+}
+
+// rows checks that every event row names a chain record of its own event
+// (the chain walk checks that it is the latest and holds its status).
 func (v *verifier) rows(ctx context.Context, tx *sql.Tx, t ledger.Type) error {
-	q := `SELECT e.id, e.agent_id, COALESCE(e.buyer_id, ''), e.operator_id, e.status, 0, e.started_at, e.completed_at, e.seq, r.content
+	q := `SELECT e.id, e.agent_id, e.seq, r.event_type, r.event_id
 	  FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq`
 	if t == ledger.AP2Transaction {
-		q = `SELECT e.id, e.provider_id, e.buyer_id, e.operator_id, e.status, e.escrow_amount_cents, e.started_at, e.settled_at, e.seq, r.content
+		q = `SELECT e.id, e.provider_id, e.seq, r.event_type, r.event_id
 	  FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq`
 	}
 	rows, err := tx.QueryContext(ctx, q)
@@ -132,55 +197,18 @@ func (v *verifier) rows(ctx context.Context, tx *sql.Tx, t ledger.Type) error {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		rec := ledger.Record{Event: ledger.Event{Type: t}}
-		var status string
-		var started int64
-		var ended sql.NullInt64
-		var content []byte
-		if err := rows.Scan(&rec.Event.ID, &rec.Event.AgentID, &rec.Event.BuyerID, &rec.Operator, &status,
-			&rec.Event.EscrowAmountCents, &started, &ended, &rec.Seq, &content); err != nil {
+		var id, agent string
+		var seq int64
+		var typ, event sql.NullString
+		if err := rows.Scan(&id, &agent, &seq, &typ, &event); err != nil {
 			return dbErr("verify events", err)
 		}
 		v.report.Events++
-		rec.Event.Status, rec.Event.StartedAt, rec.Event.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
 		switch {
-		case content == nil:
-			v.fail(rec.Event.AgentID, rec.Seq, rec.Event.ID, "%s row points at a chain record that does not exist", t)
-		case !bytes.Equal(rec.Canonical(), content):
-			v.fail(rec.Event.AgentID, rec.Seq, rec.Event.ID, "%s row differs from its chain record (altered outside the ledger)", t)
-		}
-	}
-	return dbErr("verify events", rows.Err())
-}
-
-// latest checks that every event in the chain has a row and that the row
-// holds its latest record (a row rolled back to an earlier report, or
-// deleted, is a break).
-func (v *verifier) latest(ctx context.Context, tx *sql.Tx, t ledger.Type) error {
-	table, agentCol := "conduit_sessions", "agent_id"
-	if t == ledger.AP2Transaction {
-		table, agentCol = "ap2_transactions", "provider_id"
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT x.agent_id, x.event_id, x.m, e.seq, e.`+agentCol+`
-	  FROM (SELECT agent_id, event_id, MAX(seq) AS m FROM ledger_records WHERE event_type = ? GROUP BY event_id, agent_id) x
-	  LEFT JOIN `+table+` e ON e.id = x.event_id
-	  WHERE e.id IS NULL OR e.seq <> x.m OR e.`+agentCol+` <> x.agent_id`, string(t))
-	if err != nil {
-		return dbErr("verify events", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var agent, event string
-		var m int64
-		var seq sql.NullInt64
-		var rowAgent sql.NullString
-		if err := rows.Scan(&agent, &event, &m, &seq, &rowAgent); err != nil {
-			return dbErr("verify events", err)
-		}
-		if !seq.Valid {
-			v.fail(agent, m, event, "%s recorded in the chain has no row (deleted)", t)
-		} else {
-			v.fail(agent, m, event, "%s row is not at its latest chain record (seq %d)", t, seq.Int64)
+		case !typ.Valid:
+			v.fail(agent, seq, id, "%s row points at a chain record that does not exist", t)
+		case typ.String != string(t) || event.String != id:
+			v.fail(agent, seq, id, "%s row points at chain record %d, which records %s %s", t, seq, typ.String, event.String)
 		}
 	}
 	return dbErr("verify events", rows.Err())
