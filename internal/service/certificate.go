@@ -3,9 +3,11 @@ package service
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/passport"
@@ -72,12 +74,50 @@ func (a *API) Certificate(ctx context.Context, agentID string) (Certificate, err
 			return a.certs.remember(agentID, &e, ck).certificate(agentID, false), nil
 		}
 	}
-	e, err := a.Store.RefreshScore(ctx, agentID, now, a.issue)
-	if err != nil {
+	return a.issueOnce(ctx, agentID, now, ck)
+}
+
+// issueOnce signs and stores a new passport for agentID as of now, unless
+// another request of this process is already doing so: then it waits for
+// that one and serves the same document. Without this, a burst of first
+// requests for an agent would each sign and store a passport of their own,
+// and every caller but the last to store would hold a document (valid, but
+// with another id and signature) that the route no longer serves. If the
+// request it waited for failed (its client may have gone away), it issues
+// one itself. Several processes can still each issue one at the same
+// instant; the last stored is then the one served from then on.
+func (a *API) issueOnce(ctx context.Context, agentID string, now time.Time, ck check) (Certificate, error) {
+	f, leader := a.certs.flights.join(agentID)
+	if !leader {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return Certificate{}, fmt.Errorf("%w: waiting for agent %q's certificate: %w", errkind.ErrUnavailable, agentID, ctx.Err())
+		}
+		if f.err == nil && f.cert.answers(a.now()) {
+			return f.cert.certificate(agentID, false), nil
+		}
+		e, err := a.Store.RefreshScore(ctx, agentID, now, a.issue)
+		if err != nil {
+			return Certificate{}, err
+		}
+		return a.certs.remember(agentID, &e, ck).certificate(agentID, true), nil
+	}
+	var c *memoCert
+	err := errLeaderPanicked
+	// Deferred, so the waiting requests are released even if issuing panics.
+	defer func() { a.certs.flights.finish(agentID, f, c, err) }()
+	var e store.CacheEntry
+	if e, err = a.Store.RefreshScore(ctx, agentID, now, a.issue); err != nil {
 		return Certificate{}, err
 	}
-	return a.certs.remember(agentID, &e, ck).certificate(agentID, true), nil
+	c = a.certs.remember(agentID, &e, ck)
+	return c.certificate(agentID, true), nil
 }
+
+// errLeaderPanicked is what requests waiting on an issuance see when it
+// panicked; they then issue the passport themselves.
+var errLeaderPanicked = errors.New("issuing the certificate panicked")
 
 func (c *memoCert) certificate(agentID string, issued bool) Certificate {
 	return Certificate{AgentID: agentID, Passport: c.passport, Digest: c.digest, ComputedAt: c.computedAt,

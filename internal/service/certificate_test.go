@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -23,6 +24,9 @@ type countingStore struct {
 	store.Store
 	watch                     store.CacheWatch
 	stamps, cached, refreshed atomic.Int64
+	// delay slows every RefreshScore down; the first fail of them fail.
+	delay time.Duration
+	fail  atomic.Int64
 }
 
 func (s *countingStore) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
@@ -37,6 +41,10 @@ func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf ti
 
 func (s *countingStore) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
 	s.refreshed.Add(1)
+	time.Sleep(s.delay)
+	if s.fail.Add(-1) >= 0 {
+		return store.CacheEntry{}, errors.New("injected refresh failure")
+	}
 	return s.Store.RefreshScore(ctx, agentID, asOf, issue)
 }
 
@@ -189,6 +197,57 @@ func TestCertificateTwoInstances(t *testing.T) {
 // a remembered certificate costs no query; a change it reports, its being
 // down, maxTrust, expiry and this process's own ingest each send the
 // request back to the store.
+// A burst of first requests for an agent signs one passport, and every
+// request serves it; if the request signing it fails, the waiting ones sign
+// their own rather than fail with it.
+func TestCertificateFirstBurst(t *testing.T) {
+	ctx := context.Background()
+	for _, fail := range []bool{false, true} {
+		a, c := newAPI(t)
+		cs := &countingStore{Store: a.Store, delay: 50 * time.Millisecond}
+		if fail {
+			cs.fail.Store(1)
+		}
+		b := &API{Ledger: &Ledger{Store: cs, Now: c.now}, Key: a.Key, Platform: a.Platform}
+		ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
+		const n = 8
+		certs, errs := make([]Certificate, n), make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { certs[i], errs[i] = b.Certificate(ctx, "agent-1") })
+		}
+		wg.Wait()
+		var failed, issued int
+		var served []byte
+		for i := range n {
+			if errs[i] != nil {
+				failed++
+				continue
+			}
+			if certs[i].Issued {
+				issued++
+			}
+			if served == nil {
+				served = certs[i].Passport
+			}
+			if !fail && !bytes.Equal(certs[i].Passport, served) {
+				t.Fatalf("request %d served another passport:\n%s\n%s", i, certs[i].Passport, served)
+			}
+		}
+		if !fail && (failed != 0 || issued != 1 || cs.refreshed.Load() != 1) {
+			t.Fatalf("%d failed, %d issued, %d refreshes; want 0, 1, 1", failed, issued, cs.refreshed.Load())
+		}
+		if fail && (failed != 1 || issued < 1) {
+			t.Fatalf("with the first refresh failing: %d failed, %d issued; want 1 and at least 1", failed, issued)
+		}
+		// Whatever happened, the route now serves one stored passport.
+		got, err := b.Certificate(ctx, "agent-1")
+		if err != nil || got.Issued {
+			t.Fatalf("after the burst: issued %v, %v", got.Issued, err)
+		}
+	}
+}
+
 func TestCertificateWatch(t *testing.T) {
 	ctx := context.Background()
 	a, c := newAPI(t)

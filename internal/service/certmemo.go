@@ -47,6 +47,51 @@ type certMemo struct {
 	// so processes that never serve one (the CLI) open no listener.
 	watchOnce sync.Once
 	watch     store.CacheWatch // nil: read the stamp on every request
+
+	// flights are the passports being issued now, one per agent at most
+	// (API.issueOnce).
+	flights flights
+}
+
+// flights tracks, per agent, the one request of this process issuing a
+// passport, so that concurrent requests wait for it rather than sign their
+// own. The zero value is ready to use.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// flight is one issuance; cert and err are set before done is closed.
+type flight struct {
+	done chan struct{}
+	cert *memoCert
+	err  error
+}
+
+// join returns the agent's issuance in progress, or registers a new one
+// and reports that the caller leads it and must finish it.
+func (fs *flights) join(agentID string) (f *flight, leader bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f := fs.m[agentID]; f != nil {
+		return f, false
+	}
+	if fs.m == nil {
+		fs.m = make(map[string]*flight)
+	}
+	f = &flight{done: make(chan struct{})}
+	fs.m[agentID] = f
+	return f, true
+}
+
+// finish publishes the leader's outcome to the waiting requests and
+// forgets the issuance.
+func (fs *flights) finish(agentID string, f *flight, c *memoCert, err error) {
+	f.cert, f.err = c, err
+	fs.mu.Lock()
+	delete(fs.m, agentID)
+	fs.mu.Unlock()
+	close(f.done)
 }
 
 // memoCert is a served certificate. It is never modified once remembered
