@@ -10,7 +10,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
-	"github.com/swarmscore/swarmscore/passport"
 )
 
 // notifyBound is how long another process's write may take to be seen on
@@ -25,26 +24,9 @@ const notifyBound = 2 * time.Second
 // notifications never reach it.
 func TestCertificateTwoInstancesPostgres(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.NewDatabase(t)
-	open := func() *postgres.Store {
-		s, err := postgres.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	key, err := passport.NewKey([]byte(testKey))
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &clock{time.Now().UTC().Truncate(time.Second)}
-	sb := &countingStore{Store: open()}
-	a := &API{Ledger: &Ledger{Store: open(), Now: c.now}, Key: key, Platform: "test.example"}
-	b := &API{Ledger: &Ledger{Store: sb, Now: c.now}, Key: key, Platform: "test.example"}
+	dsn := pgtest.NewDatabase(t)
+	a, b, sb := twoInstances(t, postgres.Opener, dsn, c)
 	end := c.t.Add(-24 * time.Hour)
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, end), ap2("agent-1", "t", 40, 38, end)...))
 

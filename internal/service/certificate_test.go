@@ -87,19 +87,18 @@ func (w *fakeWatch) setDown(down bool) {
 	w.down.Store(down)
 }
 
-// TestCertificateTwoInstances runs two API instances, as two `serve`
-// processes would, on one SQLite file: B serves its in-memory copy while
-// nothing changes, and sees every write A makes on its very next request.
-func TestCertificateTwoInstances(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	open := func() store.Store {
-		s, err := sqlite.Open(ctx, "sqlite:"+path)
+// twoInstances opens two stores on one database with open (its own
+// connections each, as two processes have), migrates it and returns an API
+// on each sharing clock c; B's store counts its calls.
+func twoInstances(t *testing.T, open func(context.Context, string) (store.Store, error), dsn string, c *clock) (a, b *API, sb *countingStore) {
+	t.Helper()
+	opened := func() store.Store {
+		s, err := open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(ctx); err != nil {
+		if err := s.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -108,10 +107,19 @@ func TestCertificateTwoInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb = &countingStore{Store: opened()}
+	a = &API{Ledger: &Ledger{Store: opened(), Now: c.now}, Key: key, Platform: "test.example"}
+	b = &API{Ledger: &Ledger{Store: sb, Now: c.now}, Key: key, Platform: "test.example"}
+	return a, b, sb
+}
+
+// TestCertificateTwoInstances runs two API instances, as two `serve`
+// processes would, on one SQLite file: B serves its in-memory copy while
+// nothing changes, and sees every write A makes on its very next request.
+func TestCertificateTwoInstances(t *testing.T) {
+	ctx := context.Background()
 	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	sb := &countingStore{Store: open()}
-	a := &API{Ledger: &Ledger{Store: open(), Now: c.now}, Key: key, Platform: "test.example"}
-	b := &API{Ledger: &Ledger{Store: sb, Now: c.now}, Key: key, Platform: "test.example"}
+	a, b, sb := twoInstances(t, sqlite.Open, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
 	cert := func(api *API, name string, issued bool) Certificate {
 		t.Helper()
 		got, err := api.Certificate(ctx, "agent-1")
