@@ -74,6 +74,7 @@ type recorder struct {
 	status int
 	bytes  int64
 	route  *routeMetrics // nil until one of our routes handles the request
+	client string        // clientOf's result, once asked
 }
 
 func (rw *recorder) WriteHeader(code int) {
@@ -136,6 +137,18 @@ func (s *Server) clientIP(r *http.Request) string {
 	return client.String()
 }
 
+// clientOf is clientIP(r), worked out once per request: the rate limit and
+// the access log both ask. rw may be nil (a handler called without outer).
+func (s *Server) clientOf(rw *recorder, r *http.Request) string {
+	if rw == nil {
+		return s.clientIP(r)
+	}
+	if rw.client == "" {
+		rw.client = s.clientIP(r)
+	}
+	return rw.client
+}
+
 // trusted reports whether a is inside one of the trusted proxy prefixes.
 func (s *Server) trusted(a netip.Addr) bool {
 	a = a.Unmap()
@@ -191,7 +204,7 @@ func (s *Server) outer(next http.Handler) http.Handler {
 				slog.Int("status", rw.status),
 				slog.Int64("bytes", rw.bytes),
 				slog.Duration("duration", d),
-				slog.String("client", s.clientIP(r)))
+				slog.String("client", s.clientOf(rw, r)))
 		}()
 		next.ServeHTTP(rw, r)
 	})

@@ -159,7 +159,8 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 	m := s.metrics.route(pattern)
 	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if rw, ok := w.(*recorder); ok {
+		rw, _ := w.(*recorder)
+		if rw != nil {
 			rw.route = m
 		}
 		if r.ContentLength > limit {
@@ -170,7 +171,7 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 		switch a {
 		case public:
 			if s.limiter != nil {
-				if ok, wait := s.limiter.allow(s.clientIP(r), s.now()); !ok {
+				if ok, wait := s.limiter.allow(s.clientOf(rw, r), s.now()); !ok {
 					secs := int64((wait + time.Second - 1) / time.Second)
 					w.Header().Set("Retry-After", itoa(secs))
 					s.fail(w, r, errorf(ptRateLimited, "rate limit exceeded for this client; retry after %d s", secs))
