@@ -97,16 +97,14 @@ func (a *API) issueOnce(ctx context.Context, agentID string, now time.Time, ck c
 		if f.err == nil && f.cert.answers(a.now()) {
 			return f.cert.certificate(agentID, false), nil
 		}
-		e, err := a.Store.RefreshScore(ctx, agentID, now, a.issue)
-		if err != nil {
-			return Certificate{}, err
-		}
-		return a.certs.remember(agentID, &e, ck).certificate(agentID, true), nil
 	}
 	var c *memoCert
 	err := errLeaderPanicked
-	// Deferred, so the waiting requests are released even if issuing panics.
-	defer func() { a.certs.flights.finish(agentID, f, c, err) }()
+	if leader {
+		// Deferred, so the waiting requests are released even if issuing
+		// panics.
+		defer func() { a.certs.flights.finish(agentID, f, c, err) }()
+	}
 	var e store.CacheEntry
 	if e, err = a.Store.RefreshScore(ctx, agentID, now, a.issue); err != nil {
 		return Certificate{}, err
