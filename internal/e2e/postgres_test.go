@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/swarmscore/swarmscore/client"
 	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
@@ -123,30 +121,8 @@ func TestPostgresListenerDown(t *testing.T) {
 		}
 	}
 
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := pgx.Connect(ctx, pgtest.AdminDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close(ctx) })
-	allow := func(on string) {
-		t.Helper()
-		if _, err := admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` WITH ALLOW_CONNECTIONS `+on); err != nil {
-			t.Fatal(err)
-		}
-	}
-	listeners := func() int {
-		t.Helper()
-		var n int
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
-			cfg.Database, postgres.ListenerApplicationName).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	admin := pgtest.NewAdmin(t, dsn)
+	listeners := func() int { return admin.Sessions(postgres.ListenerApplicationName) }
 	// Each listener connects in the background, so give them a moment.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		n := listeners()
@@ -157,12 +133,9 @@ func TestPostgresListenerDown(t *testing.T) {
 			t.Fatalf("%d listeners after 5 s, want one per serve process", n)
 		}
 	}
-	allow("false")
-	t.Cleanup(func() { allow("true") })
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2`,
-		cfg.Database, postgres.ListenerApplicationName); err != nil {
-		t.Fatal(err)
-	}
+	admin.AllowConnections(false)
+	t.Cleanup(func() { admin.AllowConnections(true) })
+	admin.Terminate(postgres.ListenerApplicationName)
 	// However the loss reaches B (at once here, as an end of stream), B
 	// stops trusting its memory within the listener's liveness (1 s).
 	time.Sleep(1500 * time.Millisecond)
@@ -185,7 +158,7 @@ func TestPostgresListenerDown(t *testing.T) {
 	}
 
 	// Listeners back: a write is seen by notification again.
-	allow("true")
+	admin.AllowConnections(true)
 	deadline := time.Now().Add(10 * time.Second)
 	for listeners() != 2 {
 		if time.Now().After(deadline) {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 )
@@ -88,27 +86,10 @@ func TestCertificateTwoInstancesPostgres(t *testing.T) {
 
 	// Take B's listener down and keep it down: the database refuses new
 	// connections (the pools keep theirs) and the listeners are ended.
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := pgx.Connect(ctx, pgtest.AdminDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close(ctx) })
-	allow := func(on bool) {
-		t.Helper()
-		if _, err := admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{cfg.Database}.Sanitize()+` WITH ALLOW_CONNECTIONS `+map[bool]string{true: "true", false: "false"}[on]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	allow(false)
-	t.Cleanup(func() { allow(true) })
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE datname = $1 AND application_name = $2`, cfg.Database, postgres.ListenerApplicationName); err != nil {
-		t.Fatal(err)
-	}
+	admin := pgtest.NewAdmin(t, dsn)
+	admin.AllowConnections(false)
+	t.Cleanup(func() { admin.AllowConnections(true) })
+	admin.Terminate(postgres.ListenerApplicationName)
 	w := b.certs.cacheWatch(sb)
 	deadline := time.Now().Add(2 * time.Second)
 	for {
@@ -136,7 +117,7 @@ func TestCertificateTwoInstancesPostgres(t *testing.T) {
 	}
 
 	// Back up: B trusts its memory again.
-	allow(true)
+	admin.AllowConnections(true)
 	fromMemory("listener back")
 	if _, ok := w.Mark(); !ok {
 		t.Fatal("listener back: the watch does not vouch")

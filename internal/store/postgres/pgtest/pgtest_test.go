@@ -77,3 +77,39 @@ func TestKeywordDSNOverride(t *testing.T) {
 		t.Fatalf("database = %q, want x: a later dbname must override", cfg.Database)
 	}
 }
+
+func TestAdmin(t *testing.T) {
+	ctx := context.Background()
+	dsn := NewDatabase(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["application_name"] = "pgtest-admin"
+	connect := func() (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cfg) }
+	conn, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	admin := NewAdmin(t, dsn)
+	if n := admin.Sessions("pgtest-admin"); n != 1 {
+		t.Fatalf("%d sessions, want 1", n)
+	}
+	admin.AllowConnections(false)
+	t.Cleanup(func() { admin.AllowConnections(true) })
+	if c, err := connect(); err == nil {
+		c.Close(ctx)
+		t.Fatal("a database refusing connections accepted one")
+	}
+	admin.Terminate("pgtest-admin")
+	if err := conn.Ping(ctx); err == nil {
+		t.Fatal("a terminated session still answers")
+	}
+	admin.AllowConnections(true)
+	c, err := connect()
+	if err != nil {
+		t.Fatalf("connections allowed again: %v", err)
+	}
+	c.Close(ctx)
+}
