@@ -39,7 +39,10 @@ func (h *harness) open(t *testing.T) store.Store {
 	return s
 }
 
-func (h *harness) exec(t *testing.T, s store.Store, query string, args ...any) {
+// raw opens a connection of its own to the file behind s, as a process
+// editing the database behind the store's back would; it closes when the
+// test ends.
+func (h *harness) raw(t *testing.T, s store.Store) *sql.DB {
 	t.Helper()
 	h.mu.Lock()
 	path := h.files[s]
@@ -48,8 +51,13 @@ func (h *harness) exec(t *testing.T, s store.Store, query string, args ...any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	res, err := db.ExecContext(context.Background(), query, args...)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func (h *harness) exec(t *testing.T, s store.Store, query string, args ...any) {
+	t.Helper()
+	res, err := h.raw(t, s).ExecContext(context.Background(), query, args...)
 	if err != nil {
 		t.Fatalf("tamper %q: %v", query, err)
 	}
@@ -284,15 +292,7 @@ func TestVerifyTamperingLayout(t *testing.T) {
 			if r, err := s.VerifyLedger(t.Context()); err != nil || len(r.Broken) != 0 || r.Records != 12 || r.Events != 9 || r.Agents != 3 {
 				t.Fatalf("before tampering: %+v %v", r, err)
 			}
-			h.mu.Lock()
-			path := h.files[s]
-			h.mu.Unlock()
-			db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if _, err := db.Exec(tc.tamper); err != nil {
+			if _, err := h.raw(t, s).Exec(tc.tamper); err != nil {
 				t.Fatalf("tamper: %v", err)
 			}
 			r, err := s.VerifyLedger(t.Context())
