@@ -1,6 +1,8 @@
 package passport
 
 import (
+	"encoding/binary"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,97 +88,183 @@ var hundredths = func() (t [101]float64) {
 // appendMessage appends the canonical message of p (JCS, without
 // issuer.signature) to b. sigAt is the offset in the result where the
 // signature member goes in the canonical signed document: after the platform,
-// before the brace closing issuer.
+// before the brace closing issuer. The member names and the constants
+// between values are the literals of the issued layout (issued.go), written
+// a word at a time by the generated putters in literals.go: that halves the
+// cost of appending them one by one. The versions and labels are the
+// constants, which check requires p's to be.
 func appendMessage(b []byte, p *Passport, ns *numbers) (msg []byte, sigAt int) {
-	b = append(b, `{"agent_id":"`...)
-	b = append(b, p.AgentID...)
-	b = append(b, `","agent_passport_id":"`...)
-	b = append(b, p.AgentPassportID...)
-	b = append(b, `","dimensions":{"commercial_reliability":`...)
-	b = appendDimensionJCS(b, &p.Dimensions.CommercialReliability, ns.get(numCRRate), ns.get(numCRVolume))
-	b = append(b, `,"technical_execution":`...)
-	b = appendDimensionJCS(b, &p.Dimensions.TechnicalExecution, ns.get(numTERate), ns.get(numTEVolume))
-	b = append(b, `},"escrow_modifier":`...)
-	b, _ = p.EscrowModifier.AppendText(b)
-	b = append(b, `,"expires_at":"`...)
-	b = appendTime(b, p.ExpiresAt)
-	b = append(b, `","formula_version":"`...)
-	b = append(b, p.FormulaVersion...)
-	b = append(b, `","issuer":{"computed_at":"`...)
-	b = appendTime(b, p.Issuer.ComputedAt)
-	b = append(b, `","platform":`...)
-	b = appendStringJCS(b, p.Issuer.Platform)
-	sigAt = len(b)
-	b = append(b, `},"qualification_gaps":[`...)
+	start := len(b)
+	b = slices.Grow(b, messageRoom(p))
+	w := writer{b: b[start:cap(b)]}
+	w.putAgent()
+	w.str(p.AgentID)
+	w.quote()
+	w.putPID()
+	w.str(p.AgentPassportID)
+	w.quote()
+	w.putCRActual()
+	w.dimension(&p.Dimensions.CommercialReliability, true, ns.get(numCRRate), ns.get(numCRVolume))
+	w.putTEActual()
+	w.dimension(&p.Dimensions.TechnicalExecution, false, ns.get(numTERate), ns.get(numTEVolume))
+	w.putEscrow()
+	escrow, _ := p.EscrowModifier.AppendText(w.b[w.n:w.n]) // check has validated it
+	w.n += len(escrow)
+	w.putExpires()
+	w.time(p.ExpiresAt)
+	w.quote()
+	w.putComputed()
+	w.time(p.Issuer.ComputedAt)
+	w.quote()
+	w.putPlatform()
+	w.n += len(appendEscapedJCS(w.b[w.n:w.n], p.Issuer.Platform))
+	w.quote()
+	sigAt = start + w.n
+	w.putGaps()
 	for i, g := range p.QualificationGaps {
 		if i > 0 {
-			b = append(b, ',')
+			w.b[w.n] = ','
+			w.n++
 		}
-		b = append(b, `{"actual":`...)
-		b = appendInt(b, g.Actual)
-		b = append(b, `,"required":`...)
-		b = appendInt(b, g.Required)
-		b = append(b, `,"requirement":"`...)
-		b = append(b, g.Requirement...)
-		b = append(b, `","tier":"`...)
-		b = append(b, g.Tier.String()...)
-		b = append(b, `"}`...)
+		w.putGapAct()
+		w.int(g.Actual)
+		w.putGapReq()
+		w.int(g.Required)
+		w.putGapWhat()
+		w.str(g.Requirement)
+		w.quote()
+		w.putGapTier()
+		w.str(g.Tier.String())
+		w.quote()
+		w.putGapEnd()
 	}
-	b = append(b, `],"score":{"ap2_contribution":`...)
-	b = appendInt(b, int64(p.Score.AP2Contribution))
-	b = append(b, `,"conduit_contribution":`...)
-	b = appendInt(b, int64(p.Score.ConduitContribution))
-	b = append(b, `,"tier":"`...)
-	b = append(b, p.Score.Tier.String()...)
-	b = append(b, `","value":`...)
-	b = appendInt(b, int64(p.Score.Value))
-	b = append(b, `},"swarmscore_version":"`...)
-	b = append(b, p.SwarmScoreVersion...)
-	return append(b, `"}`...), sigAt
+	w.putAP2()
+	w.int(int64(p.Score.AP2Contribution))
+	w.putConduit()
+	w.int(int64(p.Score.ConduitContribution))
+	w.putTier()
+	w.str(p.Score.Tier.String())
+	w.quote()
+	w.putValue()
+	w.int(int64(p.Score.Value))
+	w.putEnd()
+	return b[:start+w.n], sigAt
 }
 
-func appendDimensionJCS(b []byte, d *Dimension, rate, volume []byte) []byte {
-	b = append(b, `{"actual_contribution":`...)
-	b = appendInt(b, int64(d.ActualContribution))
-	b = append(b, `,"label":"`...)
-	b = append(b, d.Label...)
-	b = append(b, `","max_contribution":`...)
-	b = appendInt(b, int64(d.MaxContribution))
-	b = append(b, `,"sessions_90d":`...)
-	b = appendInt(b, d.Sessions90d)
-	b = append(b, `,"success_rate":`...)
-	b = append(b, rate...)
-	b = append(b, `,"successful_sessions_90d":`...)
-	b = appendInt(b, d.SuccessfulSessions90d)
-	b = append(b, `,"volume_factor":`...)
-	b = append(b, volume...)
-	return append(b, '}')
+// messageRoom bounds the length of p's message: the literals (under 1 KiB;
+// a test checks), at most 17 integers of 20 digits, 5 fractions of 24
+// characters, 2 times, 3 gaps' names, and the strings, the platform at
+// worst all \u00XX escapes.
+func messageRoom(p *Passport) int {
+	return 1024 + 17*20 + 5*24 + 2*20 + 3*(24+8) + len(p.AgentID) + len(p.AgentPassportID) + 6*len(p.Issuer.Platform)
 }
 
-// appendInt writes n in decimal. Most numbers in a passport are below 1000
-// and take a shortcut (strconv.AppendInt is a fifth of the message's cost).
-func appendInt(b []byte, n int64) []byte {
-	switch {
-	case n < 0 || n >= 1000:
-		return strconv.AppendInt(b, n, 10)
-	case n < 10:
-		return append(b, byte('0'+n))
-	case n < 100:
-		return append(b, byte('0'+n/10), byte('0'+n%10))
+// dimension writes a dimension's values after its first literal:
+// commercial_reliability if ap2, else technical_execution.
+func (w *writer) dimension(d *Dimension, ap2 bool, rate, volume []byte) {
+	w.int(int64(d.ActualContribution))
+	if ap2 {
+		w.putCRMax()
+	} else {
+		w.putTEMax()
 	}
-	return append(b, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10))
+	w.int(int64(d.MaxContribution))
+	w.putSessions()
+	w.int(d.Sessions90d)
+	w.putRate()
+	w.bytes(rate)
+	w.putSuccess()
+	w.int(d.SuccessfulSessions90d)
+	w.putVolume()
+	w.bytes(volume)
 }
 
-// appendTime writes t, which wireTime accepts, as RFC 3339 UTC whole seconds:
-// 2026-03-17T14:30:00Z.
-func appendTime(b []byte, t time.Time) []byte {
-	y, mo, d := t.Date()
-	h, mi, s := t.Clock()
-	return append(b,
-		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
-		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
-		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
-		byte('0'+s/10), byte('0'+s%10), 'Z')
+func (w *writer) str(s string)   { w.n += copy(w.b[w.n:], s) }
+func (w *writer) bytes(s []byte) { w.n += copy(w.b[w.n:], s) }
+func (w *writer) quote()         { w.b[w.n] = '"'; w.n++ }
+
+// int writes v in decimal. Most numbers in a passport are below 1000: they
+// are one lookup and one store of a word (whose bytes past the digits the
+// next write covers; messageRoom leaves room for them), no branch on the
+// number of digits.
+func (w *writer) int(v int64) {
+	if uint64(v) < uint64(len(smallInts)) {
+		e := smallInts[v]
+		binary.LittleEndian.PutUint32(w.b[w.n:], e&0xffffff)
+		w.n += int(e >> 24)
+		return
+	}
+	w.n += len(strconv.AppendInt(w.b[w.n:w.n], v, 10))
+}
+
+// smallInts[v] is v's decimal digits, the first in the low byte, and their
+// count in the high byte.
+var smallInts = func() (t [1000]uint32) {
+	for v := range t {
+		var b [4]byte
+		d := strconv.AppendInt(b[:0], int64(v), 10)
+		copy(b[:], d)
+		t[v] = binary.LittleEndian.Uint32(b[:])&0xffffff | uint32(len(d))<<24
+	}
+	return t
+}()
+
+// time writes t, which wireTime accepts (UTC whole seconds in years 0 to
+// 9999), as RFC 3339: 2026-03-17T14:30:00Z. It computes the calendar date
+// from the Unix time (civilFromDays) at a fraction of time.Time.Date's cost.
+func (w *writer) time(t time.Time) {
+	sec := t.Unix()
+	days, rem := sec/86400, sec%86400
+	if rem < 0 {
+		days, rem = days-1, rem+86400
+	}
+	y, mo, d := civilFromDays(days)
+	b := w.b[w.n : w.n+20]
+	put2 := func(at int, v int64) { b[at], b[at+1] = pairs[2*v], pairs[2*v+1] }
+	put2(0, y/100)
+	put2(2, y%100)
+	b[4] = '-'
+	put2(5, mo)
+	b[7] = '-'
+	put2(8, d)
+	b[10] = 'T'
+	put2(11, rem/3600)
+	b[13] = ':'
+	put2(14, rem/60%60)
+	b[16] = ':'
+	put2(17, rem%60)
+	b[19] = 'Z'
+	w.n += 20
+}
+
+// pairs holds "00" to "99".
+const pairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// civilFromDays is the proleptic Gregorian date of the day that is days
+// after 1970-01-01, the inverse of daysFromCivil (H. Hinnant's algorithm).
+func civilFromDays(days int64) (y, mo, d int64) {
+	z := days + 719468 // days since 0000-03-01
+	era := z
+	if z < 0 {
+		era -= 146096
+	}
+	era /= 146097
+	doe := z - era*146097                                  // [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // [0, 399]
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // [0, 365], from March 1st
+	mp := (5*doy + 2) / 153                                // [0, 11], March = 0
+	d = doy - (153*mp+2)/5 + 1
+	mo = mp + 3
+	if mo > 12 {
+		mo -= 12
+	}
+	y = yoe + era*400
+	if mo <= 2 {
+		y++
+	}
+	return y, mo, d
 }
 
 const hexDigits = "0123456789abcdef"
@@ -186,6 +274,12 @@ const hexDigits = "0123456789abcdef"
 // control characters, everything else as is.
 func appendStringJCS(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendEscapedJCS(b, s)
+	return append(b, '"')
+}
+
+// appendEscapedJCS writes the content of appendStringJCS, without the quotes.
+func appendEscapedJCS(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -196,8 +290,7 @@ func appendStringJCS(b []byte, s string) []byte {
 		b = appendEscape(b, c)
 		start = i + 1
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
 
 // appendEscape writes the JSON escape of c, a control character, quote or
@@ -218,4 +311,10 @@ func appendEscape(b []byte, c byte) []byte {
 		return append(b, '\\', 't')
 	}
 	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+}
+
+// writer writes into b, which has room for all of it, at n.
+type writer struct {
+	b []byte
+	n int
 }

@@ -11,23 +11,19 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// The fast path of Verify. The token walk in parse.go plus jcs.Transform is
-// precise but costs some 50 times the HMAC, because it builds a generic tree.
-// Most documents a verifier sees are well-formed passports exactly as issued,
-// by this package or another JCS issuer (canonical order, compact) or by
-// earlier versions of this package (§6.1 member order), so Verify first tries
-// a single pass over the known schema:
+// The general fast path of Verify. The token walk in parse.go plus
+// jcs.Transform is precise but costs some 50 times the HMAC, because it
+// builds a generic tree. Documents exactly as issued take the issued path
+// (issued.go); the rest of the well-formed passports a verifier sees are
+// laid out otherwise by other issuers or by earlier versions of this package
+// (§6.1 member order, indentation, escapes in the platform), so Verify next
+// tries a single pass over the known schema:
 //
-//  1. scan the document: first as exactly the canonical layout
-//     (scanCanonical: each member name is the expected literal, compared in
-//     place, no lookup, no whitespace), else with exactly the known members,
-//     each once, in any order, with insignificant whitespace anywhere JSON
-//     allows it (scan). Every value must be a string or number in RFC 8785
-//     canonical form (strings with no escapes but \" and \\, valid UTF-8;
-//     numbers as ECMAScript writes them). The scan records the byte span of
-//     every value; in the canonical layout it also reads the signature, the
-//     times and the UUID as it meets them, checking their fixed formats in
-//     place instead of looking for the closing quote.
+//  1. scan the document with exactly the known members, each once, in any
+//     order, with insignificant whitespace anywhere JSON allows it. Every
+//     value must be a string or number in RFC 8785 canonical form (strings
+//     with no escapes but \" and \\, valid UTF-8; numbers as ECMAScript
+//     writes them). The scan records the byte span of every value.
 //  2. interpret the spans: integers are plain digits up to MaxCount, times are
 //     RFC 3339 UTC whole seconds, enums are their exact names, and the rates,
 //     volume factors and escrow modifier must be exactly the text the counts
@@ -35,9 +31,7 @@ import (
 //  3. the signed message is the received value spans reassembled in JCS member
 //     order without issuer.signature: since every span is canonical, that is
 //     the canonical form of the document minus the signature, the bytes the
-//     slow path would HMAC, without re-encoding anything. For a document in
-//     canonical layout that is the document itself minus the signature
-//     member, so the HMAC reads it in place, in two pieces.
+//     slow path would HMAC, without re-encoding anything.
 //  4. HMAC, constant-time compare, consistency and expiry with the same code
 //     as the slow path (the consistency checks the values read in step 2
 //     already settle are not repeated).
@@ -45,12 +39,12 @@ import (
 // Anything else (an unknown member, a duplicate, another type, an escape, a
 // non-canonical number, a value the slow parser would reject) returns nil
 // and the slow path decides, with its diagnostics. The tests and fuzz
-// targets check that both paths agree on every input, and that what the
-// canonical scan reads in place is what the general scan and passport read.
+// targets check that the paths agree on every input.
 
 // Test hooks, only ever set by tests (before any concurrent use):
-// slowOnly makes Verify skip the fast path, so tests can compare the paths,
-// and onFastPath, if set, is called when the fast path decides.
+// slowOnly makes Verify skip both fast paths (the issued path and this one),
+// so tests can compare the paths, and onFastPath, if set, is called when
+// either fast path decides.
 var (
 	slowOnly   bool
 	onFastPath func()
@@ -140,22 +134,6 @@ type fastDoc struct {
 	gaps    [maxGaps][nGap]span
 	nGaps   int
 	escaped bool // the platform has \" or \\ escapes
-
-	// canonical is set by scanCanonical: the document is in canonical
-	// layout, its signature member is [sigStart, sigEnd) and the document
-	// proper ends at msgEnd.
-	canonical                bool
-	sigStart, sigEnd, msgEnd int
-
-	// The canonical scan reads the values of fixed format as it meets them
-	// (they hold no byte a string escapes, so once read their closing quote
-	// is known), and passport need not read them again: the signature
-	// decoded if sigOK, computed_at and expires_at as Unix times if
-	// timeOK, and whether agent_passport_id is a UUID (uuidOK).
-	sigRaw        [32]byte
-	secs          [2]int64
-	sigOK, uuidOK bool
-	timeOK        [2]bool
 }
 
 func (d *fastDoc) ws() {
@@ -313,82 +291,6 @@ func (d *fastDoc) scan() bool {
 	return ok && d.i == len(d.doc)
 }
 
-// lit consumes s if the document continues with it.
-func (d *fastDoc) lit(s string) bool {
-	if len(d.doc)-d.i >= len(s) && string(d.doc[d.i:d.i+len(s)]) == s {
-		d.i += len(s)
-		return true
-	}
-	return false
-}
-
-// strVal scans a string value into dst without whitespace before it: plain
-// printable ASCII inline, anything else by scalar (escapes only if escapes).
-func (d *fastDoc) strVal(dst *span, escapes bool) bool {
-	doc, start := d.doc, d.i
-	if start >= len(doc) || doc[start] != '"' {
-		return false
-	}
-	// plainEnd, with its first word inline: most strings are shorter than
-	// 8 bytes, and the call costs as much as the test.
-	j := start + 1
-	if len(doc)-j >= 8 {
-		if m := nonPlain(binary.LittleEndian.Uint64(doc[j:])); m != 0 {
-			j += bits.TrailingZeros64(m) >> 3
-		} else {
-			j = plainEnd(doc, j+8)
-		}
-	}
-	if j < len(doc) && doc[j] == '"' {
-		d.i = j + 1
-		*dst = mkSpan(start, d.i)
-		return true
-	}
-	return d.scalar(dst, escapes)
-}
-
-// sigVal scans issuer.signature for the canonical scan: 64 lowercase hex
-// digits in quotes are decoded in place; anything else is left to strVal
-// (and passport, which decodes it or declines).
-func (d *fastDoc) sigVal() bool {
-	doc, i := d.doc, d.i
-	if len(doc)-i >= 66 && doc[i] == '"' && doc[i+65] == '"' {
-		if d.sigRaw, d.sigOK = decodeSignature(doc[i+1 : i+65]); d.sigOK {
-			d.leaf[lSignature] = mkSpan(i, i+66)
-			d.i = i + 66
-			return true
-		}
-	}
-	return d.strVal(&d.leaf[lSignature], false)
-}
-
-// timeVal scans the time leaf (k is 0 for computed_at, 1 for expires_at)
-// for the canonical scan, parsing it in place if it is well formed.
-func (d *fastDoc) timeVal(leaf, k int) bool {
-	doc, i := d.doc, d.i
-	if len(doc)-i >= 22 && doc[i] == '"' && doc[i+21] == '"' {
-		if d.secs[k], d.timeOK[k] = parseTime(doc[i+1 : i+21]); d.timeOK[k] {
-			d.leaf[leaf] = mkSpan(i, i+22)
-			d.i = i + 22
-			return true
-		}
-	}
-	return d.strVal(&d.leaf[leaf], false)
-}
-
-// uuidVal scans agent_passport_id for the canonical scan, checking in place
-// whether it is a UUID (consistent requires it).
-func (d *fastDoc) uuidVal() bool {
-	doc, i := d.doc, d.i
-	if len(doc)-i >= 38 && doc[i] == '"' && doc[i+37] == '"' && isUUIDv4(doc[i+1:i+37]) {
-		d.uuidOK = true
-		d.leaf[lPassportID] = mkSpan(i, i+38)
-		d.i = i + 38
-		return true
-	}
-	return d.strVal(&d.leaf[lPassportID], false)
-}
-
 // numVal scans a number value into dst without whitespace before it,
 // loosely (numberByte): interpreting it checks it exactly.
 func (d *fastDoc) numVal(dst *span) bool {
@@ -435,186 +337,15 @@ func nonPlain(w uint64) uint64 {
 	return (ctl | q | bs | w) & highs
 }
 
-// step is a piece of the canonical layout: the literal text up to a value,
-// and what the value is (kind) and where it goes (leaf). A vKonst literal
-// ends with a value every passport the fast path accepts has (a label or a
-// version, n bytes): a document with another value fails the canonical
-// scan, and the general scan reads it.
-type step struct {
-	lit        string
-	kind, leaf uint8
-	n          uint8
-}
-
-// Kinds of step values.
-const (
-	vNone      = iota // the literal alone
-	vKonst            // the end of the literal
-	vNum              // a number
-	vStr              // a string without escapes
-	vPlatform         // the platform, a string that may have \" and \\
-	vUUID             // agent_passport_id
-	vComputed         // issuer.computed_at
-	vExpires          // expires_at
-	vSignature        // issuer.signature
-)
-
-func konstStep(lit, value string, leaf uint8) step {
-	return step{lit: lit + `"` + value + `"`, kind: vKonst, leaf: leaf, n: uint8(len(value) + 2)}
-}
-
-// The canonical (RFC 8785) layout of a passport, as Sign issues it: up to the
-// signature, the signature, to the gaps, each gap, and after the gaps.
-var (
-	headSteps = [...]step{
-		{lit: `{"agent_id":`, kind: vStr, leaf: lAgentID},
-		{lit: `,"agent_passport_id":`, kind: vUUID},
-		{lit: `,"dimensions":{"commercial_reliability":{"actual_contribution":`, kind: vNum, leaf: lCR + dActual},
-		konstStep(`,"label":`, LabelAP2, lCR+dLabel),
-		{lit: `,"max_contribution":`, kind: vNum, leaf: lCR + dMax},
-		{lit: `,"sessions_90d":`, kind: vNum, leaf: lCR + dSessions},
-		{lit: `,"success_rate":`, kind: vNum, leaf: lCR + dRate},
-		{lit: `,"successful_sessions_90d":`, kind: vNum, leaf: lCR + dSuccessful},
-		{lit: `,"volume_factor":`, kind: vNum, leaf: lCR + dVolume},
-		{lit: `},"technical_execution":{"actual_contribution":`, kind: vNum, leaf: lTE + dActual},
-		konstStep(`,"label":`, LabelConduit, lTE+dLabel),
-		{lit: `,"max_contribution":`, kind: vNum, leaf: lTE + dMax},
-		{lit: `,"sessions_90d":`, kind: vNum, leaf: lTE + dSessions},
-		{lit: `,"success_rate":`, kind: vNum, leaf: lTE + dRate},
-		{lit: `,"successful_sessions_90d":`, kind: vNum, leaf: lTE + dSuccessful},
-		{lit: `,"volume_factor":`, kind: vNum, leaf: lTE + dVolume},
-		{lit: `}},"escrow_modifier":`, kind: vNum, leaf: lEscrow},
-		{lit: `,"expires_at":`, kind: vExpires},
-		konstStep(`,"formula_version":`, score.FormulaVersion, lFormula),
-		{lit: `,"issuer":{"computed_at":`, kind: vComputed},
-		{lit: `,"platform":`, kind: vPlatform, leaf: lPlatform},
-	}
-	sigSteps  = [...]step{{lit: `,"signature":`, kind: vSignature}}
-	gapsSteps = [...]step{{lit: `},"qualification_gaps":[`}}
-	gapSteps  = [...]step{
-		{lit: `{"actual":`, kind: vNum, leaf: gActual},
-		{lit: `,"required":`, kind: vNum, leaf: gRequired},
-		{lit: `,"requirement":`, kind: vStr, leaf: gRequirement},
-		{lit: `,"tier":`, kind: vStr, leaf: gTier},
-		{lit: `}`},
-	}
-	tailSteps = [...]step{
-		{lit: `],"score":{"ap2_contribution":`, kind: vNum, leaf: lAP2},
-		{lit: `,"conduit_contribution":`, kind: vNum, leaf: lConduit},
-		{lit: `,"tier":`, kind: vStr, leaf: lTier},
-		{lit: `,"value":`, kind: vNum, leaf: lValue},
-		konstStep(`},"swarmscore_version":`, Version, lVersion),
-		{lit: `}`},
-	}
-)
-
-// steps scans values laid out as steps say, with no whitespace, into leaf.
-// Numbers and short plain strings, most values, are read inline, with the
-// position in a register; the rest by the value scanners.
-func (d *fastDoc) steps(steps []step, leaf []span) bool {
-	doc, i := d.doc, d.i
-	for k := range steps {
-		st := &steps[k]
-		n := len(st.lit)
-		if len(doc)-i < n || string(doc[i:i+n]) != st.lit {
-			return false
-		}
-		i += n
-		switch st.kind {
-		case vNone:
-			continue
-		case vKonst:
-			leaf[st.leaf] = mkSpan(i-int(st.n), i)
-			continue
-		case vNum:
-			start := i
-			for i < len(doc) && numberByte[doc[i]] {
-				i++
-			}
-			if i == start {
-				return false
-			}
-			leaf[st.leaf] = mkSpan(start, i)
-			continue
-		case vStr:
-			// A plain string that ends within the first word.
-			if len(doc)-i >= 9 && doc[i] == '"' {
-				if m := nonPlain(binary.LittleEndian.Uint64(doc[i+1:])); m != 0 {
-					if j := i + 1 + bits.TrailingZeros64(m)>>3; doc[j] == '"' {
-						leaf[st.leaf] = mkSpan(i, j+1)
-						i = j + 1
-						continue
-					}
-				}
-			}
-		}
-		d.i = i
-		ok := false
-		switch st.kind {
-		case vStr:
-			ok = d.strVal(&leaf[st.leaf], false)
-		case vPlatform:
-			ok = d.strVal(&leaf[st.leaf], true)
-		case vUUID:
-			ok = d.uuidVal()
-		case vComputed:
-			ok = d.timeVal(lComputed, 0)
-		case vExpires:
-			ok = d.timeVal(lExpires, 1)
-		case vSignature:
-			ok = d.sigVal()
-		}
-		if !ok {
-			return false
-		}
-		i = d.i
-	}
-	d.i = i
-	return true
-}
-
-// scanCanonical is scan for a document in exactly the canonical layout
-// (trailing whitespace aside), the one Sign issues: it reads the member names
-// as expected literals instead of looking them up, and takes each value to
-// be the type the schema says (another type fails it, and the general scan
-// reads the document). On success the document up to msgEnd, minus
-// [sigStart, sigEnd), is byte for byte what message would assemble (the fuzz
-// targets check it), so the signed message need not be copied. On failure d
-// must be reset before scan.
-func (d *fastDoc) scanCanonical() bool {
-	if !d.steps(headSteps[:], d.leaf[:]) {
-		return false
-	}
-	d.sigStart = d.i
-	if !d.steps(sigSteps[:], d.leaf[:]) {
-		return false
-	}
-	d.sigEnd = d.i
-	if !d.steps(gapsSteps[:], nil) {
-		return false
-	}
-	if d.i < len(d.doc) && d.doc[d.i] != ']' {
-		for {
-			if d.nGaps == maxGaps {
-				return false
-			}
-			g := &d.gaps[d.nGaps]
-			d.nGaps++
-			if !d.steps(gapSteps[:], g[:]) {
-				return false
-			}
-			if !d.lit(",") {
-				break
-			}
-		}
-	}
-	if !d.steps(tailSteps[:], d.leaf[:]) {
-		return false
-	}
-	d.msgEnd = d.i
-	d.ws()
-	d.canonical = d.i == len(d.doc)
-	return d.canonical
+// numberEnd flags (with its high bit) each byte of w, the first in the low
+// byte, that is ',' or '}', the bytes that may follow a number in the
+// canonical layout; as in nonPlain, the lowest flag is exact (a borrow can
+// flag a byte after a flagged one, never before).
+func numberEnd(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	c := w ^ ones*','
+	b := w ^ ones*'}'
+	return ((c-ones)&^c | (b-ones)&^b) & highs
 }
 
 func (d *fastDoc) text(s span) []byte { return d.doc[s.lo:s.hi] }
@@ -728,15 +459,6 @@ func parseTime(b []byte) (int64, bool) {
 	return daysFromCivil(y, mo, day)*86400 + int64(h*3600+mi*60+sec), true
 }
 
-// timeLeaf reads the time leaf (k as for timeVal) into dst.
-func (d *fastDoc) timeLeaf(leaf, k int, dst *time.Time) bool {
-	if d.timeOK[k] {
-		*dst = time.Unix(d.secs[k], 0).UTC()
-		return true
-	}
-	return d.time(d.leaf[leaf], dst)
-}
-
 // daysIn is the number of days of month mo of year y (proleptic Gregorian).
 func daysIn(mo, y int) int {
 	if mo == 2 {
@@ -774,10 +496,9 @@ func (d *fastDoc) numberIs(s span, want []byte) bool { return bytes.Equal(d.text
 // parse error.
 func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool) {
 	var te, cr *Dimension = &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
-	// The canonical scan compared the versions and labels as literals.
-	if !d.canonical && (!d.is(d.leaf[lVersion], Version) || !d.is(d.leaf[lFormula], score.FormulaVersion) ||
-		!d.is(d.leaf[lTE+dLabel], LabelConduit) || !d.is(d.leaf[lCR+dLabel], LabelAP2)) ||
-		!d.timeLeaf(lComputed, 0, &p.Issuer.ComputedAt) || !d.timeLeaf(lExpires, 1, &p.ExpiresAt) ||
+	if !d.is(d.leaf[lVersion], Version) || !d.is(d.leaf[lFormula], score.FormulaVersion) ||
+		!d.is(d.leaf[lTE+dLabel], LabelConduit) || !d.is(d.leaf[lCR+dLabel], LabelAP2) ||
+		!d.time(d.leaf[lComputed], &p.Issuer.ComputedAt) || !d.time(d.leaf[lExpires], &p.ExpiresAt) ||
 		!d.int(d.leaf[lValue], &p.Score.Value) || !d.int(d.leaf[lConduit], &p.Score.ConduitContribution) ||
 		!d.int(d.leaf[lAP2], &p.Score.AP2Contribution) {
 		return sig, res, false
@@ -853,10 +574,7 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	pid, ok2 := d.str(d.leaf[lPassportID])
 	agent, ok3 := d.str(d.leaf[lAgentID])
 	platform, ok4 := d.str(d.leaf[lPlatform])
-	raw, ok5 := d.sigRaw, d.sigOK
-	if !ok5 {
-		raw, ok5 = decodeSignature(sigText)
-	}
+	raw, ok5 := decodeSignature(sigText)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
 		return sig, res, false // a malformed signature and the rest: let the slow path say
 	}
@@ -950,11 +668,8 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 		return nil
 	}
 	d := fastDoc{doc: doc}
-	if !d.scanCanonical() {
-		d = fastDoc{doc: doc}
-		if !d.scan() {
-			return nil
-		}
+	if !d.scan() {
+		return nil
 	}
 	// One allocation holds the verification, the passport and its gaps; it
 	// is wasted when the document takes the slow path after all.
@@ -970,17 +685,11 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 	r.p.QualificationGaps = r.gaps[:d.nGaps:d.nGaps]
 	v := &r.v
 	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
-	if d.canonical {
-		// The document is the message with the signature member inserted:
-		// MAC the two parts in place.
-		v.SignatureValid = v.checkSignature(&sig, doc[:d.sigStart], doc[d.sigEnd:d.msgEnd], keys)
-	} else {
-		buf := spliceBufs.Get().(*[]byte)
-		msg := d.message((*buf)[:0])
-		v.SignatureValid = v.checkSignature(&sig, msg, nil, keys)
-		*buf = msg
-		spliceBufs.Put(buf)
-	}
+	buf := spliceBufs.Get().(*[]byte)
+	msg := d.message((*buf)[:0])
+	v.SignatureValid = v.checkSignature(&sig, msg, nil, keys)
+	*buf = msg
+	spliceBufs.Put(buf)
 	v.finish(&r.p, nil, true, at, d.consistent(&r.p, &res))
 	return v
 }
@@ -988,11 +697,11 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 // consistent reports whether p, read by the fast path from d with res the
 // result of its counts, passes checkPassport: it checks only what the fast
 // path has not established already (versions, labels, wire times, rates,
-// volume factors and the escrow modifier are, and the UUID may be). When
+// volume factors and the escrow modifier are). When
 // false, checkPassport runs and says why, so the findings are the slow
 // path's.
 func (d *fastDoc) consistent(p *Passport, res *score.Result) bool {
-	if !d.uuidOK && !isUUIDv4(p.AgentPassportID) || checkAgentID(p.AgentID) != nil || checkPlatform(p.Issuer.Platform) != nil ||
+	if !isUUIDv4(p.AgentPassportID) || checkAgentID(p.AgentID) != nil || checkPlatform(p.Issuer.Platform) != nil ||
 		!p.ExpiresAt.Equal(p.Issuer.ComputedAt.Add(Validity)) ||
 		p.Score.Value != res.Score || p.Score.Tier != res.Tier ||
 		p.Score.ConduitContribution != res.ConduitContribution || p.Score.AP2Contribution != res.AP2Contribution {

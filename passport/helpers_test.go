@@ -140,58 +140,72 @@ func hasCode(ps []Problem, code string) bool {
 	return false
 }
 
-// verifyBoth verifies doc on Verify's fast path (when it applies) and on the
-// slow token-walk path alone, fails the test if they disagree in any way, and
-// returns the result. fast reports whether the fast path decided.
+// verifyBoth verifies doc on Verify's fast paths (when they apply), on the
+// general fast path and the slow path alone, and on the slow token-walk path
+// alone, fails the test if they disagree in any way, and returns the result.
+// fast reports whether a fast path decided.
 func verifyBoth(t testing.TB, doc []byte, keys []Key, at time.Time) (v *Verification, fast bool) {
 	t.Helper()
-	checkCanonicalScan(t, doc)
+	checkIssuedPath(t, doc)
 	onFastPath = func() { fast = true }
 	v = Verify(doc, keys, at)
+	noIssuedPath = true
+	general := Verify(doc, keys, at)
+	noIssuedPath = false
 	onFastPath = nil
 	slowOnly = true
 	slow := Verify(doc, keys, at)
 	slowOnly = false
-	if got, want := mustMarshal(t, v), mustMarshal(t, slow); !bytes.Equal(got, want) {
-		t.Fatalf("fast path (taken: %v) says\n%s\nslow path says\n%s\nfor %q", fast, got, want, doc)
-	}
-	if (v.Passport == nil) != (slow.Passport == nil) || v.KeyIndex != slow.KeyIndex || !bytes.Equal(v.Document, slow.Document) {
-		t.Fatalf("paths disagree: passport %v/%v, key %d/%d", v.Passport != nil, slow.Passport != nil, v.KeyIndex, slow.KeyIndex)
-	}
-	if v.Passport != nil && !bytes.Equal(mustMarshal(t, v.Passport), mustMarshal(t, slow.Passport)) {
-		t.Fatalf("paths read different passports:\n%s\n%s", mustMarshal(t, v.Passport), mustMarshal(t, slow.Passport))
+	for _, other := range []struct {
+		name string
+		v    *Verification
+	}{{"general fast path", general}, {"slow path", slow}} {
+		if got, want := mustMarshal(t, v), mustMarshal(t, other.v); !bytes.Equal(got, want) {
+			t.Fatalf("Verify (fast path taken: %v) says\n%s\n%s says\n%s\nfor %q", fast, got, other.name, want, doc)
+		}
+		if (v.Passport == nil) != (other.v.Passport == nil) || v.KeyIndex != other.v.KeyIndex || !bytes.Equal(v.Document, other.v.Document) {
+			t.Fatalf("Verify and %s disagree: passport %v/%v, key %d/%d", other.name, v.Passport != nil, other.v.Passport != nil, v.KeyIndex, other.v.KeyIndex)
+		}
+		if v.Passport != nil && !bytes.Equal(mustMarshal(t, v.Passport), mustMarshal(t, other.v.Passport)) {
+			t.Fatalf("Verify and %s read different passports:\n%s\n%s", other.name, mustMarshal(t, v.Passport), mustMarshal(t, other.v.Passport))
+		}
 	}
 	return v, fast
 }
 
-// checkCanonicalScan asserts that when scanCanonical accepts doc, the general
-// scan reads the same values, and the document minus the signature member
-// (what the fast path MACs in place) is the message the general scan
-// assembles.
-func checkCanonicalScan(t testing.TB, doc []byte) {
+// checkIssuedPath asserts that when the issued path accepts doc, the general
+// scan accepts it too and reads the same values, and the document minus the
+// signature member (what the issued path MACs in place) is the message the
+// general scan assembles.
+func checkIssuedPath(t testing.TB, doc []byte) {
 	t.Helper()
-	c := fastDoc{doc: doc}
-	if !c.scanCanonical() {
+	var d issued
+	c := cursor{doc: doc}
+	if !d.read(&c) {
+		return
+	}
+	var ip Passport
+	ip.QualificationGaps = make([]score.Gap, 0, maxGaps)
+	if !d.fill(&c, &ip) {
 		return
 	}
 	g := fastDoc{doc: doc}
-	if !g.scan() || g.leaf != c.leaf || g.gaps != c.gaps || g.nGaps != c.nGaps || g.escaped != c.escaped {
-		t.Fatalf("scanCanonical and scan read %q differently", doc)
+	if !g.scan() || g.escaped != d.escaped {
+		t.Fatalf("the issued path reads %q, the general scan does not", doc)
 	}
-	// What the canonical scan read in place is what passport would read.
-	content := func(l int) []byte { b, _ := c.str(c.leaf[l]); return b }
-	if raw, ok := decodeSignature(content(lSignature)); ok != c.sigOK || ok && raw != c.sigRaw {
-		t.Fatalf("canonical scan decoded the signature of %q as %x %v", doc, c.sigRaw, c.sigOK)
+	var p Passport
+	p.QualificationGaps = make([]score.Gap, maxGaps)
+	sig, res, ok := g.passport(&p)
+	if !ok || !g.consistent(&p, &res) {
+		t.Fatalf("the issued path reads %q, the general path does not", doc)
 	}
-	for k, l := range [2]int{lComputed, lExpires} {
-		if sec, ok := parseTime(content(l)); ok != c.timeOK[k] || ok && sec != c.secs[k] {
-			t.Fatalf("canonical scan read time %d of %q as %d %v", k, doc, c.secs[k], c.timeOK[k])
-		}
+	if sig.raw != d.sigRaw {
+		t.Fatalf("the issued path decoded the signature of %q as %x, the general path as %x", doc, d.sigRaw, sig.raw)
 	}
-	if isUUIDv4(content(lPassportID)) != c.uuidOK {
-		t.Fatalf("canonical scan says UUID %v for %q", c.uuidOK, doc)
+	if !p.Issuer.ComputedAt.Equal(time.Unix(d.computed, 0)) || !p.ExpiresAt.Equal(time.Unix(d.expires, 0)) {
+		t.Fatalf("the issued path read the times of %q as %d and %d", doc, d.computed, d.expires)
 	}
-	inPlace := append(append([]byte(nil), doc[:c.sigStart]...), doc[c.sigEnd:c.msgEnd]...)
+	inPlace := append(append([]byte(nil), doc[:d.sigStart]...), doc[d.sigEnd:d.msgEnd]...)
 	if want := g.message(nil); !bytes.Equal(inPlace, want) {
 		t.Fatalf("in-place message\n%s\nassembled\n%s", inPlace, want)
 	}

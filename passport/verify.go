@@ -134,6 +134,9 @@ func Verify(doc []byte, keys []Key, at time.Time) *Verification {
 		v.Fail(CodeTooLarge, fmt.Sprintf("document is %d bytes, the limit is %d", len(doc), MaxDocumentSize), false)
 		return v
 	}
+	if v := verifyIssued(doc, keys, at); v != nil {
+		return v
+	}
 	if v := fastVerify(doc, keys, at); v != nil {
 		return v
 	}
