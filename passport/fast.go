@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -578,27 +577,8 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
 		return sig, res, false // a malformed signature and the rest: let the slow path say
 	}
-	var b strings.Builder // a string built in place, with no copy
-	b.Grow(len(sigText) + len(pid) + len(agent) + len(platform))
-	b.Write(sigText)
-	b.Write(pid)
-	b.Write(agent)
-	if d.escaped {
-		for i := 0; i < len(platform); i++ {
-			if platform[i] == '\\' {
-				i++
-			}
-			b.WriteByte(platform[i])
-		}
-	} else {
-		b.Write(platform)
-	}
-	all := b.String()
-	sig = sigInfo{found: true, wellFormed: true, value: all[:64], raw: raw}
-	p.Issuer.Signature = sig.value
-	all = all[64:]
-	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
-	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
+	setStrings(p, sigText, pid, agent, platform, d.escaped)
+	sig = sigInfo{found: true, wellFormed: true, value: p.Issuer.Signature, raw: raw}
 	return sig, res, true
 }
 

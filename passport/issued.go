@@ -126,6 +126,31 @@ func (c *cursor) platform(dst *span, escaped *bool) bool {
 	return true
 }
 
+// setStrings sets the passport's strings from the document's text (the
+// platform with its \" and \\ escapes if escaped), copied into one
+// allocation.
+func setStrings(p *Passport, sig, pid, agent, platform []byte, escaped bool) {
+	var b strings.Builder // a string built in place, with no copy
+	b.Grow(len(sig) + len(pid) + len(agent) + len(platform))
+	b.Write(sig)
+	b.Write(pid)
+	b.Write(agent)
+	if escaped {
+		for i := 0; i < len(platform); i++ {
+			if platform[i] == '\\' {
+				i++
+			}
+			b.WriteByte(platform[i])
+		}
+	} else {
+		b.Write(platform)
+	}
+	all := b.String()
+	p.Issuer.Signature, all = all[:len(sig)], all[len(sig):]
+	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
+	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
+}
+
 // unescape appends s with its \" and \\ escapes resolved to dst.
 func unescape(dst, s []byte) []byte {
 	for i := 0; i < len(s); i++ {
@@ -462,26 +487,7 @@ func verifyIssued(doc []byte, keys []Key, at time.Time) *Verification {
 	}
 
 	agent, pid, platform := c.doc[d.agent.lo:d.agent.hi], c.doc[d.pid.lo:d.pid.hi], c.doc[d.platform.lo:d.platform.hi]
-	sigText := doc[d.sigEnd-65 : d.sigEnd-1]
-	var b strings.Builder // a string built in place, with no copy
-	b.Grow(len(sigText) + len(pid) + len(agent) + len(platform))
-	b.Write(sigText)
-	b.Write(pid)
-	b.Write(agent)
-	if d.escaped {
-		for i := 0; i < len(platform); i++ {
-			if platform[i] == '\\' {
-				i++
-			}
-			b.WriteByte(platform[i])
-		}
-	} else {
-		b.Write(platform)
-	}
-	all := b.String()
-	p.Issuer.Signature, all = all[:64], all[64:]
-	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
-	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
+	setStrings(p, doc[d.sigEnd-65:d.sigEnd-1], pid, agent, platform, d.escaped)
 
 	v := &r.v
 	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
