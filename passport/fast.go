@@ -336,17 +336,6 @@ func nonPlain(w uint64) uint64 {
 	return (ctl | q | bs | w) & highs
 }
 
-// numberEnd flags (with its high bit) each byte of w, the first in the low
-// byte, that is ',' or '}', the bytes that may follow a number in the
-// canonical layout; as in nonPlain, the lowest flag is exact (a borrow can
-// flag a byte after a flagged one, never before).
-func numberEnd(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	c := w ^ ones*','
-	b := w ^ ones*'}'
-	return ((c-ones)&^c | (b-ones)&^b) & highs
-}
-
 func (d *fastDoc) text(s span) []byte { return d.doc[s.lo:s.hi] }
 
 // str returns a string leaf's content, or false if the leaf is not a string.

@@ -130,21 +130,16 @@ func (c *cursor) platform(dst *span, escaped *bool) bool {
 // platform with its \" and \\ escapes if escaped), copied into one
 // allocation.
 func setStrings(p *Passport, sig, pid, agent, platform []byte, escaped bool) {
+	if escaped {
+		var buf [2 * maxPlatformLen]byte // most platforms; a longer one is copied to the heap
+		platform = unescape(buf[:0], platform)
+	}
 	var b strings.Builder // a string built in place, with no copy
 	b.Grow(len(sig) + len(pid) + len(agent) + len(platform))
 	b.Write(sig)
 	b.Write(pid)
 	b.Write(agent)
-	if escaped {
-		for i := 0; i < len(platform); i++ {
-			if platform[i] == '\\' {
-				i++
-			}
-			b.WriteByte(platform[i])
-		}
-	} else {
-		b.Write(platform)
-	}
+	b.Write(platform)
 	all := b.String()
 	p.Issuer.Signature, all = all[:len(sig)], all[len(sig):]
 	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
@@ -231,6 +226,17 @@ func (c *cursor) uintLoop(dst *int64) bool {
 	}
 	*dst, c.i = n, j
 	return true
+}
+
+// numberEnd flags (with its high bit) each byte of w, the first in the low
+// byte, that is ',' or '}', the bytes that may follow a number in the
+// canonical layout; as in nonPlain, the lowest flag is exact (a borrow can
+// flag a byte after a flagged one, never before).
+func numberEnd(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	c := w ^ ones*','
+	b := w ^ ones*'}'
+	return ((c-ones)&^c | (b-ones)&^b) & highs
 }
 
 // eightDigits converts eight digit values (0 to 9), the most significant in
@@ -406,13 +412,9 @@ func (d *issued) read(c *cursor) bool {
 // caller sets, and returns true.
 func (d *issued) fill(c *cursor, p *Passport) bool {
 	text := func(s span) []byte { return c.doc[s.lo:s.hi] }
-	counts := score.Counts{ConduitTotal: d.te.total, ConduitSuccess: d.te.success, AP2Total: d.cr.total, AP2Success: d.cr.success}
-	if counts.ConduitSuccess > counts.ConduitTotal || counts.AP2Success > counts.AP2Total {
-		return false
-	}
-	res, err := score.Compute(counts)
+	res, err := score.Compute(score.Counts{ConduitTotal: d.te.total, ConduitSuccess: d.te.success, AP2Total: d.cr.total, AP2Success: d.cr.success})
 	if err != nil {
-		return false
+		return false // successes above the total
 	}
 	agent, platform := text(d.agent), text(d.platform)
 	if d.escaped {
