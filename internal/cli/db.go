@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/swarmscore/swarmscore/internal/store"
@@ -10,9 +12,9 @@ import (
 
 // backends are the stores the binary can open.
 var backends = store.Backends{
-	"sqlite":     sqlite.Open,
-	"postgres":   postgres.Opener,
-	"postgresql": postgres.Opener,
+	"sqlite":     openSQLite,
+	"postgres":   openPostgres,
+	"postgresql": openPostgres,
 }
 
 // dbDSN is the DSN a command uses: the flag, else SWARMSCORE_DB, else the
@@ -25,4 +27,20 @@ func dbDSN(cmd *cobra.Command, flag string) string {
 		return env
 	}
 	return store.DefaultDSN
+}
+
+func openSQLite(ctx context.Context, dsn string) (store.Store, error) {
+	s, err := sqlite.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func openPostgres(ctx context.Context, dsn string) (store.Store, error) {
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

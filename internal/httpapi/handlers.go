@@ -16,7 +16,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -254,9 +253,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		for i, o := range outcomes {
 			switch o.Status {
-			case store.Accepted:
+			case ledger.OutcomeAccepted:
 				resp.Accepted++
-			case store.Duplicate:
+			case ledger.OutcomeDuplicate:
 				resp.Duplicates++
 			default:
 				reason := "rejected"
@@ -507,22 +506,22 @@ func rankingQuery(v url.Values) (service.RankingQuery, error) {
 }
 
 // Cursors are opaque to clients: base64url of "score:agent_id".
-func encodeCursor(c store.Cursor) string {
+func encodeCursor(c ledger.Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(c.Score) + ":" + c.AgentID))
 }
 
-func decodeCursor(s string) (store.Cursor, error) {
+func decodeCursor(s string) (ledger.Cursor, error) {
 	bad := errorf(ptInvalid, "query parameter cursor is not a next_cursor this server returned")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return store.Cursor{}, bad
+		return ledger.Cursor{}, bad
 	}
 	sc, id, ok := strings.Cut(string(b), ":")
 	n, err := strconv.Atoi(sc)
 	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) {
-		return store.Cursor{}, bad
+		return ledger.Cursor{}, bad
 	}
-	return store.Cursor{Score: n, AgentID: id}, nil
+	return ledger.Cursor{Score: n, AgentID: id}, nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // Service lists the use cases the handlers need. Every method returns errors
@@ -35,9 +34,9 @@ type Service interface {
 	// agent) and that it belongs to agentID.
 	Verify(ctx context.Context, passport []byte, agentID string) (service.Verification, error)
 	// Score returns the agent's current score entry.
-	Score(ctx context.Context, agentID string) (store.CacheEntry, error)
+	Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error)
 	// Ingest records events reported by operator, one outcome per event.
-	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error)
+	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error)
 	// Escrow computes the hold for a payment to the agent at its current
 	// score.
 	Escrow(ctx context.Context, agentID string, amountCents int64) (service.Escrow, error)

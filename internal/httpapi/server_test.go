@@ -20,7 +20,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -34,7 +33,7 @@ type fake struct {
 	mu        sync.Mutex
 	cert      service.Certificate
 	verifyRes service.Verification
-	entry     store.CacheEntry
+	entry     ledger.ScoreEntry
 	escrowRes service.Escrow
 	page      service.RankingPage
 	err       error // returned by every use case when set
@@ -48,7 +47,7 @@ type fake struct {
 	gotAmount   int64
 	gotQuery    service.RankingQuery
 	calls       int
-	outcomes    func([]ledger.Event) []store.Outcome
+	outcomes    func([]ledger.Event) []ledger.Outcome
 }
 
 func (f *fake) enter(agent string) error {
@@ -69,10 +68,10 @@ func (f *fake) Verify(ctx context.Context, doc []byte, agentID string) (service.
 	f.gotDoc = append([]byte(nil), doc...)
 	return f.verifyRes, f.enter(agentID)
 }
-func (f *fake) Score(ctx context.Context, agentID string) (store.CacheEntry, error) {
+func (f *fake) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
 	return f.entry, f.enter(agentID)
 }
-func (f *fake) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error) {
+func (f *fake) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if err := f.enter(""); err != nil {
 		return nil, err
 	}
@@ -80,9 +79,9 @@ func (f *fake) Ingest(ctx context.Context, operator string, events []ledger.Even
 	if f.outcomes != nil {
 		return f.outcomes(events), nil
 	}
-	out := make([]store.Outcome, len(events))
+	out := make([]ledger.Outcome, len(events))
 	for i := range out {
-		out[i].Status = store.Accepted
+		out[i].Status = ledger.OutcomeAccepted
 	}
 	return out, nil
 }
@@ -124,7 +123,7 @@ func newHarness(t testing.TB, opt Options) *harness {
 	f := &fake{
 		cert: service.Certificate{AgentID: "agent-1", Passport: []byte(`{"agent_id":"agent-1"}`),
 			ComputedAt: now, ExpiresAt: now.Add(7 * 24 * time.Hour), Issued: true},
-		entry: store.CacheEntry{AgentID: "agent-1", Result: mustResult(t, score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}),
+		entry: ledger.ScoreEntry{AgentID: "agent-1", Result: mustResult(t, score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}),
 			ComputedAt: now, ExpiresAt: now.Add(7 * 24 * time.Hour), ValidUntil: now.Add(time.Hour)},
 	}
 	return &harness{t: t, f: f, s: New(f, opt), logs: logs}
@@ -369,8 +368,8 @@ func TestEvents(t *testing.T) {
 	good := `{"type":"conduit_session","id":"s1","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-01T00:00:00Z","completed_at":"2026-03-01T01:00:00+01:00"}`
 	bad := `{"type":"conduit_session","id":"s2","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-01T00:00:00Z"}`
 	good2 := strings.Replace(good, `"s1"`, `"s3"`, 1)
-	h.f.outcomes = func(evs []ledger.Event) []store.Outcome {
-		return []store.Outcome{{Status: store.Accepted}, {Status: store.Rejected, Err: fmt.Errorf("%w: status VERIFIED -> FAILED is not allowed", errkind.ErrConflict)}}
+	h.f.outcomes = func(evs []ledger.Event) []ledger.Outcome {
+		return []ledger.Outcome{{Status: ledger.OutcomeAccepted}, {Status: ledger.OutcomeRejected, Err: fmt.Errorf("%w: status VERIFIED -> FAILED is not allowed", errkind.ErrConflict)}}
 	}
 	m := h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+bad+","+good2+"]"), auth()...).ok(t)
 	if h.f.gotOperator != "acme" || len(h.f.gotEvents) != 2 || h.f.gotEvents[1].ID != "s3" {
@@ -390,8 +389,8 @@ func TestEvents(t *testing.T) {
 	}
 
 	// NDJSON, with a blank line and a malformed line: line numbers count.
-	h.f.outcomes = func(evs []ledger.Event) []store.Outcome {
-		return []store.Outcome{{Status: store.Duplicate}, {Status: store.Accepted}}
+	h.f.outcomes = func(evs []ledger.Event) []ledger.Outcome {
+		return []ledger.Outcome{{Status: ledger.OutcomeDuplicate}, {Status: ledger.OutcomeAccepted}}
 	}
 	m = h.do("POST", "/swarmscore/events", strings.NewReader(good+"\n\n{nope\n"+good2+"\n"), auth()...).ok(t)
 	rej = m["rejected"].([]any)
@@ -500,7 +499,7 @@ func TestEscrow(t *testing.T) {
 func TestAgents(t *testing.T) {
 	h := newHarness(t, Options{})
 	e := h.f.entry
-	h.f.page = service.RankingPage{Agents: []store.CacheEntry{e}, Next: &store.Cursor{Score: 760, AgentID: "agent-1"}}
+	h.f.page = service.RankingPage{Agents: []ledger.ScoreEntry{e}, Next: &ledger.Cursor{Score: 760, AgentID: "agent-1"}}
 	m := h.do("GET", "/swarmscore/agents?tier=STANDARD&min_score=700&limit=1", nil, auth()...).ok(t)
 	if q := h.f.gotQuery; q.MinTier != score.TierStandard || q.MinScore != 700 || q.Limit != 1 || q.After != nil {
 		t.Fatalf("query %+v", q)
@@ -512,7 +511,7 @@ func TestAgents(t *testing.T) {
 	}
 	cursor, _ := m["next_cursor"].(string)
 	h.do("GET", "/swarmscore/agents?cursor="+cursor, nil, auth()...).ok(t)
-	if q := h.f.gotQuery; q.After == nil || *q.After != (store.Cursor{Score: 760, AgentID: "agent-1"}) || q.Limit != 50 {
+	if q := h.f.gotQuery; q.After == nil || *q.After != (ledger.Cursor{Score: 760, AgentID: "agent-1"}) || q.Limit != 50 {
 		t.Fatalf("cursor round trip: %+v", q)
 	}
 	h.f.page = service.RankingPage{}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -62,7 +61,7 @@ func (a *API) Escrow(ctx context.Context, agentID string, amountCents int64) (Es
 // the page ranks scores as of now. Agents that chose to be unlisted are
 // omitted. Errors: ErrInvalid for an out-of-range query, ErrUnavailable.
 func (a *API) Ranking(ctx context.Context, q RankingQuery) (RankingPage, error) {
-	lq := store.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, After: q.After}
+	lq := ledger.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, After: q.After}
 	if err := lq.Validate(); err != nil {
 		return RankingPage{}, err
 	}
@@ -82,7 +81,7 @@ func (a *API) Ranking(ctx context.Context, q RankingQuery) (RankingPage, error) 
 	}
 	if len(entries) > q.Limit || (len(entries) == q.Limit && lq.Limit == q.Limit) {
 		last := page.Agents[len(page.Agents)-1]
-		page.Next = &store.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
+		page.Next = &ledger.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
 	}
 	return page, nil
 }

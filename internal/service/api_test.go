@@ -14,7 +14,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
@@ -83,7 +82,7 @@ func ingest(t *testing.T, a *API, evs []ledger.Event) {
 		t.Fatal(err)
 	}
 	for i, o := range out {
-		if o.Status != store.Accepted {
+		if o.Status != ledger.OutcomeAccepted {
 			t.Fatalf("event %d (%s): %v %v", i, evs[i].ID, o.Status, o.Err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/passport"
 )
 
@@ -105,7 +104,7 @@ func (a *API) issueOnce(ctx context.Context, agentID string, now time.Time, ck c
 		// panics.
 		defer func() { a.certs.flights.finish(agentID, f, c, err) }()
 	}
-	var e store.CacheEntry
+	var e ledger.ScoreEntry
 	if e, err = a.Store.RefreshScore(ctx, agentID, now, a.issue); err != nil {
 		return Certificate{}, err
 	}
@@ -128,12 +127,12 @@ func (c *memoCert) certificate(agentID string, issued bool) Certificate {
 // (read-your-writes within this process) instead of waiting for the
 // database to report the commit. When the batch failed, whether it
 // committed is unknown, and every agent in it counts as written.
-func (a *API) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error) {
+func (a *API) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	out, err := a.Ledger.Ingest(ctx, operator, events)
 	if w := a.certs.cacheWatch(a.Store); w != nil {
 		ids := make([]string, 0, len(events))
 		for i := range events {
-			if err != nil || (i < len(out) && out[i].Status == store.Accepted) {
+			if err != nil || (i < len(out) && out[i].Status == ledger.OutcomeAccepted) {
 				ids = append(ids, events[i].AgentID)
 			}
 		}
@@ -143,7 +142,7 @@ func (a *API) Ingest(ctx context.Context, operator string, events []ledger.Event
 }
 
 // issue signs the passport of a freshly computed entry (store.IssueFunc).
-func (a *API) issue(e *store.CacheEntry) ([]byte, string, error) {
+func (a *API) issue(e *ledger.ScoreEntry) ([]byte, string, error) {
 	p, err := passport.New(e.AgentID, a.Platform, e.Result, e.ComputedAt)
 	if err != nil {
 		return nil, "", fmt.Errorf("issuing a passport for %q: %w", e.AgentID, err)

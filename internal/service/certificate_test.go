@@ -29,21 +29,21 @@ type countingStore struct {
 	fail  atomic.Int64
 }
 
-func (s *countingStore) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
+func (s *countingStore) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
 	s.stamps.Add(1)
 	return s.Store.CacheStamp(ctx, agentID)
 }
 
-func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
+func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
 	s.cached.Add(1)
 	return s.Store.CachedScore(ctx, agentID, asOf)
 }
 
-func (s *countingStore) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
+func (s *countingStore) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
 	s.refreshed.Add(1)
 	time.Sleep(s.delay)
 	if s.fail.Add(-1) >= 0 {
-		return store.CacheEntry{}, errors.New("injected refresh failure")
+		return ledger.ScoreEntry{}, errors.New("injected refresh failure")
 	}
 	return s.Store.RefreshScore(ctx, agentID, asOf, issue)
 }
@@ -119,7 +119,7 @@ func twoInstances(t *testing.T, open func(context.Context, string) (store.Store,
 func TestCertificateTwoInstances(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	a, b, sb := twoInstances(t, sqlite.Open, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
+	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
 	cert := func(api *API, name string, issued bool) Certificate {
 		t.Helper()
 		got, err := api.Certificate(ctx, "agent-1")
@@ -318,7 +318,7 @@ func TestCertificateWatch(t *testing.T) {
 	// so the very next request is fresh; only accepted events count.
 	out, err := b.Ingest(ctx, "op-1", append(conduit("agent-1", "y", 1, 1, c.t.Add(-time.Minute)),
 		ledger.Event{Type: ledger.ConduitSession, ID: "y-0", AgentID: "agent-2", Status: ledger.Verified, StartedAt: t0, EndedAt: t0}))
-	if err != nil || out[0].Status != store.Accepted || out[1].Status != store.Rejected {
+	if err != nil || out[0].Status != ledger.OutcomeAccepted || out[1].Status != ledger.OutcomeRejected {
 		t.Fatalf("ingest: %+v %v", out, err)
 	}
 	if got := fw.wrote[len(fw.wrote)-1]; len(got) != 1 || got[0] != "agent-1" {
@@ -349,12 +349,12 @@ func TestCertificateWatch(t *testing.T) {
 
 func TestCertMemo(t *testing.T) {
 	at := t0
-	entry := func(sig string) *store.CacheEntry {
-		return &store.CacheEntry{Passport: []byte(`{"s":"` + sig + `"}`), Signature: sig, ComputedAt: at,
+	entry := func(sig string) *ledger.ScoreEntry {
+		return &ledger.ScoreEntry{Passport: []byte(`{"s":"` + sig + `"}`), Signature: sig, ComputedAt: at,
 			ExpiresAt: at.Add(time.Hour), ValidUntil: at.Add(time.Hour)}
 	}
-	current := func(sig string) store.CacheStamp {
-		return store.CacheStamp{Current: true, ComputedAt: at, ValidUntil: at.Add(time.Hour), Signature: sig}
+	current := func(sig string) ledger.ScoreStamp {
+		return ledger.ScoreStamp{Current: true, ComputedAt: at, ValidUntil: at.Add(time.Hour), Signature: sig}
 	}
 	fw := newFakeWatch()
 	var m certMemo
@@ -363,7 +363,7 @@ func TestCertMemo(t *testing.T) {
 		t.Fatal("hit in an empty memo")
 	}
 	m.remember("a", entry("s1"), ck)
-	m.remember("e", &store.CacheEntry{Signature: "no passport", ValidUntil: at.Add(time.Hour)}, ck)
+	m.remember("e", &ledger.ScoreEntry{Signature: "no passport", ValidUntil: at.Add(time.Hour)}, ck)
 	if m.len() != 1 {
 		t.Fatalf("a certificate without a passport was kept: %d entries", m.len())
 	}
@@ -381,7 +381,7 @@ func TestCertMemo(t *testing.T) {
 	if _, ok := m.serve(nil, "a", at); ok {
 		t.Error("served from memory without a watch")
 	}
-	for name, st := range map[string]store.CacheStamp{
+	for name, st := range map[string]ledger.ScoreStamp{
 		"another signature":  current("s2"),
 		"no passport":        current(""),
 		"not current":        {ComputedAt: at, ValidUntil: at.Add(time.Hour), Signature: "s1"},
@@ -439,11 +439,11 @@ func TestCertMemoConcurrent(t *testing.T) {
 					return
 				}
 				ck := m.begin(fw)
-				if got, ok := m.lookup(agent, store.CacheStamp{Current: true, ComputedAt: t0, ValidUntil: t0.Add(time.Hour), Signature: agent}, ck); ok && string(got.passport) != agent {
+				if got, ok := m.lookup(agent, ledger.ScoreStamp{Current: true, ComputedAt: t0, ValidUntil: t0.Add(time.Hour), Signature: agent}, ck); ok && string(got.passport) != agent {
 					t.Errorf("%s: got %s", agent, got.passport)
 					return
 				}
-				m.remember(agent, &store.CacheEntry{Passport: []byte(agent), Signature: agent, ComputedAt: t0,
+				m.remember(agent, &ledger.ScoreEntry{Passport: []byte(agent), Signature: agent, ComputedAt: t0,
 					ExpiresAt: t0.Add(time.Hour), ValidUntil: t0.Add(time.Hour)}, ck)
 				if i%50 == 0 {
 					fw.Wrote([]string{agent})

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store"
 )
 
@@ -161,7 +162,7 @@ func (c *memoCert) answers(now time.Time) bool {
 // lookup returns the remembered certificate of agentID if st, a stamp read
 // after ck was taken, names it: current, with the same computed_at and
 // signature. The entry is remembered again as validated by ck.
-func (m *certMemo) lookup(agentID string, st store.CacheStamp, ck check) (*memoCert, bool) {
+func (m *certMemo) lookup(agentID string, st ledger.ScoreStamp, ck check) (*memoCert, bool) {
 	if !st.Current || st.Signature == "" {
 		return nil, false
 	}
@@ -183,7 +184,7 @@ func (m *certMemo) lookup(agentID string, st store.CacheStamp, ck check) (*memoC
 // after ck was taken, and returns it. When the memo is full, an arbitrary
 // other agent's certificate is dropped: a dropped agent costs one passport
 // read on its next request, nothing else.
-func (m *certMemo) remember(agentID string, e *store.CacheEntry, ck check) *memoCert {
+func (m *certMemo) remember(agentID string, e *ledger.ScoreEntry, ck check) *memoCert {
 	c := &memoCert{passport: e.Passport, signature: e.Signature, digest: sha256.Sum256(e.Passport),
 		computedAt: e.ComputedAt, expiresAt: e.ExpiresAt, validUntil: e.ValidUntil,
 		trusted: ck.trusted, mark: ck.mark, checked: ck.at}

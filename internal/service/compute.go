@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -28,7 +27,7 @@ const (
 
 // AgentScore is an agent's score as of an instant and where it came from.
 type AgentScore struct {
-	Entry store.CacheEntry
+	Entry ledger.ScoreEntry
 	// AsOf is the instant asked about; Entry.ComputedAt may be earlier on a
 	// cache hit (the counts are the same for every instant the entry
 	// answers).
@@ -39,7 +38,7 @@ type AgentScore struct {
 // Score returns the agent's current score: the cached entry if one answers
 // now, otherwise a fresh one computed from the ledger and stored. An
 // unknown agent is errkind.ErrNotFound.
-func (l *Ledger) Score(ctx context.Context, agentID string) (store.CacheEntry, error) {
+func (l *Ledger) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
 	s, err := l.AgentScore(ctx, agentID, time.Time{})
 	return s.Entry, err
 }
@@ -78,21 +77,21 @@ func (l *Ledger) AgentScore(ctx context.Context, agentID string, asOf time.Time)
 	if err != nil {
 		return AgentScore{}, err
 	}
-	e := store.CacheEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime)}
+	e := ledger.ScoreEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime)}
 	return AgentScore{Entry: e, AsOf: asOf, Cache: CacheBypassed}, nil
 }
 
 // Agent returns what the ledger knows about an agent (errkind.ErrNotFound
 // if nothing).
-func (l *Ledger) Agent(ctx context.Context, agentID string) (store.AgentInfo, error) {
+func (l *Ledger) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
-		return store.AgentInfo{}, err
+		return ledger.AgentInfo{}, err
 	}
 	return l.Store.Agent(ctx, agentID)
 }
 
 // VerifyLedger walks every hash chain (see store.Store.VerifyLedger).
-func (l *Ledger) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
+func (l *Ledger) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 	return l.Store.VerifyLedger(ctx)
 }
 
@@ -107,7 +106,7 @@ func (l *Ledger) RecomputeAll(ctx context.Context, onlyStale bool) (int64, error
 // and, with extra members, of `swarmscore agent show --json`; extra, when
 // not empty, is appended verbatim before the closing brace and must start
 // with a comma.
-func AppendScoreJSON(b []byte, e *store.CacheEntry, extra []byte) []byte {
+func AppendScoreJSON(b []byte, e *ledger.ScoreEntry, extra []byte) []byte {
 	b = append(b, `{"agent_id":`...)
 	b = strconv.AppendQuote(b, e.AgentID) // ids are [A-Za-z0-9._:-]: Go quoting is JSON-exact
 	b = append(b, `,"computed_at":"`...)

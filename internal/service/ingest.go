@@ -73,7 +73,7 @@ type Item struct {
 // Ingest records events reported by operator as one all-or-nothing batch
 // and returns one outcome per event (see store.Store.Ingest). The batch may
 // hold at most MaxBatchSize events (ErrInvalid otherwise).
-func (l *Ledger) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error) {
+func (l *Ledger) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if len(events) > MaxBatchSize {
 		return nil, fmt.Errorf("%w: %d events in one batch (at most %d)", errkind.ErrInvalid, len(events), MaxBatchSize)
 	}
@@ -103,9 +103,9 @@ func (l *Ledger) IngestItems(ctx context.Context, operator string, items []Item)
 	}
 	for k, o := range out {
 		switch o.Status {
-		case store.Accepted:
+		case ledger.OutcomeAccepted:
 			rep.Accepted++
-		case store.Duplicate:
+		case ledger.OutcomeDuplicate:
 			rep.Duplicates++
 		default:
 			it := items[pos[k]]

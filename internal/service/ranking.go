@@ -1,7 +1,7 @@
 package service
 
 import (
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -10,12 +10,12 @@ type RankingQuery struct {
 	MinTier  score.Tier
 	MinScore int
 	Limit    int
-	After    *store.Cursor
+	After    *ledger.Cursor
 }
 
 // RankingPage is one page of the ranking, highest score first. Next is the
 // cursor of the following page, nil on the last page.
 type RankingPage struct {
-	Agents []store.CacheEntry
-	Next   *store.Cursor
+	Agents []ledger.ScoreEntry
+	Next   *ledger.Cursor
 }

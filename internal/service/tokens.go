@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store"
@@ -65,7 +66,7 @@ func (t *Tokens) Create(ctx context.Context, operator string) (NewToken, error) 
 		Operator: operator,
 		Secret:   TokenPrefix + base64.RawURLEncoding.EncodeToString(secret[:]),
 	}
-	err := t.Store.CreateToken(ctx, store.Token{
+	err := t.Store.CreateToken(ctx, auth.Token{
 		ID: nt.ID, Operator: operator, SHA256: sha256.Sum256([]byte(nt.Secret)), CreatedAt: t.now(),
 	})
 	if err != nil {
@@ -81,7 +82,7 @@ func (t *Tokens) Revoke(ctx context.Context, id string) error {
 }
 
 // List returns every token, without secrets or hashes.
-func (t *Tokens) List(ctx context.Context) ([]store.Token, error) {
+func (t *Tokens) List(ctx context.Context) ([]auth.Token, error) {
 	toks, err := t.Store.ListTokens(ctx)
 	for i := range toks {
 		toks[i].SHA256 = [32]byte{}
@@ -120,7 +121,7 @@ func (t *Tokens) Bootstrap(ctx context.Context, secret string) (id string, err e
 	idSum := sha256.Sum256(sum[:])
 	id = envTokenPrefix + hex.EncodeToString(idSum[:6])
 	now := t.now()
-	if err := t.Store.CreateToken(ctx, store.Token{ID: id, Operator: AdminOperator, SHA256: sum, CreatedAt: now}); err != nil {
+	if err := t.Store.CreateToken(ctx, auth.Token{ID: id, Operator: AdminOperator, SHA256: sum, CreatedAt: now}); err != nil {
 		return "", err
 	}
 	toks, err := t.Store.ListTokens(ctx)

@@ -87,13 +87,11 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -129,7 +127,7 @@ type Store interface {
 	// accepted terminal report invalidates the agent's cache entry in the
 	// same transaction. The returned error (not per-event) is ErrInvalid for
 	// an invalid operator name, ErrUnavailable or an internal error.
-	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]Outcome, error)
+	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error)
 
 	// Counts returns the agent's four 90-day counts over the window
 	// [asOf − 90 days, asOf], both ends inclusive, with the statuses of
@@ -142,7 +140,7 @@ type Store interface {
 	// nil error, when there is no such entry (never computed, invalidated,
 	// expired, or asOf outside its range). An unknown agent is
 	// errkind.ErrNotFound.
-	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry CacheEntry, ok bool, err error)
+	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry ledger.ScoreEntry, ok bool, err error)
 
 	// CacheStamp returns what identifies the agent's cache entry without
 	// reading it: whether an entry exists at the agent's current ledger
@@ -153,7 +151,7 @@ type Store interface {
 	// it again at the cost of this call: a terminal report committed by any
 	// process, or a refresh, changes the stamp before the call returns it.
 	// An unknown agent is errkind.ErrNotFound.
-	CacheStamp(ctx context.Context, agentID string) (CacheStamp, error)
+	CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error)
 
 	// RefreshScore computes the agent's score as of asOf from the ledger and
 	// replaces its cache entry with it (ComputedAt = asOf, ExpiresAt = asOf +
@@ -166,7 +164,7 @@ type Store interface {
 	// result (a passport and its signature) is stored with the entry; an
 	// error from issue aborts the refresh and is returned unchanged. An
 	// unknown agent is errkind.ErrNotFound.
-	RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue IssueFunc) (CacheEntry, error)
+	RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error)
 
 	// RecomputeAll refreshes the cache entry of every agent as of asOf (or,
 	// with onlyStale, of every agent without an entry answering asOf) with
@@ -183,24 +181,24 @@ type Store interface {
 	// Entries that do not answer q.AsOf are included with their last
 	// values (check Answers); call RecomputeAll(ctx, asOf, true) first to
 	// rank fresh values. Agents whose consent says unlisted are omitted.
-	ListScores(ctx context.Context, q ListQuery) ([]CacheEntry, error)
+	ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error)
 
 	// Agent returns what the ledger knows about an agent. An unknown agent
 	// is errkind.ErrNotFound.
-	Agent(ctx context.Context, agentID string) (AgentInfo, error)
+	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
 
 	// VerifyLedger walks every agent's hash chain and checks that each
 	// event row holds exactly the content of its latest chain record. It
 	// returns a report whose Broken lists the first broken link of each
 	// damaged chain (an empty list means intact); the error is only for
 	// failing to read.
-	VerifyLedger(ctx context.Context) (VerifyReport, error)
+	VerifyLedger(ctx context.Context) (ledger.VerifyReport, error)
 
 	// CreateToken stores an API token's SHA-256 for operator under id,
 	// registering the operator. Creating the same (id, operator, hash) again
 	// is a no-op; an id or hash already used otherwise is
 	// errkind.ErrConflict; an invalid id or operator name is ErrInvalid.
-	CreateToken(ctx context.Context, t Token) error
+	CreateToken(ctx context.Context, t auth.Token) error
 
 	// Authenticate returns the operator owning the token whose SHA-256 is
 	// sum. An unknown or revoked token is errkind.ErrUnauthorized.
@@ -212,89 +210,15 @@ type Store interface {
 
 	// ListTokens returns every token (revoked ones included) ordered by
 	// creation time, without their hashes.
-	ListTokens(ctx context.Context) ([]Token, error)
+	ListTokens(ctx context.Context) ([]auth.Token, error)
 
 	// SetVisibility records the agent's consent choice (§11.1, §8.4):
 	// VisibilityPublic or VisibilityUnlisted, as of at. An unknown agent is
 	// ErrNotFound; another visibility is ErrInvalid.
-	SetVisibility(ctx context.Context, agentID string, v Visibility, at time.Time) error
+	SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error
 
 	// Close releases the database handles. Calls after Close fail.
 	Close() error
-}
-
-// Outcome is what Ingest did with one event.
-type Outcome struct {
-	Status OutcomeStatus
-	// Err says why the event was rejected (errkind.ErrConflict or
-	// errkind.ErrInvalid, naming the field); nil otherwise.
-	Err error
-}
-
-// OutcomeStatus classifies an Outcome.
-type OutcomeStatus uint8
-
-// The three outcomes.
-const (
-	Accepted OutcomeStatus = iota + 1
-	Duplicate
-	Rejected
-)
-
-func (s OutcomeStatus) String() string {
-	switch s {
-	case Accepted:
-		return "accepted"
-	case Duplicate:
-		return "duplicate"
-	case Rejected:
-		return "rejected"
-	}
-	return fmt.Sprintf("OutcomeStatus(%d)", uint8(s))
-}
-
-// CacheEntry is a computed score and the instants it is good for.
-type CacheEntry struct {
-	AgentID string
-	Result  score.Result
-	// ComputedAt is the as_of the counts were taken at.
-	ComputedAt time.Time
-	// ExpiresAt is ComputedAt + 7 days: the passport lifetime.
-	ExpiresAt time.Time
-	// ValidUntil is the first instant the entry may be wrong (an event
-	// leaves or enters the window, the lifetime ends, or it was
-	// invalidated, in which case ValidUntil == ComputedAt).
-	ValidUntil time.Time
-	// Passport and Signature are what IssueFunc returned; nil and "" if
-	// none was issued for this entry.
-	Passport  []byte
-	Signature string
-}
-
-// Answers reports whether the entry holds the score as of asOf.
-func (e *CacheEntry) Answers(asOf time.Time) bool {
-	return !asOf.Before(e.ComputedAt) && asOf.Before(e.ValidUntil)
-}
-
-// CacheStamp identifies an agent's cache entry (Store.CacheStamp). When
-// Current is false every other field is zero: there is no entry, or its
-// counts predate the agent's latest terminal report.
-type CacheStamp struct {
-	// Current is true when an entry exists at the agent's ledger version.
-	Current bool
-	// ComputedAt and ValidUntil bound the instants the entry answers, as in
-	// CacheEntry (an invalidated entry has ValidUntil == ComputedAt).
-	ComputedAt time.Time
-	ValidUntil time.Time
-	// Signature is the stored passport's signature; "" when the entry has
-	// no passport.
-	Signature string
-}
-
-// Answers reports whether the stamped entry is current and holds the score
-// as of asOf: the condition under which CachedScore serves the entry.
-func (s *CacheStamp) Answers(asOf time.Time) bool {
-	return s.Current && !asOf.Before(s.ComputedAt) && asOf.Before(s.ValidUntil)
 }
 
 // CacheWatcher is implemented by back ends that can tell a process, with no
@@ -396,92 +320,3 @@ func raise(x *atomic.Uint64, n uint64) {
 		}
 	}
 }
-
-// IssueFunc produces the passport for a freshly computed entry, inside the
-// transaction that stores it.
-type IssueFunc func(e *CacheEntry) (passport []byte, signature string, err error)
-
-// ListQuery selects ranked entries. Limit must be 1..1000.
-type ListQuery struct {
-	MinTier  score.Tier
-	MinScore int
-	Limit    int
-	// After is the keyset cursor: the last entry of the previous page, or
-	// nil for the first page.
-	After *Cursor
-}
-
-// Cursor is a position in the ranking.
-type Cursor struct {
-	Score   int
-	AgentID string
-}
-
-// Validate checks the query's bounds (errkind.ErrInvalid).
-func (q *ListQuery) Validate() error {
-	switch {
-	case q.Limit < 1 || q.Limit > 1000:
-		return fmt.Errorf("%w: limit %d is outside 1..1000", errkind.ErrInvalid, q.Limit)
-	case q.MinScore < 0 || q.MinScore > score.MaxScore:
-		return fmt.Errorf("%w: min_score %d is outside 0..%d", errkind.ErrInvalid, q.MinScore, score.MaxScore)
-	case q.MinTier > score.TierElite:
-		return fmt.Errorf("%w: tier %d", errkind.ErrInvalid, q.MinTier)
-	case q.After != nil && !ledger.ValidID(q.After.AgentID):
-		return fmt.Errorf("%w: cursor agent id", errkind.ErrInvalid)
-	}
-	return nil
-}
-
-// AgentInfo summarises an agent's ledger.
-type AgentInfo struct {
-	ID           string
-	RegisteredAt time.Time // when its first event was recorded
-	ChainLength  int64     // records in its hash chain (accepted reports)
-	ChainHead    ledger.Hash
-	Visibility   Visibility
-}
-
-// VerifyReport is the result of VerifyLedger.
-type VerifyReport struct {
-	Agents  int64 // chains walked
-	Records int64 // chain records checked
-	Events  int64 // event rows checked
-	Broken  []BrokenLink
-}
-
-// BrokenLink is the first inconsistency found in one agent's chain.
-type BrokenLink struct {
-	AgentID string
-	Seq     int64  // chain position (0 when the problem is an event row without a record)
-	EventID string // the event concerned, when known
-	Reason  string
-}
-
-func (b BrokenLink) String() string {
-	var s strings.Builder
-	fmt.Fprintf(&s, "agent %s seq %d", b.AgentID, b.Seq)
-	if b.EventID != "" {
-		fmt.Fprintf(&s, " event %s", b.EventID)
-	}
-	s.WriteString(": " + b.Reason)
-	return s.String()
-}
-
-// Token is an API token record. SHA256 is the hash of the secret token;
-// the token itself is never stored.
-type Token struct {
-	ID        string
-	Operator  string
-	SHA256    [32]byte
-	CreatedAt time.Time
-	RevokedAt time.Time // zero while active
-}
-
-// Visibility is an agent's consent choice for public display (§11.1).
-type Visibility string
-
-// The two visibilities. Agents without a recorded choice are public.
-const (
-	VisibilityPublic   Visibility = "public"
-	VisibilityUnlisted Visibility = "unlisted"
-)

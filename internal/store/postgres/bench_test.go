@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 )
 
@@ -123,7 +122,7 @@ func BenchmarkIngest(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if out[0].Status != store.Accepted {
+					if out[0].Status != ledger.OutcomeAccepted {
 						b.Fatalf("outcome %v", out[0])
 					}
 					evs = evs[n:]

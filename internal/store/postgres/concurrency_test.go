@@ -16,7 +16,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -214,9 +213,9 @@ func runWorker(dsn string) error {
 				for k, o := range out {
 					res.Reports++
 					switch o.Status {
-					case store.Accepted:
+					case ledger.OutcomeAccepted:
 						res.Accepted[eventKeyString(&evs[k])]++
-					case store.Rejected:
+					case ledger.OutcomeRejected:
 						if o.Err == nil {
 							mu.Unlock()
 							errs <- fmt.Errorf("writer %d: rejected without a reason", w)

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // eventKey identifies an event: ids are unique per type.
@@ -57,15 +56,15 @@ type chainRecord struct {
 // result with a handful of set-based statements in one pipeline. A new
 // agent has no row to lock: two batches creating it race on its primary
 // key, and the loser is re-run from the start, when the row exists.
-func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error) {
+func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return nil, fmt.Errorf("postgres: ingest: %w", err)
 	}
-	out := make([]store.Outcome, len(events))
+	out := make([]ledger.Outcome, len(events))
 	valid := make([]int, 0, len(events))
 	for i := range events {
 		if err := events[i].Validate(); err != nil {
-			out[i] = store.Outcome{Status: store.Rejected, Err: err}
+			out[i] = ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
 			continue
 		}
 		valid = append(valid, i)
@@ -82,7 +81,7 @@ func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Eve
 	return out, nil
 }
 
-func ingestTx(ctx context.Context, tx pgx.Tx, operator string, events []ledger.Event, valid []int, out []store.Outcome) error {
+func ingestTx(ctx context.Context, tx pgx.Tx, operator string, events []ledger.Event, valid []int, out []ledger.Outcome) error {
 	var agentIDs, conduitIDs, ap2IDs []string
 	for _, i := range valid {
 		e := &events[i]
@@ -146,11 +145,11 @@ func ingestTx(ctx context.Context, tx pgx.Tx, operator string, events []ledger.E
 			// we hold locked; a conflict rests on immutable fields only.
 			d, err := ledger.Classify(&cur.ev, cur.operator, &e, operator)
 			if err != nil {
-				out[i] = store.Outcome{Status: store.Rejected, Err: err}
+				out[i] = ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
 				continue
 			}
 			if d == ledger.Duplicate {
-				out[i] = store.Outcome{Status: store.Duplicate}
+				out[i] = ledger.Outcome{Status: ledger.OutcomeDuplicate}
 				continue
 			}
 		}
@@ -170,7 +169,7 @@ func ingestTx(ctx context.Context, tx pgx.Tx, operator string, events []ledger.E
 			invalidate[e.AgentID] = true
 			h.terminal = h.seq
 		}
-		out[i] = store.Outcome{Status: store.Accepted}
+		out[i] = ledger.Outcome{Status: ledger.OutcomeAccepted}
 	}
 	if len(records) == 0 {
 		return nil

@@ -40,15 +40,6 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Opener opens dsn as a store.Store, for store.Backends.
-func Opener(ctx context.Context, dsn string) (store.Store, error) {
-	s, err := Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // Open connects to the database named by dsn (a postgres:// or
 // postgresql:// URL, or a keyword/value string; pgxpool's pool_* parameters
 // are honoured) and checks that it answers. It does not migrate. A malformed

@@ -207,9 +207,9 @@ func TestIngestLargeBatchUsesCopyPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, o := range out {
-		want := store.Accepted
+		want := ledger.OutcomeAccepted
 		if i == len(out)-1 {
-			want = store.Duplicate
+			want = ledger.OutcomeDuplicate
 		}
 		if o.Status != want {
 			t.Fatalf("event %d: %v (%v), want %v", i, o.Status, o.Err, want)

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -90,7 +89,7 @@ func TestRecomputeAllDoesNotBlockIngest(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Ingest while RecomputeAll runs: %v (blocked by it?)", err)
 		}
-		if out[0].Status != store.Accepted {
+		if out[0].Status != ledger.OutcomeAccepted {
 			t.Fatalf("Ingest %s: %v %v", e.ID, out[0].Status, out[0].Err)
 		}
 	}
@@ -150,7 +149,7 @@ func TestRefreshScoreDoesNotBlockIngest(t *testing.T) {
 		Status: ledger.Verified, StartedAt: start, EndedAt: end}}); err != nil {
 		t.Fatal(err)
 	}
-	entry, err := s.RefreshScore(ctx, "a", benchAsOf, func(e *store.CacheEntry) ([]byte, string, error) {
+	entry, err := s.RefreshScore(ctx, "a", benchAsOf, func(e *ledger.ScoreEntry) ([]byte, string, error) {
 		ictx, cancel := context.WithTimeout(ctx, lockGuard)
 		defer cancel()
 		out, err := s.Ingest(ictx, "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "c2", AgentID: "a",
@@ -158,7 +157,7 @@ func TestRefreshScoreDoesNotBlockIngest(t *testing.T) {
 		if err != nil {
 			return nil, "", fmt.Errorf("Ingest during RefreshScore: %w (blocked by it?)", err)
 		}
-		if out[0].Status != store.Accepted {
+		if out[0].Status != ledger.OutcomeAccepted {
 			return nil, "", fmt.Errorf("Ingest during RefreshScore: %v %v", out[0].Status, out[0].Err)
 		}
 		return []byte(`{}`), "sig", nil
@@ -242,7 +241,7 @@ func TestRecomputeAllConcurrentWithIngest(t *testing.T) {
 						return
 					}
 					for _, o := range out {
-						if o.Status != store.Accepted {
+						if o.Status != ledger.OutcomeAccepted {
 							t.Errorf("outcome %v %v", o.Status, o.Err)
 							return
 						}

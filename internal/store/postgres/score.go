@@ -91,9 +91,9 @@ const cacheColumns = `c.agent_id, c.score, c.tier, c.conduit_sessions_90d, c.con
 	c.passport_json, c.passport_signature`
 
 // scanEntry reads cacheColumns.
-func scanEntry(row pgx.Row) (store.CacheEntry, error) {
+func scanEntry(row pgx.Row) (ledger.ScoreEntry, error) {
 	var (
-		e                 store.CacheEntry
+		e                 ledger.ScoreEntry
 		tier              string
 		bp                int32
 		passport, sig     *string
@@ -122,24 +122,24 @@ func scanEntry(row pgx.Row) (store.CacheEntry, error) {
 }
 
 // CachedScore returns the cache entry answering asOf; see store.Store.
-func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
+func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
 	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+cacheColumns+`
 		FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var exists bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)`, agentID).Scan(&exists); err != nil {
-			return store.CacheEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
+			return ledger.ScoreEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
 		}
 		if !exists {
-			return store.CacheEntry{}, false, fmt.Errorf("postgres: cached score: %w", notFound(agentID))
+			return ledger.ScoreEntry{}, false, fmt.Errorf("postgres: cached score: %w", notFound(agentID))
 		}
-		return store.CacheEntry{}, false, nil
+		return ledger.ScoreEntry{}, false, nil
 	}
 	if err != nil {
-		return store.CacheEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
+		return ledger.ScoreEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
 	}
 	if !e.Answers(asOf) {
-		return store.CacheEntry{}, false, nil
+		return ledger.ScoreEntry{}, false, nil
 	}
 	return e, true, nil
 }
@@ -147,7 +147,7 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 // CacheStamp returns the stamp of the agent's cache entry; see store.Store.
 // Two primary-key lookups that return none of the entry's passport or
 // counts (pgx prepares the statement once per connection).
-func (s *Store) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
+func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
 	var (
 		current         *bool
 		computed, until *time.Time
@@ -156,15 +156,15 @@ func (s *Store) CacheStamp(ctx context.Context, agentID string) (store.CacheStam
 	err := s.pool.QueryRow(ctx, `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid_until, c.passport_signature
 		FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&current, &computed, &until, &sig)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return store.CacheStamp{}, fmt.Errorf("postgres: cache stamp: %w", notFound(agentID))
+		return ledger.ScoreStamp{}, fmt.Errorf("postgres: cache stamp: %w", notFound(agentID))
 	}
 	if err != nil {
-		return store.CacheStamp{}, fmt.Errorf("postgres: cache stamp: %w", classify(err))
+		return ledger.ScoreStamp{}, fmt.Errorf("postgres: cache stamp: %w", classify(err))
 	}
 	if current == nil || !*current || computed == nil || until == nil {
-		return store.CacheStamp{}, nil
+		return ledger.ScoreStamp{}, nil
 	}
-	st := store.CacheStamp{Current: true, ComputedAt: computed.UTC(), ValidUntil: until.UTC()}
+	st := ledger.ScoreStamp{Current: true, ComputedAt: computed.UTC(), ValidUntil: until.UTC()}
 	if sig != nil {
 		st.Signature = *sig
 	}
@@ -176,8 +176,8 @@ func (s *Store) CacheStamp(ctx context.Context, agentID string) (store.CacheStam
 // terminal_seq come from one statement, hence one snapshot, and the entry
 // stores that version, so a batch committing before the write leaves the
 // entry unserved rather than stale.
-func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
-	var entry store.CacheEntry
+func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
+	var entry ledger.ScoreEntry
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// The entry holds the counts as of exactly ComputedAt, the instant
 		// a verifier recomputes them at (§7.3 L2).
@@ -190,7 +190,7 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 		if err != nil {
 			return fmt.Errorf("agent %s: stored counts: %w", agentID, err)
 		}
-		entry = store.CacheEntry{
+		entry = ledger.ScoreEntry{
 			AgentID:    agentID,
 			Result:     r,
 			ComputedAt: computed,
@@ -232,10 +232,10 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 	})
 	var ie issueError
 	if errors.As(err, &ie) {
-		return store.CacheEntry{}, ie.err // unchanged, as promised
+		return ledger.ScoreEntry{}, ie.err // unchanged, as promised
 	}
 	if err != nil {
-		return store.CacheEntry{}, fmt.Errorf("postgres: refresh score: %w", err)
+		return ledger.ScoreEntry{}, fmt.Errorf("postgres: refresh score: %w", err)
 	}
 	return entry, nil
 }
@@ -340,7 +340,7 @@ func recomputeSQL(onlyStale bool) string {
 }
 
 // ListScores returns ranked cache entries; see store.Store.
-func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.CacheEntry, error) {
+func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("postgres: list scores: %w", err)
 	}
@@ -363,7 +363,7 @@ func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.Cach
 		return nil, fmt.Errorf("postgres: list scores: %w", classify(err))
 	}
 	defer rows.Close()
-	var out []store.CacheEntry
+	var out []ledger.ScoreEntry
 	for rows.Next() {
 		e, err := scanEntry(rows)
 		if err != nil {
@@ -378,9 +378,9 @@ func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.Cach
 }
 
 // Agent returns what the ledger knows about an agent; see store.Store.
-func (s *Store) Agent(ctx context.Context, agentID string) (store.AgentInfo, error) {
+func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
 	var (
-		info store.AgentInfo
+		info ledger.AgentInfo
 		hash []byte
 		vis  string
 		reg  time.Time
@@ -393,7 +393,7 @@ func (s *Store) Agent(ctx context.Context, agentID string) (store.AgentInfo, err
 	if err != nil {
 		return info, fmt.Errorf("postgres: agent: %w", classify(err))
 	}
-	info.ID, info.RegisteredAt, info.Visibility = agentID, reg.UTC(), store.Visibility(vis)
+	info.ID, info.RegisteredAt, info.Visibility = agentID, reg.UTC(), ledger.Visibility(vis)
 	copy(info.ChainHead[:], hash)
 	return info, nil
 }

@@ -8,13 +8,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // CreateToken stores a token's hash; see store.Store.
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if err := ledger.CheckID("token id", t.ID); err != nil {
 		return fmt.Errorf("postgres: create token: %w", err)
 	}
@@ -82,13 +82,13 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 }
 
 // ListTokens lists tokens without their hashes; see store.Store.
-func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
+func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, operator_id, created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tokens: %w", classify(err))
 	}
-	var out []store.Token
-	var t store.Token
+	var out []auth.Token
+	var t auth.Token
 	var created time.Time
 	var revoked *time.Time
 	_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Operator, &created, &revoked}, func() error {
@@ -103,8 +103,8 @@ func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
 }
 
 // SetVisibility records an agent's consent choice; see store.Store.
-func (s *Store) SetVisibility(ctx context.Context, agentID string, v store.Visibility, at time.Time) error {
-	if v != store.VisibilityPublic && v != store.VisibilityUnlisted {
+func (s *Store) SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error {
+	if v != ledger.VisibilityPublic && v != ledger.VisibilityUnlisted {
 		return fmt.Errorf("postgres: set visibility: %w: visibility %q is not public or unlisted", errkind.ErrInvalid, v)
 	}
 	ct, err := s.pool.Exec(ctx, `INSERT INTO consent (agent_id, visibility, consented_at)

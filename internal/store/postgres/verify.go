@@ -11,15 +11,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // VerifyLedger walks every chain and event row in one consistent snapshot;
 // see store.Store. It streams, holding one chain's state at a time.
-func (s *Store) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
-	var rep store.VerifyReport
-	broken := map[string]store.BrokenLink{}
-	note := func(b store.BrokenLink) {
+func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
+	var rep ledger.VerifyReport
+	broken := map[string]ledger.BrokenLink{}
+	note := func(b ledger.BrokenLink) {
 		if old, ok := broken[b.AgentID]; !ok || (b.Seq != 0 && (old.Seq == 0 || b.Seq < old.Seq)) {
 			broken[b.AgentID] = b
 		}
@@ -31,17 +30,17 @@ func (s *Store) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
 		return verifyEvents(ctx, tx, &rep, note)
 	})
 	if err != nil {
-		return store.VerifyReport{}, fmt.Errorf("postgres: verify ledger: %w", classify(err))
+		return ledger.VerifyReport{}, fmt.Errorf("postgres: verify ledger: %w", classify(err))
 	}
 	for _, b := range broken {
 		rep.Broken = append(rep.Broken, b)
 	}
-	slices.SortFunc(rep.Broken, func(a, b store.BrokenLink) int { return strings.Compare(a.AgentID, b.AgentID) })
+	slices.SortFunc(rep.Broken, func(a, b ledger.BrokenLink) int { return strings.Compare(a.AgentID, b.AgentID) })
 	return rep, nil
 }
 
 // verifyChains checks each chain's links, positions and head.
-func verifyChains(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note func(store.BrokenLink)) error {
+func verifyChains(ctx context.Context, tx pgx.Tx, rep *ledger.VerifyReport, note func(ledger.BrokenLink)) error {
 	// FULL JOIN: records whose agent row is missing (ledger_records has no
 	// foreign key) come out with a NULL head.
 	rows, err := tx.Query(ctx, `SELECT coalesce(a.id, r.agent_id), a.head_seq, a.head_hash, r.seq, r.event_type, r.event_id, r.content, r.hash
@@ -68,7 +67,7 @@ func verifyChains(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note 
 			return
 		}
 		if lastSeq != curHeadSeq || !bytes.Equal(prev[:], curHeadHash) {
-			note(store.BrokenLink{AgentID: cur, Seq: lastSeq + 1, Reason: fmt.Sprintf(
+			note(ledger.BrokenLink{AgentID: cur, Seq: lastSeq + 1, Reason: fmt.Sprintf(
 				"chain head says %d records ending in %x, the records end at %d with %x", curHeadSeq, curHeadHash, lastSeq, prev[:])})
 		}
 	}
@@ -80,7 +79,7 @@ func verifyChains(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note 
 			lastSeq, prev, damaged, started = 0, ledger.Hash{}, false, true
 			if headSeq == nil {
 				damaged = true
-				note(store.BrokenLink{AgentID: agent, Seq: *seq, EventID: *id, Reason: "chain records exist for an agent that is not registered"})
+				note(ledger.BrokenLink{AgentID: agent, Seq: *seq, EventID: *id, Reason: "chain records exist for an agent that is not registered"})
 			} else {
 				curHeadSeq = *headSeq
 			}
@@ -94,7 +93,7 @@ func verifyChains(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note 
 		}
 		bad := func(reason string, args ...any) {
 			damaged = true
-			note(store.BrokenLink{AgentID: agent, Seq: *seq, EventID: *id, Reason: fmt.Sprintf(reason, args...)})
+			note(ledger.BrokenLink{AgentID: agent, Seq: *seq, EventID: *id, Reason: fmt.Sprintf(reason, args...)})
 		}
 		if *seq != lastSeq+1 {
 			bad("record %d follows record %d", *seq, lastSeq)
@@ -126,7 +125,7 @@ func verifyChains(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note 
 
 // verifyEvents checks that each event row holds exactly the content of the
 // chain record its seq names, and that no record's event row is missing.
-func verifyEvents(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note func(store.BrokenLink)) error {
+func verifyEvents(ctx context.Context, tx pgx.Tx, rep *ledger.VerifyReport, note func(ledger.BrokenLink)) error {
 	rows, err := tx.Query(ctx, `
 		SELECT 'conduit_session', e.id, e.agent_id, coalesce(e.buyer_id, ''), e.operator_id, e.status, 0::bigint,
 			e.started_at, e.completed_at, e.seq, r.event_type, r.event_id, r.content
@@ -153,11 +152,11 @@ func verifyEvents(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note 
 		e.Type, e.Status, e.StartedAt, e.EndedAt = ledger.Type(typ), ledger.Status(status), started.UTC(), timeOrZero(ended)
 		switch {
 		case rtyp == nil:
-			note(store.BrokenLink{AgentID: e.AgentID, EventID: e.ID, Reason: fmt.Sprintf("%s row names chain record %d, which does not exist", typ, rec.Seq)})
+			note(ledger.BrokenLink{AgentID: e.AgentID, EventID: e.ID, Reason: fmt.Sprintf("%s row names chain record %d, which does not exist", typ, rec.Seq)})
 		case *rtyp != typ || *rid != e.ID:
-			note(store.BrokenLink{AgentID: e.AgentID, Seq: rec.Seq, EventID: e.ID, Reason: fmt.Sprintf("%s row names chain record %d, which records %s %s", typ, rec.Seq, *rtyp, *rid)})
+			note(ledger.BrokenLink{AgentID: e.AgentID, Seq: rec.Seq, EventID: e.ID, Reason: fmt.Sprintf("%s row names chain record %d, which records %s %s", typ, rec.Seq, *rtyp, *rid)})
 		case !bytes.Equal(rec.Canonical(), content):
-			note(store.BrokenLink{AgentID: e.AgentID, Seq: rec.Seq, EventID: e.ID, Reason: fmt.Sprintf("%s row differs from its chain record", typ)})
+			note(ledger.BrokenLink{AgentID: e.AgentID, Seq: rec.Seq, EventID: e.ID, Reason: fmt.Sprintf("%s row differs from its chain record", typ)})
 		}
 		return nil
 	})
@@ -176,7 +175,7 @@ func verifyEvents(ctx context.Context, tx pgx.Tx, rep *store.VerifyReport, note 
 	var agent, rt, id string
 	var seq int64
 	_, err = pgx.ForEachRow(rows, []any{&agent, &seq, &rt, &id}, func() error {
-		note(store.BrokenLink{AgentID: agent, Seq: seq, EventID: id, Reason: rt + " recorded in the chain has no event row"})
+		note(ledger.BrokenLink{AgentID: agent, Seq: seq, EventID: id, Reason: rt + " recorded in the chain has no event row"})
 		return nil
 	})
 	return err

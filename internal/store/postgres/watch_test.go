@@ -281,7 +281,7 @@ func TestNotifyPayloads(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, o := range out {
-			if o.Status != store.Accepted {
+			if o.Status != ledger.OutcomeAccepted {
 				t.Fatalf("event %d: %v %v", i, o.Status, o.Err)
 			}
 		}
@@ -330,8 +330,8 @@ func TestNotifyPayloads(t *testing.T) {
 	// an entry without one, nothing; a recompute dropping them, each agent
 	// that had one.
 	a, b := evs[0].AgentID, evs[1].AgentID
-	issue := func(sig string) store.IssueFunc {
-		return func(*store.CacheEntry) ([]byte, string, error) { return []byte(`{}`), sig, nil }
+	issue := func(sig string) ledger.IssueFunc {
+		return func(*ledger.ScoreEntry) ([]byte, string, error) { return []byte(`{}`), sig, nil }
 	}
 	if _, err := s.RefreshScore(t.Context(), a, end.Add(time.Minute), issue("s1")); err != nil {
 		t.Fatal(err)

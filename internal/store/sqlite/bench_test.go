@@ -49,7 +49,7 @@ func benchEvents(prefix string, n, agents int) []ledger.Event {
 func openBench(b *testing.B) (*sqlite.Store, string) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "bench.db")
-	s, err := sqlite.OpenStore(context.Background(), "sqlite:"+path)
+	s, err := sqlite.Open(context.Background(), "sqlite:"+path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func ingestAll(b *testing.B, s store.Store, evs []ledger.Event, batch int) {
 			b.Fatal(err)
 		}
 		for _, o := range out {
-			if o.Status != store.Accepted {
+			if o.Status != ledger.OutcomeAccepted {
 				b.Fatalf("%v: %v", o.Status, o.Err)
 			}
 		}

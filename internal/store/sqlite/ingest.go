@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // Ingest decides a whole batch in memory before writing it. Inside the
@@ -78,11 +77,11 @@ type ingestTx struct {
 }
 
 // Ingest implements store.Store.
-func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]store.Outcome, error) {
+func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return nil, err
 	}
-	out := make([]store.Outcome, len(events))
+	out := make([]ledger.Outcome, len(events))
 	if len(events) == 0 {
 		return out, nil
 	}
@@ -217,7 +216,7 @@ func (it *ingestTx) query(ctx context.Context, op, q string, ids []string, scan 
 }
 
 // one classifies a valid report against the batch's state and records it.
-func (it *ingestTx) one(e *ledger.Event) store.Outcome {
+func (it *ingestTx) one(e *ledger.Event) ledger.Outcome {
 	st := it.events[eventKey{e.Type, e.ID}]
 	if st != nil {
 		// An id that exists belongs to the agent that first reported it
@@ -227,7 +226,7 @@ func (it *ingestTx) one(e *ledger.Event) store.Outcome {
 		case err != nil:
 			return reject(err)
 		case d == ledger.Duplicate:
-			return store.Outcome{Status: store.Duplicate}
+			return ledger.Outcome{Status: ledger.OutcomeDuplicate}
 		}
 		st.ev.Status, st.ev.EndedAt = e.Status, e.EndedAt
 		if st.stored && !st.moved {
@@ -248,7 +247,7 @@ func (it *ingestTx) one(e *ledger.Event) store.Outcome {
 		h.terminal = rec.Seq
 	}
 	st.seq = rec.Seq
-	return store.Outcome{Status: store.Accepted}
+	return ledger.Outcome{Status: ledger.OutcomeAccepted}
 }
 
 // write stores the batch's decisions. Foreign keys hold at every statement:
@@ -462,4 +461,6 @@ func chunkSQL(head, tuple, tail string, shared, width, rows int) string {
 	return q.String()
 }
 
-func reject(err error) store.Outcome { return store.Outcome{Status: store.Rejected, Err: err} }
+func reject(err error) ledger.Outcome {
+	return ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 func TestChunkSQL(t *testing.T) {
@@ -30,7 +29,7 @@ func TestChunkSQL(t *testing.T) {
 // reports in the order they were sent.
 func TestIngestAcrossChunks(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenStore(ctx, "sqlite:"+filepath.Join(t.TempDir(), "t.db"))
+	s, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,39 +70,39 @@ func TestIngestAcrossChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, o := range out {
-		if o.Status != store.Accepted {
+		if o.Status != ledger.OutcomeAccepted {
 			t.Fatalf("first batch %d: %+v", i, o)
 		}
 		accept("op", first[i])
 	}
 
 	type want struct {
-		status store.OutcomeStatus
+		status ledger.OutcomeStatus
 		kind   errkind.Kind
 	}
 	var batch []ledger.Event
 	var wants []want
 	add := func(e ledger.Event, w want) { batch, wants = append(batch, e), append(wants, w) }
 	for i := range n {
-		add(conduit(i, ledger.Verified), want{status: store.Accepted})  // stored row moves
-		add(conduit(i, ledger.Verified), want{status: store.Duplicate}) // again in the same batch
-		add(ap2(i, ledger.Running), want{status: store.Rejected, kind: errkind.Invalid})
-		add(ap2(i, ledger.Negotiating), want{status: store.Rejected, kind: errkind.Conflict}) // backwards
-		add(ap2(n+i, ledger.Held), want{status: store.Accepted})                              // new ...
-		add(ap2(n+i, ledger.Settled), want{status: store.Accepted})                           // ... and moved in the batch
+		add(conduit(i, ledger.Verified), want{status: ledger.OutcomeAccepted})  // stored row moves
+		add(conduit(i, ledger.Verified), want{status: ledger.OutcomeDuplicate}) // again in the same batch
+		add(ap2(i, ledger.Running), want{status: ledger.OutcomeRejected, kind: errkind.Invalid})
+		add(ap2(i, ledger.Negotiating), want{status: ledger.OutcomeRejected, kind: errkind.Conflict}) // backwards
+		add(ap2(n+i, ledger.Held), want{status: ledger.OutcomeAccepted})                              // new ...
+		add(ap2(n+i, ledger.Settled), want{status: ledger.OutcomeAccepted})                           // ... and moved in the batch
 		moved := conduit(i, ledger.Failed)
 		moved.AgentID = "agent-x"
-		add(moved, want{status: store.Rejected, kind: errkind.Conflict}) // another agent: registers nothing
+		add(moved, want{status: ledger.OutcomeRejected, kind: errkind.Conflict}) // another agent: registers nothing
 	}
 	out, err = s.Ingest(ctx, "op", batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, o := range out {
-		if o.Status != wants[i].status || (o.Status == store.Rejected && errkind.Of(o.Err) != wants[i].kind) {
+		if o.Status != wants[i].status || (o.Status == ledger.OutcomeRejected && errkind.Of(o.Err) != wants[i].kind) {
 			t.Fatalf("second batch %d (%s %s %s): %+v, want %+v", i, batch[i].Type, batch[i].ID, batch[i].Status, o, wants[i])
 		}
-		if o.Status == store.Accepted {
+		if o.Status == ledger.OutcomeAccepted {
 			accept("op", batch[i])
 		}
 	}

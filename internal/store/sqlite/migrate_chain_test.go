@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // legacyWriter writes reports the way Ingest did before migration 00003:
@@ -110,7 +109,7 @@ func migrationReports() []struct {
 func TestMigrateSlimChainRecords(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	s, err := OpenStore(ctx, "sqlite:"+path)
+	s, err := Open(ctx, "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +179,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out[0].Status != store.Accepted || out[1].Status != store.Duplicate {
+	if out[0].Status != ledger.OutcomeAccepted || out[1].Status != ledger.OutcomeDuplicate {
 		t.Fatalf("outcomes %+v", out)
 	}
 	w.seqs["agent-a"]++

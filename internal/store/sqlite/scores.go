@@ -96,7 +96,7 @@ const cacheColumns = `c.conduit_sessions_90d, c.conduit_successful_90d, c.ap2_se
 // scanEntry reads cacheColumns (prefixed by agent id) into an entry. ok is
 // false when the stored score disagrees with the formula over the stored
 // counts: such a row is treated as absent so that it is recomputed.
-func scanEntry(scan func(...any) error) (e store.CacheEntry, ok bool, err error) {
+func scanEntry(scan func(...any) error) (e ledger.ScoreEntry, ok bool, err error) {
 	var c score.Counts
 	var stored int
 	var computed, expires, valid int64
@@ -117,25 +117,25 @@ func scanEntry(scan func(...any) error) (e store.CacheEntry, ok bool, err error)
 }
 
 // CachedScore implements store.Store.
-func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (store.CacheEntry, bool, error) {
+func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
 	row := s.rp.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+`
 	  FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = ?`, agentID)
 	e, ok, err := scanEntry(row.Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		var exists bool
 		if err := s.rp.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?)`, agentID).Scan(&exists); err != nil {
-			return store.CacheEntry{}, false, dbErr("read agent", err)
+			return ledger.ScoreEntry{}, false, dbErr("read agent", err)
 		}
 		if !exists {
-			return store.CacheEntry{}, false, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+			return ledger.ScoreEntry{}, false, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
 		}
-		return store.CacheEntry{}, false, nil
+		return ledger.ScoreEntry{}, false, nil
 	}
 	if err != nil {
-		return store.CacheEntry{}, false, dbErr("read cache", err)
+		return ledger.ScoreEntry{}, false, dbErr("read cache", err)
 	}
 	if !ok || !e.Answers(asOf) {
-		return store.CacheEntry{}, false, nil
+		return ledger.ScoreEntry{}, false, nil
 	}
 	return e, true, nil
 }
@@ -147,21 +147,21 @@ const stampQuery = `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid
   FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = ?`
 
 // CacheStamp implements store.Store.
-func (s *Store) CacheStamp(ctx context.Context, agentID string) (store.CacheStamp, error) {
+func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
 	var current sql.NullBool
 	var computed, valid sql.NullInt64
 	var sig sql.NullString
 	err := s.rp.QueryRowContext(ctx, stampQuery, agentID).Scan(&current, &computed, &valid, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.CacheStamp{}, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+		return ledger.ScoreStamp{}, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
 	}
 	if err != nil {
-		return store.CacheStamp{}, dbErr("read cache stamp", err)
+		return ledger.ScoreStamp{}, dbErr("read cache stamp", err)
 	}
 	if !current.Bool {
-		return store.CacheStamp{}, nil
+		return ledger.ScoreStamp{}, nil
 	}
-	return store.CacheStamp{Current: true, ComputedAt: fromMicros(computed.Int64), ValidUntil: fromMicros(valid.Int64),
+	return ledger.ScoreStamp{Current: true, ComputedAt: fromMicros(computed.Int64), ValidUntil: fromMicros(valid.Int64),
 		Signature: sig.String}, nil
 }
 
@@ -180,28 +180,28 @@ ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tie
 
 // RefreshScore implements store.Store. The write transaction (BEGIN
 // IMMEDIATE on the single writer) excludes every concurrent ingest.
-func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue store.IssueFunc) (store.CacheEntry, error) {
+func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
 	asOf = asOf.UTC().Truncate(ledger.Resolution)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return store.CacheEntry{}, dbErr("begin refresh", err)
+		return ledger.ScoreEntry{}, dbErr("begin refresh", err)
 	}
 	defer tx.Rollback()
 	w, err := readWindow(ctx, tx, agentID, asOf)
 	if err != nil {
-		return store.CacheEntry{}, err
+		return ledger.ScoreEntry{}, err
 	}
 	r, err := score.Compute(w.counts)
 	if err != nil {
-		return store.CacheEntry{}, fmt.Errorf("sqlite: agent %q: %w", agentID, err)
+		return ledger.ScoreEntry{}, fmt.Errorf("sqlite: agent %q: %w", agentID, err)
 	}
-	e := store.CacheEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime),
+	e := ledger.ScoreEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime),
 		ValidUntil: ledger.ValidUntil(asOf, w.oldest, w.next)}
 	var passport, sig any
 	if issue != nil {
 		p, sg, err := issue(&e)
 		if err != nil {
-			return store.CacheEntry{}, err
+			return ledger.ScoreEntry{}, err
 		}
 		e.Passport, e.Signature = p, sg
 		passport, sig = string(p), sg
@@ -210,10 +210,10 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 	if _, err := tx.ExecContext(ctx, upsertCache, agentID, r.Score, r.Tier.String(), c.ConduitTotal, c.ConduitSuccess,
 		c.AP2Total, c.AP2Success, r.ConduitContribution, r.AP2Contribution, int64(r.Escrow),
 		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig, w.version); err != nil {
-		return store.CacheEntry{}, dbErr("write cache", err)
+		return ledger.ScoreEntry{}, dbErr("write cache", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return store.CacheEntry{}, dbErr("commit refresh", err)
+		return ledger.ScoreEntry{}, dbErr("commit refresh", err)
 	}
 	return e, nil
 }
@@ -277,7 +277,7 @@ func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool
 }
 
 // ListScores implements store.Store.
-func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.CacheEntry, error) {
+func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.Cach
 		return nil, dbErr("list scores", err)
 	}
 	defer rows.Close()
-	var out []store.CacheEntry
+	var out []ledger.ScoreEntry
 	for rows.Next() {
 		e, ok, err := scanEntry(rows.Scan)
 		if err != nil {
@@ -314,8 +314,8 @@ func (s *Store) ListScores(ctx context.Context, q store.ListQuery) ([]store.Cach
 }
 
 // Agent implements store.Store.
-func (s *Store) Agent(ctx context.Context, agentID string) (store.AgentInfo, error) {
-	var a store.AgentInfo
+func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
+	var a ledger.AgentInfo
 	var created int64
 	var hash []byte
 	var vis sql.NullString
@@ -329,16 +329,16 @@ func (s *Store) Agent(ctx context.Context, agentID string) (store.AgentInfo, err
 	}
 	a.RegisteredAt = fromMicros(created)
 	copy(a.ChainHead[:], hash)
-	a.Visibility = store.VisibilityPublic
+	a.Visibility = ledger.VisibilityPublic
 	if vis.Valid {
-		a.Visibility = store.Visibility(vis.String)
+		a.Visibility = ledger.Visibility(vis.String)
 	}
 	return a, nil
 }
 
 // SetVisibility implements store.Store.
-func (s *Store) SetVisibility(ctx context.Context, agentID string, v store.Visibility, at time.Time) error {
-	if v != store.VisibilityPublic && v != store.VisibilityUnlisted {
+func (s *Store) SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error {
+	if v != ledger.VisibilityPublic && v != ledger.VisibilityUnlisted {
 		return fmt.Errorf("%w: visibility %q (want public or unlisted)", errkind.ErrInvalid, v)
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO consent (agent_id, visibility, consented_at)

@@ -71,16 +71,7 @@ func Path(dsn string) (string, error) {
 // Open opens (creating if needed) the database file named by dsn. It does
 // not migrate: call Migrate. Errors: ErrInvalid for a bad DSN,
 // ErrUnavailable when the file cannot be opened.
-func Open(ctx context.Context, dsn string) (store.Store, error) {
-	s, err := OpenStore(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// OpenStore is Open returning the concrete type.
-func OpenStore(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string) (*Store, error) {
 	path, err := Path(dsn)
 	if err != nil {
 		return nil, err

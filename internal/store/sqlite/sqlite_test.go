@@ -195,9 +195,9 @@ func TestTwoHandles(t *testing.T) {
 				}
 				for _, o := range out {
 					switch o.Status {
-					case store.Accepted:
+					case ledger.OutcomeAccepted:
 						accepted[w]++
-					case store.Rejected:
+					case ledger.OutcomeRejected:
 						t.Errorf("rejected: %v", o.Err)
 					}
 				}
@@ -284,7 +284,7 @@ func TestVerifyTamperingLayout(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, o := range out {
-					if o.Status != store.Accepted {
+					if o.Status != ledger.OutcomeAccepted {
 						t.Fatalf("outcome %+v", o)
 					}
 				}

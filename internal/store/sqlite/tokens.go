@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // CreateToken implements store.Store.
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if err := ledger.CheckID("token id", t.ID); err != nil {
 		return err
 	}
@@ -84,15 +84,15 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 }
 
 // ListTokens implements store.Store.
-func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
+func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, operator_id, created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, dbErr("list tokens", err)
 	}
 	defer rows.Close()
-	var out []store.Token
+	var out []auth.Token
 	for rows.Next() {
-		var t store.Token
+		var t auth.Token
 		var created int64
 		var revoked sql.NullInt64
 		if err := rows.Scan(&t.ID, &t.Operator, &created, &revoked); err != nil {

@@ -8,20 +8,19 @@ import (
 	"sort"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // verifier collects the first broken link of each chain.
 type verifier struct {
-	report store.VerifyReport
-	broken map[string]store.BrokenLink
+	report ledger.VerifyReport
+	broken map[string]ledger.BrokenLink
 }
 
 func (v *verifier) fail(agent string, seq int64, event, format string, args ...any) {
 	if b, ok := v.broken[agent]; ok && b.Seq <= seq {
 		return // keep the earliest break in chain order
 	}
-	v.broken[agent] = store.BrokenLink{AgentID: agent, Seq: seq, EventID: event, Reason: fmt.Sprintf(format, args...)}
+	v.broken[agent] = ledger.BrokenLink{AgentID: agent, Seq: seq, EventID: event, Reason: fmt.Sprintf(format, args...)}
 }
 
 // VerifyLedger implements store.Store. It reads in one snapshot (a read
@@ -34,8 +33,8 @@ func (v *verifier) fail(agent string, seq int64, event, format string, args ...a
 // breaks the link where it happened. The event rows are then checked
 // against the records: each names its latest record and holds that
 // record's status.
-func (s *Store) VerifyLedger(ctx context.Context) (store.VerifyReport, error) {
-	v := &verifier{broken: make(map[string]store.BrokenLink)}
+func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
+	v := &verifier{broken: make(map[string]ledger.BrokenLink)}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return v.report, dbErr("begin verify", err)

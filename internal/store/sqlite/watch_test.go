@@ -13,7 +13,7 @@ import (
 
 func TestCacheWatch(t *testing.T) {
 	open := func(t *testing.T, path string) *sqlite.Store {
-		s, err := sqlite.OpenStore(t.Context(), "sqlite:"+path)
+		s, err := sqlite.Open(t.Context(), "sqlite:"+path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestCacheWatch(t *testing.T) {
 // the commit before the write returns.
 func TestCacheWatchForeignWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "foreign.db")
-	s, err := sqlite.OpenStore(t.Context(), "sqlite:"+path)
+	s, err := sqlite.Open(t.Context(), "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestCacheWatchForeignWriter(t *testing.T) {
 // stamp read it replaces.
 func BenchmarkCacheWatch(b *testing.B) {
 	ctx := context.Background()
-	s, err := sqlite.OpenStore(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+	s, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

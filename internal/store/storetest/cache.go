@@ -11,7 +11,7 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-func refresh(t *testing.T, s store.Store, agent string, asOf time.Time) store.CacheEntry {
+func refresh(t *testing.T, s store.Store, agent string, asOf time.Time) ledger.ScoreEntry {
 	t.Helper()
 	e, err := s.RefreshScore(ctx(t), agent, asOf, nil)
 	if err != nil {
@@ -20,7 +20,7 @@ func refresh(t *testing.T, s store.Store, agent string, asOf time.Time) store.Ca
 	return e
 }
 
-func cached(t *testing.T, s store.Store, agent string, asOf time.Time) (store.CacheEntry, bool) {
+func cached(t *testing.T, s store.Store, agent string, asOf time.Time) (ledger.ScoreEntry, bool) {
 	t.Helper()
 	e, ok, err := s.CachedScore(ctx(t), agent, asOf)
 	if err != nil {
@@ -52,7 +52,7 @@ func testCache(t *testing.T, h Harness) {
 		conduit("b2", "b", ledger.Error, base.Add(-90*d), base.Add(-89*d-time.Hour)),
 		conduit("c1", "c", ledger.Verified, base.Add(-2*time.Hour), base.Add(-time.Hour)),
 		conduit("e1", "e", ledger.Pending, base.Add(-time.Hour), time.Time{}),
-	), store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted)
+	), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 
 	if _, ok := cached(t, s, "a", base); ok {
 		t.Error("cache hit before any computation")
@@ -115,7 +115,7 @@ func testCacheFutureEvent(t *testing.T, h Harness) {
 	wantOutcomes(t, ingest(t, s, "op-a",
 		conduit("c1", "a", ledger.Verified, base.Add(-2*d), base.Add(-d)),
 		ap2("t1", "a", ledger.Settled, base.Add(-d), future),
-	), store.Accepted, store.Accepted)
+	), ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	e := refresh(t, s, "a", base)
 	wantResult(t, "a", e.Result, score.Counts{ConduitTotal: 1, ConduitSuccess: 1})
 	if !e.ValidUntil.Equal(future) {
@@ -164,8 +164,8 @@ func testCacheInvalidation(t *testing.T, h Harness) {
 func testIssue(t *testing.T, h Harness) {
 	s := h.Open(t)
 	ingest(t, s, "op-a", conduit("c1", "a", ledger.Verified, base.Add(-2*time.Hour), base.Add(-time.Hour)))
-	var seen store.CacheEntry
-	e, err := s.RefreshScore(ctx(t), "a", base, func(e *store.CacheEntry) ([]byte, string, error) {
+	var seen ledger.ScoreEntry
+	e, err := s.RefreshScore(ctx(t), "a", base, func(e *ledger.ScoreEntry) ([]byte, string, error) {
 		seen = *e
 		return []byte(`{"agent_id":"a"}`), "abc123", nil
 	})
@@ -180,7 +180,7 @@ func testIssue(t *testing.T, h Harness) {
 		t.Errorf("cached passport %q %q (hit %v)", got.Passport, got.Signature, ok)
 	}
 	boom := errors.New("signing failed")
-	if _, err := s.RefreshScore(ctx(t), "a", base.Add(time.Hour), func(*store.CacheEntry) ([]byte, string, error) { return nil, "", boom }); !errors.Is(err, boom) {
+	if _, err := s.RefreshScore(ctx(t), "a", base.Add(time.Hour), func(*ledger.ScoreEntry) ([]byte, string, error) { return nil, "", boom }); !errors.Is(err, boom) {
 		t.Errorf("RefreshScore returned %v, want the issue error", err)
 	}
 	if got, ok := cached(t, s, "a", base); !ok || got.Signature != "abc123" {
@@ -249,14 +249,14 @@ func testRecomputeAll(t *testing.T, h Harness) {
 	for len(evs) > 0 {
 		n := min(len(evs), 500)
 		for _, o := range ingest(t, s, "op-a", evs[:n]...) {
-			if o.Status != store.Accepted {
+			if o.Status != ledger.OutcomeAccepted {
 				t.Fatalf("setup: %v %v", o.Status, o.Err)
 			}
 		}
 		evs = evs[n:]
 	}
 	// One agent already holds a passport; RecomputeAll replaces it.
-	if _, err := s.RefreshScore(ctx(t), specs[3].id, base.Add(-time.Hour), func(*store.CacheEntry) ([]byte, string, error) {
+	if _, err := s.RefreshScore(ctx(t), specs[3].id, base.Add(-time.Hour), func(*ledger.ScoreEntry) ([]byte, string, error) {
 		return []byte("{}"), "sig", nil
 	}); err != nil {
 		t.Fatal(err)
@@ -322,13 +322,13 @@ func testListScores(t *testing.T, h Harness) {
 	if _, err := s.RecomputeAll(ctx(t), base, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetVisibility(ctx(t), "agent-03", store.VisibilityUnlisted, base); err != nil {
+	if err := s.SetVisibility(ctx(t), "agent-03", ledger.VisibilityUnlisted, base); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	var after *store.Cursor
+	var after *ledger.Cursor
 	for page := 0; ; page++ {
-		es, err := s.ListScores(ctx(t), store.ListQuery{Limit: 5, After: after})
+		es, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 5, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func testListScores(t *testing.T, h Harness) {
 			break
 		}
 		last := es[len(es)-1]
-		after = &store.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
+		after = &ledger.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
 		if page > 5 {
 			t.Fatal("pagination does not end")
 		}
@@ -349,20 +349,20 @@ func testListScores(t *testing.T, h Harness) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("ranking %v\nwant    %v", got, want)
 	}
-	es, err := s.ListScores(ctx(t), store.ListQuery{Limit: 100, MinScore: 21})
+	es, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 100, MinScore: 21})
 	if err != nil || len(es) != 4 {
 		t.Errorf("min_score 21: %d entries (%v), want 4", len(es), err)
 	}
-	if es, err := s.ListScores(ctx(t), store.ListQuery{Limit: 100, MinTier: score.TierStandard}); err != nil || len(es) != 0 {
+	if es, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 100, MinTier: score.TierStandard}); err != nil || len(es) != 0 {
 		t.Errorf("tier STANDARD: %d entries (%v), want 0", len(es), err)
 	}
-	for _, q := range []store.ListQuery{{Limit: 0}, {Limit: 1001}, {Limit: 1, MinScore: -1}, {Limit: 1, After: &store.Cursor{AgentID: "bad id"}}} {
+	for _, q := range []ledger.ListQuery{{Limit: 0}, {Limit: 1001}, {Limit: 1, MinScore: -1}, {Limit: 1, After: &ledger.Cursor{AgentID: "bad id"}}} {
 		if _, err := s.ListScores(ctx(t), q); err == nil {
 			t.Errorf("ListScores(%+v) accepted an invalid query", q)
 		}
 	}
 	a, err := s.Agent(ctx(t), "agent-03")
-	if err != nil || a.Visibility != store.VisibilityUnlisted {
+	if err != nil || a.Visibility != ledger.VisibilityUnlisted {
 		t.Errorf("agent-03 visibility %q (%v)", a.Visibility, err)
 	}
 	if err := s.SetVisibility(ctx(t), "agent-03", "hidden", base); err == nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 func testReady(t *testing.T, h Harness) {
@@ -32,7 +31,7 @@ func testIngestNew(t *testing.T, h Harness) {
 		conduit("c1", "agent-1", ledger.Verified, start, base.Add(-time.Minute)),
 		ap2("t1", "agent-1", ledger.Settled, start, base.Add(-time.Minute)),
 		conduit("c2", "agent-2", ledger.Pending, start, time.Time{}))
-	wantOutcomes(t, out, store.Accepted, store.Accepted, store.Accepted)
+	wantOutcomes(t, out, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	if got := counts(t, s, "agent-1", base); got != [4]int64{1, 1, 1, 1} {
 		t.Errorf("counts %v, want [1 1 1 1]", got)
 	}
@@ -43,7 +42,7 @@ func testIngestNew(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.ID != "agent-1" || a.ChainLength != 2 || a.ChainHead == (ledger.Hash{}) || a.Visibility != store.VisibilityPublic {
+	if a.ID != "agent-1" || a.ChainLength != 2 || a.ChainHead == (ledger.Hash{}) || a.Visibility != ledger.VisibilityPublic {
 		t.Errorf("Agent = %+v", a)
 	}
 	// The chain head is the hash chain of the two records, computed here
@@ -62,12 +61,12 @@ func testIngestNew(t *testing.T, h Harness) {
 func testIdempotent(t *testing.T, h Harness) {
 	s := h.Open(t)
 	e := conduit("c1", "agent-1", ledger.Verified, base.Add(-time.Hour), base.Add(-time.Minute))
-	wantOutcomes(t, ingest(t, s, "op-a", e, e), store.Accepted, store.Duplicate)
-	wantOutcomes(t, ingest(t, s, "op-a", e), store.Duplicate)
+	wantOutcomes(t, ingest(t, s, "op-a", e, e), ledger.OutcomeAccepted, ledger.OutcomeDuplicate)
+	wantOutcomes(t, ingest(t, s, "op-a", e), ledger.OutcomeDuplicate)
 	// The same instant in another offset is the same event.
 	shifted := e
 	shifted.StartedAt = e.StartedAt.In(time.FixedZone("x", 5*3600)).UTC()
-	wantOutcomes(t, ingest(t, s, "op-a", shifted), store.Duplicate)
+	wantOutcomes(t, ingest(t, s, "op-a", shifted), ledger.OutcomeDuplicate)
 	if n := chainLength(t, s, "agent-1"); n != 1 {
 		t.Errorf("duplicates added chain records: length %d", n)
 	}
@@ -86,21 +85,21 @@ func testTransitions(t *testing.T, h Harness) {
 		conduit("c1", "a", ledger.Verified, start, end),
 		conduit("c2", "a", ledger.Pending, start, time.Time{}),
 		conduit("c2", "a", ledger.Failed, start, end), // skipping RUNNING is forward
-	), store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted)
+	), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	steps := []ledger.Status{ledger.Negotiating, ledger.Held, ledger.Executing, ledger.Delivered, ledger.Settled}
 	for _, st := range steps {
 		var ended time.Time
 		if st.Terminal() {
 			ended = end
 		}
-		wantOutcomes(t, ingest(t, s, "op-a", ap2("t1", "a", st, start, ended)), store.Accepted)
+		wantOutcomes(t, ingest(t, s, "op-a", ap2("t1", "a", st, start, ended)), ledger.OutcomeAccepted)
 	}
 	wantOutcomes(t, ingest(t, s, "op-a",
 		ap2("t2", "a", ledger.Held, start, time.Time{}),
 		ap2("t2", "a", ledger.Cancelled, start, end),
 		ap2("t3", "a", ledger.Delivered, start, time.Time{}),
 		ap2("t3", "a", ledger.Disputed, start, end),
-	), store.Accepted, store.Accepted, store.Accepted, store.Accepted)
+	), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	if got := counts(t, s, "a", base); got != [4]int64{2, 1, 2, 1} {
 		t.Errorf("counts %v, want [2 1 2 1]", got)
 	}
@@ -116,7 +115,7 @@ func testConflicts(t *testing.T, h Harness) {
 	c := conduit("c1", "a", ledger.Verified, start, end)
 	p := ap2("t1", "a", ledger.Held, start, time.Time{})
 	r := conduit("c2", "a", ledger.Running, start, time.Time{})
-	wantOutcomes(t, ingest(t, s, "op-a", c, p, r), store.Accepted, store.Accepted, store.Accepted)
+	wantOutcomes(t, ingest(t, s, "op-a", c, p, r), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	before, err := s.Agent(ctx(t), "a")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +141,7 @@ func testConflicts(t *testing.T, h Harness) {
 	}
 	for _, b := range bad {
 		out := ingest(t, s, b.operator, b.e)
-		if out[0].Status != store.Rejected || errkind.Of(out[0].Err) != errkind.Conflict {
+		if out[0].Status != ledger.OutcomeRejected || errkind.Of(out[0].Err) != errkind.Conflict {
 			t.Errorf("%s: outcome %v (%v), want a rejected conflict", b.name, out[0].Status, out[0].Err)
 		}
 	}
@@ -160,7 +159,7 @@ func testConflicts(t *testing.T, h Harness) {
 		t.Errorf("an agent named only by a rejected report was registered: %v", err)
 	}
 	// The valid transition still works after all that.
-	wantOutcomes(t, ingest(t, s, "op-a", change(r, func(e *ledger.Event) { e.Status, e.EndedAt = ledger.Timeout, end })), store.Accepted)
+	wantOutcomes(t, ingest(t, s, "op-a", change(r, func(e *ledger.Event) { e.Status, e.EndedAt = ledger.Timeout, end })), ledger.OutcomeAccepted)
 	mustVerify(t, s)
 }
 
@@ -179,7 +178,7 @@ func testInvalid(t *testing.T, h Harness) {
 	}
 	out := ingest(t, s, "op-a", bad...)
 	for i, o := range out {
-		if o.Status != store.Rejected || errkind.Of(o.Err) != errkind.Invalid {
+		if o.Status != ledger.OutcomeRejected || errkind.Of(o.Err) != errkind.Invalid {
 			t.Errorf("event %d: outcome %v (%v), want a rejected invalid event", i, o.Status, o.Err)
 		}
 	}
@@ -200,7 +199,7 @@ func testBatchAtomicity(t *testing.T, h Harness) {
 		conduit("c2", "a", ledger.Verified, start, time.Time{}),
 		conduit("c3", "a", ledger.Failed, start, end),
 		conduit("c1", "a", ledger.Failed, start, end))
-	wantOutcomes(t, out, store.Accepted, store.Rejected, store.Accepted, store.Rejected)
+	wantOutcomes(t, out, ledger.OutcomeAccepted, ledger.OutcomeRejected, ledger.OutcomeAccepted, ledger.OutcomeRejected)
 	if got := counts(t, s, "a", base); got != [4]int64{2, 1, 0, 0} {
 		t.Errorf("counts %v, want [2 1 0 0]", got)
 	}
@@ -235,7 +234,7 @@ func testUnknownAgent(t *testing.T, h Harness) {
 	if _, err := s.Agent(ctx(t), "nobody"); !isNotFound(err) {
 		t.Errorf("Agent: %v, want not found", err)
 	}
-	if err := s.SetVisibility(ctx(t), "nobody", store.VisibilityUnlisted, base); !isNotFound(err) {
+	if err := s.SetVisibility(ctx(t), "nobody", ledger.VisibilityUnlisted, base); !isNotFound(err) {
 		t.Errorf("SetVisibility: %v, want not found", err)
 	}
 }
@@ -257,7 +256,7 @@ func testWindowBoundaries(t *testing.T, h Harness) {
 		ap2("t1", "a", ledger.Settled, lo.Add(-time.Hour), lo),
 		ap2("t2", "a", ledger.Refunded, asOf.Add(-time.Hour), asOf),
 		ap2("t3", "a", ledger.Settled, asOf.Add(-time.Hour), asOf.Add(us)),
-	), store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted, store.Accepted)
+	), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	if got := counts(t, s, "a", asOf); got != [4]int64{3, 2, 2, 1} {
 		t.Errorf("counts at as_of %v, want [3 2 2 1]", got)
 	}
@@ -299,7 +298,7 @@ func testStatuses(t *testing.T, h Harness) {
 		evs = append(evs, ap2(fmt.Sprintf("t%d", i), "a", st, start, e))
 	}
 	for _, o := range ingest(t, s, "op-a", evs...) {
-		if o.Status != store.Accepted {
+		if o.Status != ledger.OutcomeAccepted {
 			t.Fatalf("outcome %v: %v", o.Status, o.Err)
 		}
 	}
@@ -350,7 +349,7 @@ func testConcurrent(t *testing.T, h Harness) {
 					return
 				}
 				for _, o := range out {
-					if o.Status == store.Accepted {
+					if o.Status == ledger.OutcomeAccepted {
 						accepted[w]++
 					}
 				}

@@ -8,7 +8,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/store"
 )
 
-func stamp(t *testing.T, s store.Store, agent string) store.CacheStamp {
+func stamp(t *testing.T, s store.Store, agent string) ledger.ScoreStamp {
 	t.Helper()
 	st, err := s.CacheStamp(ctx(t), agent)
 	if err != nil {
@@ -19,7 +19,7 @@ func stamp(t *testing.T, s store.Store, agent string) store.CacheStamp {
 
 // wantStamp checks that the stamp identifies exactly the entry CachedScore
 // serves as of asOf.
-func wantStamp(t *testing.T, s store.Store, agent string, asOf time.Time) store.CacheStamp {
+func wantStamp(t *testing.T, s store.Store, agent string, asOf time.Time) ledger.ScoreStamp {
 	t.Helper()
 	st := stamp(t, s, agent)
 	e, ok := cached(t, s, agent, asOf)
@@ -47,12 +47,12 @@ func testCacheStamp(t *testing.T, h Harness) {
 	ingest(t, s, "op-a",
 		conduit("c1", "a", ledger.Verified, start, end),
 		conduit("n1", "n", ledger.Verified, start, end))
-	if st := stamp(t, s, "n"); st != (store.CacheStamp{}) || st.Answers(base) {
+	if st := stamp(t, s, "n"); st != (ledger.ScoreStamp{}) || st.Answers(base) {
 		t.Errorf("never computed: stamp %+v, want zero", st)
 	}
 
-	issue := func(sig string) store.IssueFunc {
-		return func(*store.CacheEntry) ([]byte, string, error) { return []byte(`{"sig":"` + sig + `"}`), sig, nil }
+	issue := func(sig string) ledger.IssueFunc {
+		return func(*ledger.ScoreEntry) ([]byte, string, error) { return []byte(`{"sig":"` + sig + `"}`), sig, nil }
 	}
 	if _, err := s.RefreshScore(ctx(t), "a", base, issue("sig-1")); err != nil {
 		t.Fatal(err)

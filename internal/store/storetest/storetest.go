@@ -103,7 +103,7 @@ func ap2(id, agent string, status ledger.Status, started, ended time.Time) ledge
 		EscrowAmountCents: 100000, StartedAt: started, EndedAt: ended}
 }
 
-func ingest(t *testing.T, s store.Store, operator string, events ...ledger.Event) []store.Outcome {
+func ingest(t *testing.T, s store.Store, operator string, events ...ledger.Event) []ledger.Outcome {
 	t.Helper()
 	out, err := s.Ingest(ctx(t), operator, events)
 	if err != nil {
@@ -115,13 +115,13 @@ func ingest(t *testing.T, s store.Store, operator string, events ...ledger.Event
 	return out
 }
 
-func wantOutcomes(t *testing.T, got []store.Outcome, want ...store.OutcomeStatus) {
+func wantOutcomes(t *testing.T, got []ledger.Outcome, want ...ledger.OutcomeStatus) {
 	t.Helper()
 	for i, w := range want {
 		if got[i].Status != w {
 			t.Errorf("event %d: outcome %v (%v), want %v", i, got[i].Status, got[i].Err, w)
 		}
-		if (got[i].Err != nil) != (w == store.Rejected) {
+		if (got[i].Err != nil) != (w == ledger.OutcomeRejected) {
 			t.Errorf("event %d: outcome %v with error %v", i, got[i].Status, got[i].Err)
 		}
 	}
@@ -152,7 +152,7 @@ func chainLength(t *testing.T, s store.Store, agent string) int64 {
 	return a.ChainLength
 }
 
-func mustVerify(t *testing.T, s store.Store) store.VerifyReport {
+func mustVerify(t *testing.T, s store.Store) ledger.VerifyReport {
 	t.Helper()
 	r, err := s.VerifyLedger(ctx(t))
 	if err != nil {

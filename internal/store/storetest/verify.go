@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store"
@@ -23,7 +24,7 @@ func smallLedger(t *testing.T, s store.Store) {
 			conduit(a+"-c1", a, ledger.Verified, start, end),
 			ap2(a+"-t1", a, ledger.Settled, start, end),
 			conduit(a+"-c2", a, ledger.Failed, start, end),
-		), store.Accepted, store.Accepted, store.Accepted, store.Accepted)
+		), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted)
 	}
 }
 
@@ -88,7 +89,7 @@ func testVerifyTampering(t *testing.T, h Harness) {
 func testTokens(t *testing.T, h Harness) {
 	s := h.Open(t)
 	sum := sha256.Sum256([]byte("secret-token-1"))
-	tok := store.Token{ID: "tok-1", Operator: "op-a", SHA256: sum, CreatedAt: base}
+	tok := auth.Token{ID: "tok-1", Operator: "op-a", SHA256: sum, CreatedAt: base}
 	if err := s.CreateToken(ctx(t), tok); err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +97,10 @@ func testTokens(t *testing.T, h Harness) {
 		t.Errorf("re-creating the same token: %v", err)
 	}
 	other := sha256.Sum256([]byte("secret-token-2"))
-	wantKind(t, s.CreateToken(ctx(t), store.Token{ID: "tok-1", Operator: "op-a", SHA256: other, CreatedAt: base}), errkind.Conflict)
-	wantKind(t, s.CreateToken(ctx(t), store.Token{ID: "tok-2", Operator: "op-b", SHA256: sum, CreatedAt: base}), errkind.Conflict)
-	wantKind(t, s.CreateToken(ctx(t), store.Token{ID: "bad id", Operator: "op-a", SHA256: other, CreatedAt: base}), errkind.Invalid)
-	if err := s.CreateToken(ctx(t), store.Token{ID: "tok-2", Operator: "op-b", SHA256: other, CreatedAt: base.Add(time.Second)}); err != nil {
+	wantKind(t, s.CreateToken(ctx(t), auth.Token{ID: "tok-1", Operator: "op-a", SHA256: other, CreatedAt: base}), errkind.Conflict)
+	wantKind(t, s.CreateToken(ctx(t), auth.Token{ID: "tok-2", Operator: "op-b", SHA256: sum, CreatedAt: base}), errkind.Conflict)
+	wantKind(t, s.CreateToken(ctx(t), auth.Token{ID: "bad id", Operator: "op-a", SHA256: other, CreatedAt: base}), errkind.Invalid)
+	if err := s.CreateToken(ctx(t), auth.Token{ID: "tok-2", Operator: "op-b", SHA256: other, CreatedAt: base.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	if op, err := s.Authenticate(ctx(t), sum); err != nil || op != "op-a" {
@@ -125,7 +126,7 @@ func testTokens(t *testing.T, h Harness) {
 		t.Errorf("ListTokens = %+v", list)
 	}
 	// A token's operator can report events.
-	wantOutcomes(t, ingest(t, s, "op-b", conduit("c1", "a", ledger.Verified, base.Add(-time.Hour), base)), store.Accepted)
+	wantOutcomes(t, ingest(t, s, "op-b", conduit("c1", "a", ledger.Verified, base.Add(-time.Hour), base)), ledger.OutcomeAccepted)
 }
 
 // testProperty: for random histories, the store's counts equal a brute-force
@@ -256,7 +257,7 @@ func randomHistory(t *testing.T, rng *rand.Rand, s store.Store, prefix string) [
 	for len(reports) > 0 {
 		n := min(len(reports), 1+rng.IntN(40))
 		for i, o := range ingest(t, s, "op-a", reports[:n]...) {
-			if o.Status == store.Rejected {
+			if o.Status == ledger.OutcomeRejected {
 				t.Fatalf("random history report %d rejected: %v", i, o.Err)
 			}
 		}

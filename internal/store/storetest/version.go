@@ -116,13 +116,13 @@ func testCacheVersion(t *testing.T, h Harness) {
 	}
 }
 
-func listed(t *testing.T, s store.Store) map[string]store.CacheEntry {
+func listed(t *testing.T, s store.Store) map[string]ledger.ScoreEntry {
 	t.Helper()
-	es, err := s.ListScores(ctx(t), store.ListQuery{Limit: 1000})
+	es, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 1000})
 	if err != nil {
 		t.Fatalf("ListScores: %v", err)
 	}
-	m := map[string]store.CacheEntry{}
+	m := map[string]ledger.ScoreEntry{}
 	for _, e := range es {
 		m[e.AgentID] = e
 	}

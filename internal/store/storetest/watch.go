@@ -40,8 +40,8 @@ func RunWatch(t *testing.T, h WatchHarness) {
 	ingest(t, other, "op-a",
 		conduit("a1", "a", ledger.Verified, start, end),
 		conduit("b1", "b", ledger.Verified, start, end))
-	issue := func(sig string) store.IssueFunc {
-		return func(*store.CacheEntry) ([]byte, string, error) { return []byte(`{"sig":"` + sig + `"}`), sig, nil }
+	issue := func(sig string) ledger.IssueFunc {
+		return func(*ledger.ScoreEntry) ([]byte, string, error) { return []byte(`{"sig":"` + sig + `"}`), sig, nil }
 	}
 	for _, agent := range []string{"a", "b"} {
 		if _, err := other.RefreshScore(ctx(t), agent, base, issue(agent+"-1")); err != nil {

@@ -1,0 +1,51 @@
+package ledger
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// AgentInfo summarises an agent's ledger.
+type AgentInfo struct {
+	ID           string
+	RegisteredAt time.Time // when its first event was recorded
+	ChainLength  int64     // records in its hash chain (accepted reports)
+	ChainHead    Hash
+	Visibility   Visibility
+}
+
+// Visibility is an agent's consent choice for public display (§11.1, §8.4).
+type Visibility string
+
+// The two visibilities. Agents without a recorded choice are public.
+const (
+	VisibilityPublic   Visibility = "public"
+	VisibilityUnlisted Visibility = "unlisted"
+)
+
+// VerifyReport is the result of walking every hash chain.
+type VerifyReport struct {
+	Agents  int64 // chains walked
+	Records int64 // chain records checked
+	Events  int64 // event rows checked
+	Broken  []BrokenLink
+}
+
+// BrokenLink is the first inconsistency found in one agent's chain.
+type BrokenLink struct {
+	AgentID string
+	Seq     int64  // chain position (0 when the problem is an event row without a record)
+	EventID string // the event concerned, when known
+	Reason  string
+}
+
+func (b BrokenLink) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "agent %s seq %d", b.AgentID, b.Seq)
+	if b.EventID != "" {
+		fmt.Fprintf(&s, " event %s", b.EventID)
+	}
+	s.WriteString(": " + b.Reason)
+	return s.String()
+}

@@ -1,0 +1,119 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/auth"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// The storage ports: what the use cases need from a back end, one narrow
+// interface per aggregate. The sqlite and postgres back ends implement all
+// of them (internal/store/storetest checks that they behave alike); the
+// wiring in internal/cli hands a back end to the use cases. Unless a method
+// says otherwise, every method returns errkind.ErrUnavailable (wrapped) when
+// the database cannot be reached, and ctx's error when ctx ends first, and
+// "now" is never read from a clock: times are arguments.
+
+// Database is the lifecycle of a back end.
+type Database interface {
+	// Migrate applies every pending migration; idempotent and safe to run
+	// from several processes at once.
+	Migrate(ctx context.Context) error
+	// Ready returns nil when the database is reachable and fully migrated,
+	// otherwise an error matching errkind.ErrUnavailable that says which.
+	Ready(ctx context.Context) error
+	// Close releases the database handles; later calls fail.
+	Close() error
+}
+
+// LedgerStore is the event record: it loads what a batch needs, writes
+// what ledger decides, counts windows and walks the hash chains.
+type LedgerStore interface {
+	// Ingest records a batch reported by operator, in order, and returns
+	// one outcome per event (same index), all or nothing: on a returned
+	// error nothing was written. The decisions are ledger's; a rejected
+	// event changes nothing and does not stop the others. The returned
+	// error is ErrInvalid for an invalid operator name, ErrUnavailable or
+	// an internal error.
+	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error)
+	// Counts returns the agent's four counts over the window ending at
+	// asOf, from the ledger (never the cache). An unknown agent is
+	// ErrNotFound.
+	Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error)
+	// Agent returns what the ledger knows about an agent (ErrNotFound if
+	// nothing).
+	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
+	// VerifyLedger walks every hash chain and event row; the error is only
+	// for failing to read.
+	VerifyLedger(ctx context.Context) (ledger.VerifyReport, error)
+}
+
+// ScoreStore is the score cache: one entry per agent, versioned by the
+// agent's latest terminal report.
+type ScoreStore interface {
+	// CachedScore returns the agent's entry if it answers asOf; ok is false
+	// with a nil error when none does. An unknown agent is ErrNotFound.
+	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry ledger.ScoreEntry, ok bool, err error)
+	// CacheStamp identifies the agent's entry in one indexed lookup that
+	// reads no passport bytes. An unknown agent is ErrNotFound.
+	CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error)
+	// RefreshScore computes the agent's score as of asOf and replaces its
+	// entry; issue, if not nil, signs a passport inside that transaction
+	// (its error is returned unchanged). An unknown agent is ErrNotFound.
+	RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error)
+	// RecomputeAll refreshes every agent's entry (or only those not
+	// answering asOf) in one set-based statement, dropping their passports,
+	// and returns how many it wrote.
+	RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool) (int64, error)
+	// ListScores returns entries by score descending then agent id,
+	// after q.After, omitting unlisted agents.
+	ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error)
+}
+
+// ConsentStore holds the agents' consent and visibility choices (§11.1).
+type ConsentStore interface {
+	// SetVisibility records the agent's choice as of at. An unknown agent
+	// is ErrNotFound; another visibility is ErrInvalid.
+	SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error
+}
+
+// TokenStore holds API tokens by the SHA-256 of their secret.
+type TokenStore interface {
+	// CreateToken stores a token; the same (id, operator, hash) again is a
+	// no-op, an id or hash used otherwise is ErrConflict.
+	CreateToken(ctx context.Context, t auth.Token) error
+	// Authenticate returns the operator owning the token whose SHA-256 is
+	// sum; an unknown or revoked token is ErrUnauthorized.
+	Authenticate(ctx context.Context, sum [32]byte) (operator string, err error)
+	// RevokeToken marks token id revoked as of at (the first time is
+	// kept); an unknown id is ErrNotFound.
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// ListTokens returns every token, revoked ones included, by creation
+	// time.
+	ListTokens(ctx context.Context) ([]auth.Token, error)
+}
+
+// CacheWatch tells, with no query, whether a score stamp read earlier
+// still holds. Take a Mark, then read the stamp (or write the entry), and
+// keep the mark with what was read; while Unchanged(agent, mark) is true no
+// commit that changes the agent's stamp has become known to this process
+// since the mark. False is always safe. Wrote records this process's own
+// commits at once. Implementations are safe for concurrent use.
+type CacheWatch interface {
+	Mark() (mark uint64, ok bool)
+	Unchanged(agentID string, mark uint64) bool
+	Wrote(agentIDs []string)
+}
+
+// Backend is everything a deployment's store provides; the wiring opens one
+// and hands it to the use cases.
+type Backend interface {
+	Database
+	LedgerStore
+	ScoreStore
+	ConsentStore
+	TokenStore
+}
