@@ -10,11 +10,11 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
-const dbFlagUsage = "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else " + store.DefaultDSN + ")"
+const dbFlagUsage = "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else " + DefaultDSN + ")"
 
 func newMigrateCmd() *cobra.Command {
 	var db string
@@ -29,7 +29,7 @@ it at once. 'swarmscore serve' and 'swarmscore ingest' migrate by themselves.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dsn := dbDSN(cmd, db)
 			return withLedger(cmd, db, true, func(*service.Ledger) error {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: schema up to date\n", store.Redact(dsn))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: schema up to date\n", postgres.Redact(dsn))
 				return nil
 			})
 		},
@@ -45,7 +45,7 @@ it at once. 'swarmscore serve' and 'swarmscore ingest' migrate by themselves.`,
 func withLedger(cmd *cobra.Command, db string, migrate bool, f func(*service.Ledger) error) error {
 	ctx := cmd.Context()
 	dsn := dbDSN(cmd, db)
-	if !migrate && store.Scheme(dsn) == "sqlite" {
+	if !migrate && scheme(dsn) == "sqlite" {
 		path, err := sqlite.Path(dsn)
 		if err != nil {
 			return err

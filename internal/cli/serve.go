@@ -19,7 +19,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
@@ -61,7 +61,7 @@ func newServeCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
-	f.StringVar(&cfg.db, "db", "", "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else "+store.DefaultDSN+")")
+	f.StringVar(&cfg.db, "db", "", "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else "+DefaultDSN+")")
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
@@ -112,7 +112,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	dsn := dbDSN(cmd, cfg.db)
 	sqlitePath := ""
-	if store.Scheme(dsn) == "sqlite" {
+	if scheme(dsn) == "sqlite" {
 		p, err := sqlite.Path(dsn)
 		if err != nil {
 			return err
@@ -163,7 +163,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", store.Redact(dsn), "platform", cfg.platform)
+	log.Info("listening", "addr", ln.Addr().String(), "db", postgres.Redact(dsn), "platform", cfg.platform)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 )
@@ -25,7 +24,7 @@ func TestCertificateTwoInstancesPostgres(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{time.Now().UTC().Truncate(time.Second)}
 	dsn := pgtest.NewDatabase(t)
-	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (store.Store, error) { return postgres.Open(ctx, dsn) }, dsn, c)
+	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (Backend, error) { return postgres.Open(ctx, dsn) }, dsn, c)
 	end := c.t.Add(-24 * time.Hour)
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, end), ap2("agent-1", "t", 40, 38, end)...))
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/passport"
 )
@@ -21,8 +20,8 @@ import (
 // countingStore counts the store calls a certificate request makes. It
 // offers the inner store's CacheWatch, or watch when set.
 type countingStore struct {
-	store.Store
-	watch                     store.CacheWatch
+	Backend
+	watch                     ledger.CacheWatch
 	stamps, cached, refreshed atomic.Int64
 	// delay slows every RefreshScore down; the first fail of them fail.
 	delay time.Duration
@@ -31,12 +30,12 @@ type countingStore struct {
 
 func (s *countingStore) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
 	s.stamps.Add(1)
-	return s.Store.CacheStamp(ctx, agentID)
+	return s.Backend.CacheStamp(ctx, agentID)
 }
 
 func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
 	s.cached.Add(1)
-	return s.Store.CachedScore(ctx, agentID, asOf)
+	return s.Backend.CachedScore(ctx, agentID, asOf)
 }
 
 func (s *countingStore) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
@@ -45,54 +44,78 @@ func (s *countingStore) RefreshScore(ctx context.Context, agentID string, asOf t
 	if s.fail.Add(-1) >= 0 {
 		return ledger.ScoreEntry{}, errors.New("injected refresh failure")
 	}
-	return s.Store.RefreshScore(ctx, agentID, asOf, issue)
+	return s.Backend.RefreshScore(ctx, agentID, asOf, issue)
 }
 
-func (s *countingStore) CacheWatch() store.CacheWatch {
+func (s *countingStore) CacheWatch() ledger.CacheWatch {
 	if s.watch != nil {
 		return s.watch
 	}
-	if w, ok := s.Store.(store.CacheWatcher); ok {
+	if w, ok := s.Backend.(CacheWatcher); ok {
 		return w.CacheWatch()
 	}
 	return nil
 }
 
 // fakeWatch is a CacheWatch the test drives: it learns of nothing by
-// itself.
+// itself. Every invalidation gets the next number; an agent's slot holds
+// the number of the last one that named it.
 type fakeWatch struct {
-	inval *store.Invalidations
 	down  atomic.Bool
 	mu    sync.Mutex
+	seq   uint64
+	all   uint64
+	last  map[string]uint64
 	wrote [][]string
 }
 
-func newFakeWatch() *fakeWatch { return &fakeWatch{inval: store.NewInvalidations()} }
+func newFakeWatch() *fakeWatch { return &fakeWatch{last: map[string]uint64{}} }
 
-func (w *fakeWatch) Mark() (uint64, bool) { return w.inval.Mark(), !w.down.Load() }
-func (w *fakeWatch) Unchanged(agentID string, m uint64) bool {
-	return !w.down.Load() && w.inval.Unchanged(agentID, m)
+func (w *fakeWatch) Mark() (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq, !w.down.Load()
 }
+
+func (w *fakeWatch) Unchanged(agentID string, m uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.down.Load() && w.all <= m && w.last[agentID] <= m
+}
+
 func (w *fakeWatch) Wrote(ids []string) {
 	w.mu.Lock()
 	w.wrote = append(w.wrote, ids)
 	w.mu.Unlock()
-	w.inval.Agents(ids)
+	w.learn(ids)
+}
+
+// learn models a notification of another process's commit naming ids.
+func (w *fakeWatch) learn(ids []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seq++
+	for _, id := range ids {
+		w.last[id] = w.seq
+	}
 }
 
 // setDown models the listener going away and coming back, which forgets
 // every mark, as the real watches do.
 func (w *fakeWatch) setDown(down bool) {
-	w.inval.All()
+	w.mu.Lock()
+	w.seq++
+	w.all = w.seq
+	w.mu.Unlock()
 	w.down.Store(down)
 }
 
 // twoInstances opens two stores on one database with open (its own
 // connections each, as two processes have), migrates it and returns an API
 // on each sharing clock c; B's store counts its calls.
-func twoInstances(t *testing.T, open func(context.Context, string) (store.Store, error), dsn string, c *clock) (a, b *API, sb *countingStore) {
+func twoInstances(t *testing.T, open func(context.Context, string) (Backend, error), dsn string, c *clock) (a, b *API, sb *countingStore) {
 	t.Helper()
-	opened := func() store.Store {
+	opened := func() Backend {
 		s, err := open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +130,7 @@ func twoInstances(t *testing.T, open func(context.Context, string) (store.Store,
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb = &countingStore{Store: opened()}
+	sb = &countingStore{Backend: opened()}
 	a = &API{Ledger: &Ledger{Store: opened(), Now: c.now}, Key: key, Platform: "test.example"}
 	b = &API{Ledger: &Ledger{Store: sb, Now: c.now}, Key: key, Platform: "test.example"}
 	return a, b, sb
@@ -119,7 +142,7 @@ func twoInstances(t *testing.T, open func(context.Context, string) (store.Store,
 func TestCertificateTwoInstances(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (store.Store, error) { return sqlite.Open(ctx, dsn) }, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
+	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (Backend, error) { return sqlite.Open(ctx, dsn) }, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
 	cert := func(api *API, name string, issued bool) Certificate {
 		t.Helper()
 		got, err := api.Certificate(ctx, "agent-1")
@@ -212,7 +235,7 @@ func TestCertificateFirstBurst(t *testing.T) {
 	ctx := context.Background()
 	for _, fail := range []bool{false, true} {
 		a, c := newAPI(t)
-		cs := &countingStore{Store: a.Store, delay: 50 * time.Millisecond}
+		cs := &countingStore{Backend: a.Store, delay: 50 * time.Millisecond}
 		if fail {
 			cs.fail.Store(1)
 		}
@@ -260,7 +283,7 @@ func TestCertificateWatch(t *testing.T) {
 	ctx := context.Background()
 	a, c := newAPI(t)
 	fw := newFakeWatch()
-	cs := &countingStore{Store: a.Store, watch: fw}
+	cs := &countingStore{Backend: a.Store, watch: fw}
 	b := &API{Ledger: &Ledger{Store: cs, Now: c.now}, Key: a.Key, Platform: a.Platform}
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	ingest(t, a, conduit("agent-2", "d", 10, 10, t0))
@@ -291,9 +314,9 @@ func TestCertificateWatch(t *testing.T) {
 	calls("vouched", 20, 0, false)
 
 	// A change the watch reports: one stamp read, then memory again.
-	fw.inval.Agents([]string{"agent-2"})
+	fw.learn([]string{"agent-2"})
 	calls("another agent changed", 5, 0, false)
-	fw.inval.Agents([]string{"agent-1"})
+	fw.learn([]string{"agent-1"})
 	calls("agent changed, nothing new", 5, 1, false)
 
 	// While the watch is down, every request reads the stamp.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // certMemoSize bounds the certificates a process keeps: about 1 KB each,
@@ -15,7 +14,7 @@ import (
 const certMemoSize = 10_000
 
 // maxTrust bounds how long a remembered certificate is served on the
-// store's word (store.CacheWatch) before its stamp is read again. The watch
+// store's word (ledger.CacheWatch) before its stamp is read again. The watch
 // alone is exact for every write that goes through the store or its
 // triggers; this bound also covers writes that bypass them (a restore with
 // triggers disabled, a hand edit), at the cost of one stamp read per agent
@@ -34,7 +33,7 @@ const maxTrust = time.Second
 //     nothing that could change the agent's stamp was committed since the
 //     stamp read that validated it (the watch's mark, taken before that
 //     read), and that read is less than maxTrust old.
-//   - Otherwise the stamp is read (store.Store.CacheStamp) and the entry is
+//   - Otherwise the stamp is read (Backend.CacheStamp) and the entry is
 //     served if the stamp still names it (same computed_at and signature),
 //     and trusted again with the mark taken before that read.
 //
@@ -47,7 +46,7 @@ type certMemo struct {
 	// watchOnce starts the store's watch on the first certificate request,
 	// so processes that never serve one (the CLI) open no listener.
 	watchOnce sync.Once
-	watch     store.CacheWatch // nil: read the stamp on every request
+	watch     ledger.CacheWatch // nil: read the stamp on every request
 
 	// flights are the passports being issued now, one per agent at most
 	// (API.issueOnce).
@@ -122,9 +121,9 @@ type check struct {
 
 // cacheWatch returns the store's watch, started on the first call; nil when
 // the store has none.
-func (m *certMemo) cacheWatch(s store.Store) store.CacheWatch {
+func (m *certMemo) cacheWatch(s Backend) ledger.CacheWatch {
 	m.watchOnce.Do(func() {
-		if w, ok := s.(store.CacheWatcher); ok {
+		if w, ok := s.(CacheWatcher); ok {
 			m.watch = w.CacheWatch()
 		}
 	})
@@ -132,7 +131,7 @@ func (m *certMemo) cacheWatch(s store.Store) store.CacheWatch {
 }
 
 // begin takes a check before a stamp read or a refresh.
-func (m *certMemo) begin(w store.CacheWatch) check {
+func (m *certMemo) begin(w ledger.CacheWatch) check {
 	c := check{at: time.Now()}
 	if w != nil {
 		c.mark, c.trusted = w.Mark()
@@ -142,7 +141,7 @@ func (m *certMemo) begin(w store.CacheWatch) check {
 
 // serve returns the remembered certificate of agentID if it can be served
 // as of now with no query: it answers now and the watch vouches for it.
-func (m *certMemo) serve(w store.CacheWatch, agentID string, now time.Time) (*memoCert, bool) {
+func (m *certMemo) serve(w ledger.CacheWatch, agentID string, now time.Time) (*memoCert, bool) {
 	if w == nil {
 		return nil, false
 	}

@@ -90,7 +90,7 @@ func (l *Ledger) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, e
 	return l.Store.Agent(ctx, agentID)
 }
 
-// VerifyLedger walks every hash chain (see store.Store.VerifyLedger).
+// VerifyLedger walks every hash chain (see Backend.VerifyLedger).
 func (l *Ledger) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 	return l.Store.VerifyLedger(ctx)
 }

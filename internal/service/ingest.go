@@ -9,14 +9,13 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // Ledger holds the use cases over the event record: ingesting reports,
 // computing scores from the ledger through the cache, and verifying the
 // hash chains. The CLI and the HTTP API share it.
 type Ledger struct {
-	Store store.Store
+	Store Backend
 	// Now is the clock for "the current score"; nil means time.Now.
 	Now func() time.Time
 }
@@ -71,7 +70,7 @@ type Item struct {
 }
 
 // Ingest records events reported by operator as one all-or-nothing batch
-// and returns one outcome per event (see store.Store.Ingest). The batch may
+// and returns one outcome per event (see Backend.Ingest). The batch may
 // hold at most MaxBatchSize events (ErrInvalid otherwise).
 func (l *Ledger) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if len(events) > MaxBatchSize {

@@ -96,16 +96,13 @@ type TokenStore interface {
 	ListTokens(ctx context.Context) ([]auth.Token, error)
 }
 
-// CacheWatch tells, with no query, whether a score stamp read earlier
-// still holds. Take a Mark, then read the stamp (or write the entry), and
-// keep the mark with what was read; while Unchanged(agent, mark) is true no
-// commit that changes the agent's stamp has become known to this process
-// since the mark. False is always safe. Wrote records this process's own
-// commits at once. Implementations are safe for concurrent use.
-type CacheWatch interface {
-	Mark() (mark uint64, ok bool)
-	Unchanged(agentID string, mark uint64) bool
-	Wrote(agentIDs []string)
+// CacheWatcher is implemented by back ends that can tell a process, with
+// no query, that nothing able to change an agent's score stamp has been
+// committed since an earlier instant (ledger.CacheWatch). CacheWatch starts
+// the watch on its first call and returns nil when the back end cannot
+// watch; the watch stops when the back end is closed.
+type CacheWatcher interface {
+	CacheWatch() ledger.CacheWatch
 }
 
 // Backend is everything a deployment's store provides; the wiring opens one

@@ -13,7 +13,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // TokenPrefix starts every operator token this package mints, so a leaked
@@ -36,7 +35,7 @@ const envTokenPrefix = "env-"
 // Tokens manages operator API tokens. Only a token's SHA-256 is stored: the
 // token is shown once, at creation, and never logged.
 type Tokens struct {
-	Store store.Store
+	Store Backend
 	Now   func() time.Time
 }
 

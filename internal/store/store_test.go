@@ -1,45 +1,15 @@
 package store_test
 
 import (
-	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
 
-	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
-
-func TestBackendsOpen(t *testing.T) {
-	var got string
-	b := store.Backends{"sqlite": func(_ context.Context, dsn string) (store.Store, error) {
-		got = dsn
-		return nil, errors.New("opened")
-	}}
-	if _, err := b.Open(t.Context(), ""); err == nil || got != store.DefaultDSN {
-		t.Errorf("empty DSN opened %q (%v)", got, err)
-	}
-	if _, err := b.Open(t.Context(), "SQLITE:x.db"); err == nil || got != "SQLITE:x.db" {
-		t.Errorf("scheme is case-insensitive: %q", got)
-	}
-	for _, dsn := range []string{"mysql://u:secret@h/db", "x.db", "postgres://u:secret@h/db"} {
-		_, err := b.Open(t.Context(), dsn)
-		if errkind.Of(err) != errkind.Invalid || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "sqlite:") {
-			t.Errorf("%s: %v", dsn, err)
-		}
-	}
-	if r := store.Redact("postgres://u:pw@h:5432/db?sslmode=disable"); r != "postgres://u:xxxxx@h:5432/db?sslmode=disable" {
-		t.Errorf("Redact = %s", r)
-	}
-	if r := store.Redact("postgres://u@h/db"); r != "postgres://u@h/db" {
-		t.Errorf("Redact without password = %s", r)
-	}
-}
 
 // TestScoreSQL evaluates the SQL formula for every count pair up to past
 // both volume targets and compares it with score.Compute.

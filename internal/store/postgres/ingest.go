@@ -47,7 +47,7 @@ type chainRecord struct {
 	hash    ledger.Hash
 }
 
-// Ingest records a batch of events; see store.Store.
+// Ingest records a batch of events; see service.LedgerStore.
 //
 // The batch runs in one transaction: it locks the agents rows it touches
 // (FOR NO KEY UPDATE, in id order, so concurrent batches cannot deadlock on

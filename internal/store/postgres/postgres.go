@@ -1,6 +1,6 @@
-// Package postgres is the PostgreSQL back end of store.Store (pgx/v5 pool),
-// the production and multi-replica store: several processes may share one
-// database, and every guarantee of store.Store holds across them.
+// Package postgres is the PostgreSQL back end (pgx/v5 pool) of the storage
+// ports internal/service declares: the production and multi-replica store: several processes may share one
+// database, and every guarantee of those ports holds across them.
 //
 // Per-agent hash-chain appends are serialised by locking the agents rows of
 // a batch FOR UPDATE, in id order, before head_seq is read; cache
@@ -25,20 +25,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // Schemes are the DSN schemes this back end serves, for store.Backends.
 var Schemes = []string{"postgres", "postgresql"}
 
-// Store is a store.Store on PostgreSQL. It is safe for concurrent use by
+// Store is the PostgreSQL back end. It is safe for concurrent use by
 // goroutines and by several processes sharing the database.
 type Store struct {
 	pool  *pgxpool.Pool
 	watch watchState // CacheWatch (watch.go)
 }
-
-var _ store.Store = (*Store)(nil)
 
 // Open connects to the database named by dsn (a postgres:// or
 // postgresql:// URL, or a keyword/value string; pgxpool's pool_* parameters
@@ -63,11 +60,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open %s: %w", store.Redact(dsn), classify(err))
+		return nil, fmt.Errorf("postgres: open %s: %w", Redact(dsn), classify(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w", store.Redact(dsn), classify(err))
+		return nil, fmt.Errorf("postgres: connect to %s: %w", Redact(dsn), classify(err))
 	}
 	return &Store{pool: pool}, nil
 }
@@ -76,7 +73,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // that need raw access (COPY, sizes).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Migrate applies every pending migration; see store.Store.
+// Migrate applies every pending migration; see service.Database.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := migrate(ctx, s.pool); err != nil {
 		return classify(err)
@@ -192,4 +189,22 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// Redact hides a password in a URL-style DSN so it never reaches an error
+// message or a log.
+func Redact(dsn string) string {
+	scheme, rest, ok := strings.Cut(dsn, "://")
+	if !ok {
+		return dsn
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return dsn
+	}
+	userinfo := rest[:at]
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":xxxxx" + rest[at:]
+	}
+	return dsn
 }

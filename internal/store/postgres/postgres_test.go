@@ -10,7 +10,7 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
@@ -33,7 +33,7 @@ func openTest(tb testing.TB) *Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open:   func(t *testing.T) store.Store { return openTest(t) },
+		Open:   func(t *testing.T) service.Backend { return openTest(t) },
 		Tamper: tamperer{},
 	})
 }
@@ -42,7 +42,7 @@ func TestConformance(t *testing.T) {
 // with database access would.
 type tamperer struct{}
 
-func (tamperer) exec(t *testing.T, s store.Store, sql string, args ...any) {
+func (tamperer) exec(t *testing.T, s service.Backend, sql string, args ...any) {
 	t.Helper()
 	pool := s.(*Store).pool
 	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
@@ -70,17 +70,17 @@ func eventTable(typ ledger.Type) (table, endColumn string) {
 	return "conduit_sessions", "completed_at"
 }
 
-func (tp tamperer) SetEndedAt(t *testing.T, s store.Store, typ ledger.Type, id string, at time.Time) {
+func (tp tamperer) SetEndedAt(t *testing.T, s service.Backend, typ ledger.Type, id string, at time.Time) {
 	table, col := eventTable(typ)
 	tp.exec(t, s, `UPDATE `+table+` SET `+col+` = $2 WHERE id = $1`, id, at)
 }
 
-func (tp tamperer) DeleteEvent(t *testing.T, s store.Store, typ ledger.Type, id string) {
+func (tp tamperer) DeleteEvent(t *testing.T, s service.Backend, typ ledger.Type, id string) {
 	table, _ := eventTable(typ)
 	tp.exec(t, s, `DELETE FROM `+table+` WHERE id = $1`, id)
 }
 
-func (tp tamperer) SetRecordContent(t *testing.T, s store.Store, agentID string, seq int64, content []byte) {
+func (tp tamperer) SetRecordContent(t *testing.T, s service.Backend, agentID string, seq int64, content []byte) {
 	tp.exec(t, s, `UPDATE ledger_records SET content = $3 WHERE agent_id = $1 AND seq = $2`, agentID, seq, content)
 }
 
@@ -247,11 +247,11 @@ func TestVerifyFindsRecordsOfUnregisteredAgent(t *testing.T) {
 	}
 }
 
-func (tp tamperer) SetCacheVersion(t *testing.T, s store.Store, agentID string, ledgerSeq int64, validUntil time.Time) {
+func (tp tamperer) SetCacheVersion(t *testing.T, s service.Backend, agentID string, ledgerSeq int64, validUntil time.Time) {
 	tp.exec(t, s, `UPDATE swarmscore_cache SET ledger_seq = $2, valid_until = $3 WHERE agent_id = $1`, agentID, ledgerSeq, validUntil)
 }
 
-func (tamperer) CacheVersion(t *testing.T, s store.Store, agentID string) (ledgerSeq, terminalSeq int64) {
+func (tamperer) CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64) {
 	t.Helper()
 	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT c.ledger_seq, a.terminal_seq
 		FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID).Scan(&ledgerSeq, &terminalSeq)

@@ -71,7 +71,7 @@ func notFound(agentID string) error {
 	return fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
 }
 
-// Counts returns the agent's window counts; see store.Store.
+// Counts returns the agent's window counts; see service.LedgerStore.
 func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
 	w, err := queryWindow(ctx, s.pool, agentID, asOf)
 	if err != nil {
@@ -121,7 +121,7 @@ func scanEntry(row pgx.Row) (ledger.ScoreEntry, error) {
 	return e, nil
 }
 
-// CachedScore returns the cache entry answering asOf; see store.Store.
+// CachedScore returns the cache entry answering asOf; see service.ScoreStore.
 func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
 	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+cacheColumns+`
 		FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID))
@@ -144,7 +144,7 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 	return e, true, nil
 }
 
-// CacheStamp returns the stamp of the agent's cache entry; see store.Store.
+// CacheStamp returns the stamp of the agent's cache entry; see service.ScoreStore.
 // Two primary-key lookups that return none of the entry's passport or
 // counts (pgx prepares the statement once per connection).
 func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
@@ -171,7 +171,7 @@ func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreSta
 	return st, nil
 }
 
-// RefreshScore recomputes and caches the agent's score; see store.Store.
+// RefreshScore recomputes and caches the agent's score; see service.ScoreStore.
 // It takes no lock that Ingest waits for: the counts and the agent's
 // terminal_seq come from one statement, hence one snapshot, and the entry
 // stores that version, so a batch committing before the write leaves the
@@ -248,7 +248,7 @@ func (e issueError) Error() string { return e.err.Error() }
 func (e issueError) Unwrap() error { return e.err }
 
 // RecomputeAll refreshes every agent's cache entry with one statement; see
-// store.Store.
+// service.ScoreStore.
 //
 // Ingest is not locked out. A batch that commits after the statement's
 // snapshot may have its in-transaction invalidation overwritten by counts
@@ -339,7 +339,7 @@ func recomputeSQL(onlyStale bool) string {
 		passport_json = NULL, passport_signature = NULL, ledger_seq = EXCLUDED.ledger_seq`
 }
 
-// ListScores returns ranked cache entries; see store.Store.
+// ListScores returns ranked cache entries; see service.ScoreStore.
 func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("postgres: list scores: %w", err)
@@ -377,7 +377,7 @@ func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.Sc
 	return out, nil
 }
 
-// Agent returns what the ledger knows about an agent; see store.Store.
+// Agent returns what the ledger knows about an agent; see service.LedgerStore.
 func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
 	var (
 		info ledger.AgentInfo

@@ -13,7 +13,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// CreateToken stores a token's hash; see store.Store.
+// CreateToken stores a token's hash; see service.TokenStore.
 func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if err := ledger.CheckID("token id", t.ID); err != nil {
 		return fmt.Errorf("postgres: create token: %w", err)
@@ -55,7 +55,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	return nil
 }
 
-// Authenticate maps a token hash to its operator; see store.Store.
+// Authenticate maps a token hash to its operator; see service.TokenStore.
 func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) {
 	var op string
 	err := s.pool.QueryRow(ctx, `SELECT operator_id FROM api_tokens WHERE token_sha256 = $1 AND revoked_at IS NULL`, sum[:]).Scan(&op)
@@ -68,7 +68,7 @@ func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) 
 	return op, nil
 }
 
-// RevokeToken revokes a token; see store.Store.
+// RevokeToken revokes a token; see service.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	ct, err := s.pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`,
 		id, at.UTC().Truncate(ledger.Resolution))
@@ -81,7 +81,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	return nil
 }
 
-// ListTokens lists tokens without their hashes; see store.Store.
+// ListTokens lists tokens without their hashes; see service.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, operator_id, created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	return out, nil
 }
 
-// SetVisibility records an agent's consent choice; see store.Store.
+// SetVisibility records an agent's consent choice; see service.ConsentStore.
 func (s *Store) SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error {
 	if v != ledger.VisibilityPublic && v != ledger.VisibilityUnlisted {
 		return fmt.Errorf("postgres: set visibility: %w: visibility %q is not public or unlisted", errkind.ErrInvalid, v)

@@ -14,7 +14,7 @@ import (
 )
 
 // VerifyLedger walks every chain and event row in one consistent snapshot;
-// see store.Store. It streams, holding one chain's state at a time.
+// see service.LedgerStore. It streams, holding one chain's state at a time.
 func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 	var rep ledger.VerifyReport
 	broken := map[string]ledger.BrokenLink{}

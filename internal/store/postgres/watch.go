@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
 // NotifyChannel is the channel the triggers of migration 00003 notify at
@@ -40,9 +39,7 @@ const (
 	dialTimeout = 5 * time.Second
 )
 
-var _ store.CacheWatcher = (*Store)(nil)
-
-// CacheWatch implements store.CacheWatcher with LISTEN/NOTIFY: the first
+// CacheWatch implements service.CacheWatcher with LISTEN/NOTIFY: the first
 // call starts a listener on a dedicated connection (not from the pool)
 // that turns each notification into an invalidation of the agents it
 // names. The watch vouches for nothing (Mark is not ok) until the listener
@@ -53,7 +50,7 @@ var _ store.CacheWatcher = (*Store)(nil)
 // processes are seen when their notification is processed, normally within
 // a millisecond of the commit on the same host. It stops when the store is
 // closed.
-func (s *Store) CacheWatch() store.CacheWatch {
+func (s *Store) CacheWatch() ledger.CacheWatch {
 	s.watch.mu.Lock()
 	defer s.watch.mu.Unlock()
 	if s.watch.closed {
@@ -81,9 +78,9 @@ func (ws *watchState) close() {
 	}
 }
 
-// pgWatch is the PostgreSQL store.CacheWatch.
+// pgWatch is the PostgreSQL ledger.CacheWatch.
 type pgWatch struct {
-	inval *store.Invalidations
+	inval *invalidations
 	// origin is the monotonic reference of aliveUntil, which is 0 while
 	// the listener is down.
 	origin     time.Time
@@ -105,7 +102,7 @@ type dialFunc func(context.Context, *pgconn.Config) (*pgconn.PgConn, error)
 // reads them: the wait for one or a heartbeat.
 func startWatch(cfg *pgconn.Config, dial dialFunc) *pgWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &pgWatch{inval: store.NewInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{})}
+	w := &pgWatch{inval: newInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{})}
 	cfg.RuntimeParams["application_name"] = ListenerApplicationName
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { w.notified(n) }
 	go w.run(ctx)
@@ -114,7 +111,7 @@ func startWatch(cfg *pgconn.Config, dial dialFunc) *pgWatch {
 
 func (w *pgWatch) live() bool { return int64(time.Since(w.origin)) < w.aliveUntil.Load() }
 
-// Mark implements store.CacheWatch.
+// Mark implements ledger.CacheWatch.
 func (w *pgWatch) Mark() (uint64, bool) {
 	if !w.live() {
 		return 0, false
@@ -122,12 +119,12 @@ func (w *pgWatch) Mark() (uint64, bool) {
 	return w.inval.Mark(), true
 }
 
-// Unchanged implements store.CacheWatch.
+// Unchanged implements ledger.CacheWatch.
 func (w *pgWatch) Unchanged(agentID string, mark uint64) bool {
 	return w.live() && w.inval.Unchanged(agentID, mark)
 }
 
-// Wrote implements store.CacheWatch.
+// Wrote implements ledger.CacheWatch.
 func (w *pgWatch) Wrote(agentIDs []string) { w.inval.Agents(agentIDs) }
 
 func (w *pgWatch) stop() {

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
 
@@ -24,8 +24,8 @@ const notifyDelay = 2 * time.Second
 
 func TestCacheWatch(t *testing.T) {
 	storetest.RunWatch(t, storetest.WatchHarness{
-		Open: func(t *testing.T) store.Store { return openTest(t) },
-		Reopen: func(t *testing.T, s store.Store) store.Store {
+		Open: func(t *testing.T) service.Backend { return openTest(t) },
+		Reopen: func(t *testing.T, s service.Backend) service.Backend {
 			o, err := Open(t.Context(), s.(*Store).pool.Config().ConnString())
 			if err != nil {
 				t.Fatal(err)

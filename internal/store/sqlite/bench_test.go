@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
@@ -60,7 +60,7 @@ func openBench(b *testing.B) (*sqlite.Store, string) {
 	return s, path
 }
 
-func ingestAll(b *testing.B, s store.Store, evs []ledger.Event, batch int) {
+func ingestAll(b *testing.B, s service.Backend, evs []ledger.Event, batch int) {
 	b.Helper()
 	for len(evs) > 0 {
 		n := min(batch, len(evs))

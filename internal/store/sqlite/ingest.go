@@ -76,7 +76,7 @@ type ingestTx struct {
 	args    []any // reused statement arguments
 }
 
-// Ingest implements store.Store.
+// Ingest implements service.LedgerStore.
 func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return nil, err

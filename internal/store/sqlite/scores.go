@@ -78,7 +78,7 @@ func minValid(a, b sql.NullInt64) sql.NullInt64 {
 	return a
 }
 
-// Counts implements store.Store.
+// Counts implements service.LedgerStore.
 func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
 	w, err := readWindow(ctx, s.rp, agentID, asOf)
 	return w.counts, err
@@ -116,7 +116,7 @@ func scanEntry(scan func(...any) error) (e ledger.ScoreEntry, ok bool, err error
 	return e, true, nil
 }
 
-// CachedScore implements store.Store.
+// CachedScore implements service.ScoreStore.
 func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
 	row := s.rp.QueryRowContext(ctx, `SELECT c.agent_id, `+cacheColumns+`
 	  FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = ?`, agentID)
@@ -146,7 +146,7 @@ func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time)
 const stampQuery = `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid_until, c.passport_signature
   FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = ?`
 
-// CacheStamp implements store.Store.
+// CacheStamp implements service.ScoreStore.
 func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
 	var current sql.NullBool
 	var computed, valid sql.NullInt64
@@ -178,7 +178,7 @@ ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tie
   valid_until = excluded.valid_until, passport_json = excluded.passport_json, passport_signature = excluded.passport_signature,
   ledger_seq = excluded.ledger_seq`
 
-// RefreshScore implements store.Store. The write transaction (BEGIN
+// RefreshScore implements service.ScoreStore. The write transaction (BEGIN
 // IMMEDIATE on the single writer) excludes every concurrent ingest.
 func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
 	asOf = asOf.UTC().Truncate(ledger.Resolution)
@@ -260,7 +260,7 @@ ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tie
   valid_until = excluded.valid_until, passport_json = NULL, passport_signature = NULL, ledger_seq = excluded.ledger_seq`
 }
 
-// RecomputeAll implements store.Store with one INSERT … SELECT … GROUP BY.
+// RecomputeAll implements service.ScoreStore with one INSERT … SELECT … GROUP BY.
 // The statement runs on the single writer, so no batch commits between its
 // reads and its writes; each entry still records the terminal_seq it read,
 // as the model requires.
@@ -276,7 +276,7 @@ func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool
 	return n, dbErr("recompute all", err)
 }
 
-// ListScores implements store.Store.
+// ListScores implements service.ScoreStore.
 func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -313,7 +313,7 @@ func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.Sc
 	return out, dbErr("list scores", rows.Err())
 }
 
-// Agent implements store.Store.
+// Agent implements service.LedgerStore.
 func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
 	var a ledger.AgentInfo
 	var created int64
@@ -336,7 +336,7 @@ func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, er
 	return a, nil
 }
 
-// SetVisibility implements store.Store.
+// SetVisibility implements service.ConsentStore.
 func (s *Store) SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error {
 	if v != ledger.VisibilityPublic && v != ledger.VisibilityUnlisted {
 		return fmt.Errorf("%w: visibility %q (want public or unlisted)", errkind.ErrInvalid, v)

@@ -1,4 +1,4 @@
-// Package sqlite is the embedded store.Store back end on modernc.org/sqlite
+// Package sqlite is the embedded back end on modernc.org/sqlite
 // (pure Go): the default, a single file beside the working directory, so a
 // fresh clone runs with nothing installed.
 //
@@ -26,7 +26,6 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 //go:embed migrations/*.sql
@@ -45,8 +44,6 @@ type Store struct {
 
 	watch watchState // CacheWatch (watch.go)
 }
-
-var _ store.Store = (*Store)(nil)
 
 // Path parses a DSN of the form sqlite:PATH (or sqlite://PATH) and returns
 // the file path; "sqlite:" alone is DefaultPath. Query parameters are not

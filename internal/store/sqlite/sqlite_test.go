@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
@@ -19,10 +19,10 @@ import (
 // separate connection to the same file, as an attacker with file access.
 type harness struct {
 	mu    sync.Mutex
-	files map[store.Store]string
+	files map[service.Backend]string
 }
 
-func (h *harness) open(t *testing.T) store.Store {
+func (h *harness) open(t *testing.T) service.Backend {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "test.db")
 	s, err := sqlite.Open(t.Context(), "sqlite:"+path)
@@ -42,7 +42,7 @@ func (h *harness) open(t *testing.T) store.Store {
 // raw opens a connection of its own to the file behind s, as a process
 // editing the database behind the store's back would; it closes when the
 // test ends.
-func (h *harness) raw(t *testing.T, s store.Store) *sql.DB {
+func (h *harness) raw(t *testing.T, s service.Backend) *sql.DB {
 	t.Helper()
 	h.mu.Lock()
 	path := h.files[s]
@@ -55,7 +55,7 @@ func (h *harness) raw(t *testing.T, s store.Store) *sql.DB {
 	return db
 }
 
-func (h *harness) exec(t *testing.T, s store.Store, query string, args ...any) {
+func (h *harness) exec(t *testing.T, s service.Backend, query string, args ...any) {
 	t.Helper()
 	res, err := h.raw(t, s).ExecContext(context.Background(), query, args...)
 	if err != nil {
@@ -66,7 +66,7 @@ func (h *harness) exec(t *testing.T, s store.Store, query string, args ...any) {
 	}
 }
 
-func (h *harness) SetEndedAt(t *testing.T, s store.Store, typ ledger.Type, id string, at time.Time) {
+func (h *harness) SetEndedAt(t *testing.T, s service.Backend, typ ledger.Type, id string, at time.Time) {
 	q := "UPDATE conduit_sessions SET completed_at = ? WHERE id = ?"
 	if typ == ledger.AP2Transaction {
 		q = "UPDATE ap2_transactions SET settled_at = ? WHERE id = ?"
@@ -74,7 +74,7 @@ func (h *harness) SetEndedAt(t *testing.T, s store.Store, typ ledger.Type, id st
 	h.exec(t, s, q, at.UnixMicro(), id)
 }
 
-func (h *harness) DeleteEvent(t *testing.T, s store.Store, typ ledger.Type, id string) {
+func (h *harness) DeleteEvent(t *testing.T, s service.Backend, typ ledger.Type, id string) {
 	q := "DELETE FROM conduit_sessions WHERE id = ?"
 	if typ == ledger.AP2Transaction {
 		q = "DELETE FROM ap2_transactions WHERE id = ?"
@@ -86,7 +86,7 @@ func (h *harness) DeleteEvent(t *testing.T, s store.Store, typ ledger.Type, id s
 // record keeps only its event reference and status (migration 00003); the
 // other hashed fields live in the event row, so the attacker edits them
 // there, as nothing else would change what verification hashes.
-func (h *harness) SetRecordContent(t *testing.T, s store.Store, agentID string, seq int64, content []byte) {
+func (h *harness) SetRecordContent(t *testing.T, s service.Backend, agentID string, seq int64, content []byte) {
 	t.Helper()
 	r, err := ledger.ParseCanonical(content)
 	if err != nil {
@@ -119,11 +119,11 @@ func (h *harness) SetRecordContent(t *testing.T, s store.Store, agentID string, 
 	}
 }
 
-func (h *harness) SetCacheVersion(t *testing.T, s store.Store, agentID string, ledgerSeq int64, validUntil time.Time) {
+func (h *harness) SetCacheVersion(t *testing.T, s service.Backend, agentID string, ledgerSeq int64, validUntil time.Time) {
 	h.exec(t, s, "UPDATE swarmscore_cache SET ledger_seq = ?, valid_until = ? WHERE agent_id = ?", ledgerSeq, validUntil.UnixMicro(), agentID)
 }
 
-func (h *harness) CacheVersion(t *testing.T, s store.Store, agentID string) (ledgerSeq, terminalSeq int64) {
+func (h *harness) CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64) {
 	t.Helper()
 	h.mu.Lock()
 	path := h.files[s]
@@ -142,7 +142,7 @@ func (h *harness) CacheVersion(t *testing.T, s store.Store, agentID string) (led
 }
 
 func TestConformance(t *testing.T) {
-	h := &harness{files: make(map[store.Store]string)}
+	h := &harness{files: make(map[service.Backend]string)}
 	storetest.Run(t, storetest.Harness{Open: h.open, Tamper: h})
 }
 
@@ -152,7 +152,7 @@ func TestConformance(t *testing.T) {
 // through one handle invalidates the cache the other reads.
 func TestTwoHandles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
-	open := func() store.Store {
+	open := func() service.Backend {
 		s, err := sqlite.Open(t.Context(), "sqlite:"+path)
 		if err != nil {
 			t.Fatal(err)
@@ -178,7 +178,7 @@ func TestTwoHandles(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	accepted := make([]int, 2)
-	for w, s := range []store.Store{a, b} {
+	for w, s := range []service.Backend{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -271,7 +271,7 @@ func TestVerifyTamperingLayout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &harness{files: make(map[store.Store]string)}
+			h := &harness{files: make(map[service.Backend]string)}
 			s := h.open(t)
 			for _, a := range []string{"a", "b", "c"} {
 				out, err := s.Ingest(t.Context(), "op-a", []ledger.Event{

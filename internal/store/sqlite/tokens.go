@@ -13,7 +13,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// CreateToken implements store.Store.
+// CreateToken implements service.TokenStore.
 func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if err := ledger.CheckID("token id", t.ID); err != nil {
 		return err
@@ -56,7 +56,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	return dbErr("commit create token", tx.Commit())
 }
 
-// Authenticate implements store.Store. The lookup is by the token's hash, so
+// Authenticate implements service.TokenStore. The lookup is by the token's hash, so
 // the secret itself is never compared byte by byte.
 func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) {
 	var op string
@@ -71,7 +71,7 @@ func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) 
 	return op, nil
 }
 
-// RevokeToken implements store.Store.
+// RevokeToken implements service.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	res, err := s.w.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, micros(at), id)
 	if err != nil {
@@ -83,7 +83,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	return nil
 }
 
-// ListTokens implements store.Store.
+// ListTokens implements service.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, operator_id, created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {

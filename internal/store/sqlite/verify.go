@@ -23,7 +23,7 @@ func (v *verifier) fail(agent string, seq int64, event, format string, args ...a
 	v.broken[agent] = ledger.BrokenLink{AgentID: agent, Seq: seq, EventID: event, Reason: fmt.Sprintf(format, args...)}
 }
 
-// VerifyLedger implements store.Store. It reads in one snapshot (a read
+// VerifyLedger implements service.LedgerStore. It reads in one snapshot (a read
 // transaction under WAL), so concurrent ingests do not look like breaks.
 //
 // Chain records hold only what event rows cannot give back (migration

@@ -3,10 +3,8 @@ package sqlite
 import (
 	"sync"
 
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 )
-
-var _ store.CacheWatcher = (*Store)(nil)
 
 // watchState starts the store's CacheWatch once and stops it on Close.
 type watchState struct {
@@ -16,7 +14,7 @@ type watchState struct {
 	closed bool
 }
 
-// CacheWatch implements store.CacheWatcher. The watch reads the database's
+// CacheWatch implements service.CacheWatcher. The watch reads the database's
 // WAL index (the -shm file SQLite keeps beside it in WAL mode), which every
 // commit by any connection in any process rewrites before the commit
 // returns: while the index's header is unchanged, nothing was committed to
@@ -25,7 +23,7 @@ type watchState struct {
 // WAL) only costs a stamp read. It is nil when the index cannot be watched
 // (not in WAL mode, a platform without shared memory maps, the store
 // closed): callers then read stamps.
-func (s *Store) CacheWatch() store.CacheWatch {
+func (s *Store) CacheWatch() ledger.CacheWatch {
 	s.watch.mu.Lock()
 	defer s.watch.mu.Unlock()
 	if !s.watch.tried && !s.watch.closed {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
@@ -23,12 +23,12 @@ func TestCacheWatch(t *testing.T) {
 		return s
 	}
 	storetest.RunWatch(t, storetest.WatchHarness{
-		Open: func(t *testing.T) store.Store {
+		Open: func(t *testing.T) service.Backend {
 			s := open(t, filepath.Join(t.TempDir(), "watch.db"))
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-		Reopen: func(t *testing.T, s store.Store) store.Store { return open(t, s.(*sqlite.Store).File()) },
+		Reopen: func(t *testing.T, s service.Backend) service.Backend { return open(t, s.(*sqlite.Store).File()) },
 	})
 }
 

@@ -28,7 +28,7 @@ const (
 	walIndexFormat = 3007000 // iVersion, the first word of each copy
 )
 
-// shmWatch is the SQLite store.CacheWatch: its mark is the version of the
+// shmWatch is the SQLite ledger.CacheWatch: its mark is the version of the
 // WAL index header it last saw, so Unchanged is true exactly while the
 // header reads the same as when the mark was taken. It ignores agents: any
 // commit to the file changes every mark, which costs each remembered
@@ -131,7 +131,7 @@ func (w *shmWatch) read(h *[walHeaderWords]uint32) (ok bool) {
 	return true
 }
 
-// Mark implements store.CacheWatch. It is false while a writer is between
+// Mark implements ledger.CacheWatch. It is false while a writer is between
 // its two header copies.
 func (w *shmWatch) Mark() (uint64, bool) {
 	if w.dead.Load() {
@@ -157,14 +157,14 @@ func (w *shmWatch) Mark() (uint64, bool) {
 	return s.version, true
 }
 
-// Unchanged implements store.CacheWatch: true while the header is the one
+// Unchanged implements ledger.CacheWatch: true while the header is the one
 // mark was taken at, whatever the agent.
 func (w *shmWatch) Unchanged(_ string, mark uint64) bool {
 	v, ok := w.Mark()
 	return ok && v == mark
 }
 
-// Wrote implements store.CacheWatch. This process's commits rewrite the
+// Wrote implements ledger.CacheWatch. This process's commits rewrite the
 // header before they return, like anyone's, so a commit needs no report;
 // Wrote still numbers the header anew, so that its promise holds whatever
 // the caller wrote.

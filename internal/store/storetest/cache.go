@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/score"
 )
 
-func refresh(t *testing.T, s store.Store, agent string, asOf time.Time) ledger.ScoreEntry {
+func refresh(t *testing.T, s service.Backend, agent string, asOf time.Time) ledger.ScoreEntry {
 	t.Helper()
 	e, err := s.RefreshScore(ctx(t), agent, asOf, nil)
 	if err != nil {
@@ -20,7 +20,7 @@ func refresh(t *testing.T, s store.Store, agent string, asOf time.Time) ledger.S
 	return e
 }
 
-func cached(t *testing.T, s store.Store, agent string, asOf time.Time) (ledger.ScoreEntry, bool) {
+func cached(t *testing.T, s service.Backend, agent string, asOf time.Time) (ledger.ScoreEntry, bool) {
 	t.Helper()
 	e, ok, err := s.CachedScore(ctx(t), agent, asOf)
 	if err != nil {

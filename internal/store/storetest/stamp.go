@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
-func stamp(t *testing.T, s store.Store, agent string) ledger.ScoreStamp {
+func stamp(t *testing.T, s service.Backend, agent string) ledger.ScoreStamp {
 	t.Helper()
 	st, err := s.CacheStamp(ctx(t), agent)
 	if err != nil {
@@ -19,7 +19,7 @@ func stamp(t *testing.T, s store.Store, agent string) ledger.ScoreStamp {
 
 // wantStamp checks that the stamp identifies exactly the entry CachedScore
 // serves as of asOf.
-func wantStamp(t *testing.T, s store.Store, agent string, asOf time.Time) ledger.ScoreStamp {
+func wantStamp(t *testing.T, s service.Backend, agent string, asOf time.Time) ledger.ScoreStamp {
 	t.Helper()
 	st := stamp(t, s, agent)
 	e, ok := cached(t, s, agent, asOf)

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite every store.Store back end
+// Package storetest is the conformance suite every service.Backend back end
 // passes. A back end's test calls
 //
 //	storetest.Run(t, storetest.Harness{Open: ..., Tamper: ...})
@@ -17,14 +17,14 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // Harness connects the suite to a back end.
 type Harness struct {
 	// Open returns a new, migrated, empty store. It must fail the test (not
 	// skip) if the database is unreachable under CI.
-	Open func(t *testing.T) store.Store
+	Open func(t *testing.T) service.Backend
 	// Tamper rewrites stored data directly. Required.
 	Tamper Tamperer
 }
@@ -34,19 +34,19 @@ type Harness struct {
 type Tamperer interface {
 	// SetEndedAt overwrites the completed_at/settled_at of an event row
 	// (back-dating, §15.2).
-	SetEndedAt(t *testing.T, s store.Store, typ ledger.Type, id string, at time.Time)
+	SetEndedAt(t *testing.T, s service.Backend, typ ledger.Type, id string, at time.Time)
 	// DeleteEvent deletes an event row.
-	DeleteEvent(t *testing.T, s store.Store, typ ledger.Type, id string)
+	DeleteEvent(t *testing.T, s service.Backend, typ ledger.Type, id string)
 	// SetRecordContent overwrites the content of chain record (agent, seq),
 	// leaving its hash as it was.
-	SetRecordContent(t *testing.T, s store.Store, agentID string, seq int64, content []byte)
+	SetRecordContent(t *testing.T, s service.Backend, agentID string, seq int64, content []byte)
 	// SetCacheVersion overwrites the ledger_seq and valid_until of the
 	// agent's cache entry: what a refresh that read the ledger before a
 	// concurrent batch committed writes over that batch's invalidation.
-	SetCacheVersion(t *testing.T, s store.Store, agentID string, ledgerSeq int64, validUntil time.Time)
+	SetCacheVersion(t *testing.T, s service.Backend, agentID string, ledgerSeq int64, validUntil time.Time)
 	// CacheVersion returns the ledger_seq of the agent's cache entry and
 	// the agent's terminal_seq (store.go: the version of its counts).
-	CacheVersion(t *testing.T, s store.Store, agentID string) (ledgerSeq, terminalSeq int64)
+	CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64)
 }
 
 // Run runs every conformance test as a subtest.
@@ -103,7 +103,7 @@ func ap2(id, agent string, status ledger.Status, started, ended time.Time) ledge
 		EscrowAmountCents: 100000, StartedAt: started, EndedAt: ended}
 }
 
-func ingest(t *testing.T, s store.Store, operator string, events ...ledger.Event) []ledger.Outcome {
+func ingest(t *testing.T, s service.Backend, operator string, events ...ledger.Event) []ledger.Outcome {
 	t.Helper()
 	out, err := s.Ingest(ctx(t), operator, events)
 	if err != nil {
@@ -134,7 +134,7 @@ func wantKind(t *testing.T, err error, kind errkind.Kind) {
 	}
 }
 
-func counts(t *testing.T, s store.Store, agent string, asOf time.Time) [4]int64 {
+func counts(t *testing.T, s service.Backend, agent string, asOf time.Time) [4]int64 {
 	t.Helper()
 	c, err := s.Counts(ctx(t), agent, asOf)
 	if err != nil {
@@ -143,7 +143,7 @@ func counts(t *testing.T, s store.Store, agent string, asOf time.Time) [4]int64 
 	return [4]int64{c.ConduitTotal, c.ConduitSuccess, c.AP2Total, c.AP2Success}
 }
 
-func chainLength(t *testing.T, s store.Store, agent string) int64 {
+func chainLength(t *testing.T, s service.Backend, agent string) int64 {
 	t.Helper()
 	a, err := s.Agent(ctx(t), agent)
 	if err != nil {
@@ -152,7 +152,7 @@ func chainLength(t *testing.T, s store.Store, agent string) int64 {
 	return a.ChainLength
 }
 
-func mustVerify(t *testing.T, s store.Store) ledger.VerifyReport {
+func mustVerify(t *testing.T, s service.Backend) ledger.VerifyReport {
 	t.Helper()
 	r, err := s.VerifyLedger(ctx(t))
 	if err != nil {

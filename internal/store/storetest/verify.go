@@ -10,13 +10,13 @@ import (
 	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/score"
 )
 
 // smallLedger fills s with three agents' events, one of them with
 // transitions, and returns it.
-func smallLedger(t *testing.T, s store.Store) {
+func smallLedger(t *testing.T, s service.Backend) {
 	start, end := base.Add(-48*time.Hour), base.Add(-24*time.Hour)
 	for _, a := range []string{"a", "b", "c"} {
 		wantOutcomes(t, ingest(t, s, "op-a",
@@ -44,24 +44,24 @@ func testVerify(t *testing.T, h Harness) {
 func testVerifyTampering(t *testing.T, h Harness) {
 	cases := []struct {
 		name    string
-		tamper  func(t *testing.T, s store.Store)
+		tamper  func(t *testing.T, s service.Backend)
 		seq     int64
 		eventID string
 	}{
-		{"back-dated completion", func(t *testing.T, s store.Store) {
+		{"back-dated completion", func(t *testing.T, s service.Backend) {
 			h.Tamper.SetEndedAt(t, s, ledger.ConduitSession, "b-c1", base.Add(-47*time.Hour))
 		}, 2, "b-c1"},
-		{"back-dated settlement", func(t *testing.T, s store.Store) {
+		{"back-dated settlement", func(t *testing.T, s service.Backend) {
 			h.Tamper.SetEndedAt(t, s, ledger.AP2Transaction, "b-t1", base.Add(-time.Hour))
 		}, 3, "b-t1"},
-		{"deleted event", func(t *testing.T, s store.Store) {
+		{"deleted event", func(t *testing.T, s service.Backend) {
 			h.Tamper.DeleteEvent(t, s, ledger.ConduitSession, "b-c2")
 		}, 4, "b-c2"},
-		{"rewritten record", func(t *testing.T, s store.Store) {
+		{"rewritten record", func(t *testing.T, s service.Backend) {
 			r := ledger.Record{Event: conduit("b-c1", "b", ledger.Verified, base.Add(-48*time.Hour), base.Add(-time.Hour)), Operator: "op-a", Seq: 2}
 			h.Tamper.SetRecordContent(t, s, "b", 2, r.Canonical())
 		}, 2, "b-c1"},
-		{"rewritten first record", func(t *testing.T, s store.Store) {
+		{"rewritten first record", func(t *testing.T, s service.Backend) {
 			r := ledger.Record{Event: conduit("b-c1", "b", ledger.Pending, base.Add(-48*time.Hour), time.Time{}), Operator: "op-a", Seq: 1}
 			h.Tamper.SetRecordContent(t, s, "b", 1, r.Canonical())
 		}, 1, "b-c1"},
@@ -201,7 +201,7 @@ func testProperty(t *testing.T, h Harness) {
 // randomHistory ingests a random history (reports in random batches, some
 // through intermediate statuses, with duplicates) and returns each event's
 // final state.
-func randomHistory(t *testing.T, rng *rand.Rand, s store.Store, prefix string) []ledger.Event {
+func randomHistory(t *testing.T, rng *rand.Rand, s service.Backend, prefix string) []ledger.Event {
 	d := int64(24 * time.Hour)
 	// End times cluster on a few instants so that boundaries coincide.
 	anchors := make([]time.Time, 6)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -116,7 +116,7 @@ func testCacheVersion(t *testing.T, h Harness) {
 	}
 }
 
-func listed(t *testing.T, s store.Store) map[string]ledger.ScoreEntry {
+func listed(t *testing.T, s service.Backend) map[string]ledger.ScoreEntry {
 	t.Helper()
 	es, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 1000})
 	if err != nil {

@@ -5,19 +5,19 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/store"
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // WatchHarness connects RunWatch to a back end implementing
-// store.CacheWatcher.
+// service.CacheWatcher.
 type WatchHarness struct {
 	// Open returns a new, migrated, empty store (closed when the test
 	// ends).
-	Open func(t *testing.T) store.Store
+	Open func(t *testing.T) service.Backend
 	// Reopen returns another handle on s's database, sharing nothing with
 	// s in this process: what another process would hold. The caller
 	// closes it.
-	Reopen func(t *testing.T, s store.Store) store.Store
+	Reopen func(t *testing.T, s service.Backend) service.Backend
 	// Delay is the longest a watch may take to learn of a commit made
 	// through another handle: 0 when it must know at once.
 	Delay time.Duration
@@ -26,7 +26,7 @@ type WatchHarness struct {
 	PerAgent bool
 }
 
-// RunWatch checks a back end's store.CacheWatch: marks hold while nothing is
+// RunWatch checks a back end's ledger.CacheWatch: marks hold while nothing is
 // written, and every commit that can change a cache stamp, through any
 // handle, un-holds them within the back end's delay (at once for writes
 // reported with Wrote).
@@ -152,7 +152,7 @@ func RunWatch(t *testing.T, h WatchHarness) {
 	if _, ok := w3.Mark(); ok || w3.Unchanged("a", m3) {
 		t.Fatal("the watch of a closed store still vouches")
 	}
-	if third.(store.CacheWatcher).CacheWatch() != nil {
+	if third.(service.CacheWatcher).CacheWatch() != nil {
 		t.Fatal("a closed store returns a watch")
 	}
 }
@@ -162,11 +162,11 @@ func RunWatch(t *testing.T, h WatchHarness) {
 // practice (the delay is a bound for slow machines, not the expected time).
 const settle = 300 * time.Millisecond
 
-func watchOf(t *testing.T, s store.Store) store.CacheWatch {
+func watchOf(t *testing.T, s service.Backend) ledger.CacheWatch {
 	t.Helper()
-	cw, ok := s.(store.CacheWatcher)
+	cw, ok := s.(service.CacheWatcher)
 	if !ok {
-		t.Fatalf("%T does not implement store.CacheWatcher", s)
+		t.Fatalf("%T does not implement service.CacheWatcher", s)
 	}
 	w := cw.CacheWatch()
 	if w == nil {

@@ -1,15 +1,13 @@
-package storetest
+package postgres
 
 import (
 	"fmt"
 	"sync"
 	"testing"
-
-	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 func TestInvalidations(t *testing.T) {
-	v := store.NewInvalidations()
+	v := newInvalidations()
 	m0 := v.Mark()
 	if !v.Unchanged("a", m0) {
 		t.Fatal("fresh table: a changed")
@@ -51,7 +49,7 @@ func TestInvalidations(t *testing.T) {
 // TestInvalidationsConcurrent: whatever order concurrent invalidations
 // finish in, a mark taken before one of them never holds after it returns.
 func TestInvalidationsConcurrent(t *testing.T) {
-	v := store.NewInvalidations()
+	v := newInvalidations()
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
