@@ -1,6 +1,9 @@
 package ledger
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Outcome is what the ledger did with one reported event.
 type Outcome struct {
@@ -23,6 +26,11 @@ const (
 	// OutcomeRejected: an invalid report or one that contradicts the
 	// ledger; nothing changed.
 	OutcomeRejected
+	// OutcomeSuperseded: a report of a status earlier in the lifecycle than
+	// the one recorded, agreeing with it on every other field (a re-sent
+	// export, or a final status that arrived before its earlier ones); a
+	// no-op.
+	OutcomeSuperseded
 )
 
 func (s OutcomeStatus) String() string {
@@ -33,6 +41,20 @@ func (s OutcomeStatus) String() string {
 		return "duplicate"
 	case OutcomeRejected:
 		return "rejected"
+	case OutcomeSuperseded:
+		return "superseded"
 	}
 	return fmt.Sprintf("OutcomeStatus(%d)", uint8(s))
+}
+
+// Batch is one all-or-nothing ingest: reports from one operator, decided in
+// order.
+type Batch struct {
+	Operator string
+	Events   []Event
+	// ReceivedAt is when the batch reached the ledger (the server's clock).
+	// A report dated after ReceivedAt + MaxSkew is rejected; a zero
+	// ReceivedAt turns that check off.
+	ReceivedAt time.Time
+	MaxSkew    time.Duration
 }

@@ -29,3 +29,17 @@ type CacheWatch interface {
 	// waiting for the database to report the commit.
 	Wrote(agentIDs []string)
 }
+
+// WatchStats says how a CacheWatch that holds a connection (PostgreSQL's
+// listener) has fared since it started. A watch that offers them implements
+// Stats() WatchStats.
+type WatchStats struct {
+	// Live is true while the watch vouches for marks.
+	Live bool
+	// Connects counts subscriptions: the first and every reconnection.
+	Connects uint64
+	// Disconnects counts connections lost or abandoned.
+	Disconnects uint64
+	// MissedHeartbeats counts heartbeats that did not come back in time.
+	MissedHeartbeats uint64
+}

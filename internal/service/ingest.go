@@ -76,7 +76,7 @@ func (l *Ledger) Ingest(ctx context.Context, operator string, events []ledger.Ev
 	if len(events) > MaxBatchSize {
 		return nil, fmt.Errorf("%w: %d events in one batch (at most %d)", errkind.ErrInvalid, len(events), MaxBatchSize)
 	}
-	return l.Store.Ingest(ctx, operator, events)
+	return l.Store.Ingest(ctx, ledger.Batch{Operator: operator, Events: events})
 }
 
 // IngestItems records the parsable items as one batch and reports every

@@ -38,7 +38,7 @@ type LedgerStore interface {
 	// event changes nothing and does not stop the others. The returned
 	// error is ErrInvalid for an invalid operator name, ErrUnavailable or
 	// an internal error.
-	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error)
+	Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error)
 	// Counts returns the agent's four counts over the window ending at
 	// asOf, from the ledger (never the cache). An unknown agent is
 	// ErrNotFound.

@@ -118,7 +118,7 @@ func BenchmarkIngest(b *testing.B) {
 				b.StartTimer()
 				for len(evs) > 0 {
 					n := min(batch, len(evs))
-					out, err := s.Ingest(ctx, "op-bench", evs[:n])
+					out, err := s.Ingest(ctx, ledger.Batch{Operator: "op-bench", Events: evs[:n]})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -143,7 +143,7 @@ func BenchmarkIngest(b *testing.B) {
 			t0 := time.Now()
 			for rest := evs; len(rest) > 0; {
 				n := min(10_000, len(rest))
-				if _, err := s.Ingest(ctx, "op-bench", rest[:n]); err != nil {
+				if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op-bench", Events: rest[:n]}); err != nil {
 					b.Fatal(err)
 				}
 				rest = rest[n:]
@@ -193,7 +193,7 @@ func BenchmarkScoreLookup(b *testing.B) {
 	evs := benchEvents("e", 100_000, 500, 1)
 	for len(evs) > 0 {
 		n := min(10_000, len(evs))
-		if _, err := s.Ingest(ctx, "op-bench", evs[:n]); err != nil {
+		if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op-bench", Events: evs[:n]}); err != nil {
 			b.Fatal(err)
 		}
 		evs = evs[n:]
@@ -402,7 +402,7 @@ func BenchmarkSizePerMillion(b *testing.B) {
 		s := openTest(b)
 		for rest := evs; len(rest) > 0; {
 			k := min(10_000, len(rest))
-			if _, err := s.Ingest(ctx, "op-bench", rest[:k]); err != nil {
+			if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op-bench", Events: rest[:k]}); err != nil {
 				b.Fatal(err)
 			}
 			rest = rest[k:]

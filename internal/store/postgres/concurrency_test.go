@@ -204,7 +204,7 @@ func runWorker(dsn string) error {
 			evs := all[w]
 			for len(evs) > 0 {
 				n := min(len(evs), 1+r.IntN(60))
-				out, err := s.Ingest(ctx, mpOperator, evs[:n])
+				out, err := s.Ingest(ctx, ledger.Batch{Operator: mpOperator, Events: evs[:n]})
 				if err != nil {
 					errs <- fmt.Errorf("writer %d: %w", w, err)
 					return

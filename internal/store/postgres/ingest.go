@@ -56,7 +56,8 @@ type chainRecord struct {
 // result with a handful of set-based statements in one pipeline. A new
 // agent has no row to lock: two batches creating it race on its primary
 // key, and the loser is re-run from the start, when the row exists.
-func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
+func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
+	operator, events := b.Operator, b.Events
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return nil, fmt.Errorf("postgres: ingest: %w", err)
 	}

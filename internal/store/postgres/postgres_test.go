@@ -173,7 +173,7 @@ func TestLedgerRecordsAreAppendOnly(t *testing.T) {
 	ctx := t.Context()
 	ev := ledger.Event{Type: ledger.ConduitSession, ID: "c1", AgentID: "a1", Status: ledger.Verified,
 		StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), EndedAt: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
-	if _, err := s.Ingest(ctx, "op", []ledger.Event{ev}); err != nil {
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: []ledger.Event{ev}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
@@ -202,7 +202,7 @@ func TestIngestLargeBatchUsesCopyPath(t *testing.T) {
 	}
 	batch := append([]ledger.Event{running}, evs...)
 	batch = append(batch, first)
-	out, err := s.Ingest(ctx, "op", batch)
+	out, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: batch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestRecomputeAllDoesNotBlockIngest(t *testing.T) {
 		evs = append(evs, ledger.Event{Type: ledger.ConduitSession, ID: "c" + strconv.Itoa(i), AgentID: "agent-" + strconv.Itoa(i),
 			Status: ledger.Verified, StartedAt: start, EndedAt: end})
 	}
-	if _, err := s.Ingest(ctx, "op", evs); err != nil {
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: evs}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RecomputeAll(ctx, benchAsOf, false); err != nil {
@@ -85,7 +85,7 @@ func TestRecomputeAllDoesNotBlockIngest(t *testing.T) {
 		{Type: ledger.ConduitSession, ID: "new-agent", AgentID: "agent-new", Status: ledger.Verified, StartedAt: start, EndedAt: end},
 	}
 	for _, e := range late { // one batch per event: three commits
-		out, err := s.Ingest(ictx, "op", []ledger.Event{e})
+		out, err := s.Ingest(ictx, ledger.Batch{Operator: "op", Events: []ledger.Event{e}})
 		if err != nil {
 			t.Fatalf("Ingest while RecomputeAll runs: %v (blocked by it?)", err)
 		}
@@ -145,15 +145,15 @@ func TestRefreshScoreDoesNotBlockIngest(t *testing.T) {
 	s := openTest(t)
 	ctx := t.Context()
 	start, end := benchAsOf.Add(-2*time.Hour), benchAsOf.Add(-time.Hour)
-	if _, err := s.Ingest(ctx, "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "a",
-		Status: ledger.Verified, StartedAt: start, EndedAt: end}}); err != nil {
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "a",
+		Status: ledger.Verified, StartedAt: start, EndedAt: end}}}); err != nil {
 		t.Fatal(err)
 	}
 	entry, err := s.RefreshScore(ctx, "a", benchAsOf, func(e *ledger.ScoreEntry) ([]byte, string, error) {
 		ictx, cancel := context.WithTimeout(ctx, lockGuard)
 		defer cancel()
-		out, err := s.Ingest(ictx, "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "c2", AgentID: "a",
-			Status: ledger.Failed, StartedAt: start, EndedAt: end}})
+		out, err := s.Ingest(ictx, ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "c2", AgentID: "a",
+			Status: ledger.Failed, StartedAt: start, EndedAt: end}}})
 		if err != nil {
 			return nil, "", fmt.Errorf("Ingest during RefreshScore: %w (blocked by it?)", err)
 		}
@@ -234,7 +234,7 @@ func TestRecomputeAllConcurrentWithIngest(t *testing.T) {
 					}
 					evs := benchEvents(fmt.Sprintf("%s-%d-%d-", name, w, seq.Add(1)), batch, agents, r.Uint64())
 					t0 := time.Now()
-					out, err := s.Ingest(ctx, "op", evs)
+					out, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: evs})
 					lat := time.Since(t0)
 					if err != nil {
 						t.Error(err)
@@ -428,8 +428,8 @@ func TestMigration00002Backfill(t *testing.T) {
 	}
 	// The chain of "live" is not real (no records), but Ingest only needs
 	// its head to append: seq 4, terminal.
-	if _, err := s.Ingest(ctx, "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "live",
-		Status: ledger.Failed, StartedAt: computed.Add(-time.Hour), EndedAt: computed.Add(-time.Minute)}}); err != nil {
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "live",
+		Status: ledger.Failed, StartedAt: computed.Add(-time.Hour), EndedAt: computed.Add(-time.Minute)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT terminal_seq FROM agents WHERE id = 'live'`).Scan(&terminal); err != nil || terminal != 4 {

@@ -276,7 +276,7 @@ func TestNotifyPayloads(t *testing.T) {
 	}
 	ingest := func(evs []ledger.Event) {
 		t.Helper()
-		out, err := s.Ingest(t.Context(), "op", evs)
+		out, err := s.Ingest(t.Context(), ledger.Batch{Operator: "op", Events: evs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,14 +385,14 @@ func BenchmarkNotifyDelay(b *testing.B) {
 		time.Sleep(time.Millisecond)
 	}
 	end := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
-	if _, err := s.Ingest(ctx, "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "seed", AgentID: "a", Status: ledger.Verified, StartedAt: end, EndedAt: end}}); err != nil {
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "seed", AgentID: "a", Status: ledger.Verified, StartedAt: end, EndedAt: end}}}); err != nil {
 		b.Fatal(err)
 	}
 	var delays []time.Duration
 	for i := 0; b.Loop(); i++ {
 		m, _ := w.Mark()
-		if _, err := s.Ingest(ctx, "op", []ledger.Event{{Type: ledger.ConduitSession, ID: fmt.Sprint("e", i), AgentID: "a",
-			Status: ledger.Verified, StartedAt: end, EndedAt: end}}); err != nil {
+		if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: fmt.Sprint("e", i), AgentID: "a",
+			Status: ledger.Verified, StartedAt: end, EndedAt: end}}}); err != nil {
 			b.Fatal(err)
 		}
 		t0 := time.Now()

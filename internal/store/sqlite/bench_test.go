@@ -64,7 +64,7 @@ func ingestAll(b *testing.B, s service.Backend, evs []ledger.Event, batch int) {
 	b.Helper()
 	for len(evs) > 0 {
 		n := min(batch, len(evs))
-		out, err := s.Ingest(context.Background(), "op-bench", evs[:n])
+		out, err := s.Ingest(context.Background(), ledger.Batch{Operator: "op-bench", Events: evs[:n]})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -77,7 +77,8 @@ type ingestTx struct {
 }
 
 // Ingest implements service.LedgerStore.
-func (s *Store) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
+func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
+	operator, events := b.Operator, b.Events
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func TestIngestAcrossChunks(t *testing.T) {
 	for i := range n {
 		first = append(first, conduit(i, ledger.Running), ap2(i, ledger.Held))
 	}
-	out, err := s.Ingest(ctx, "op", first)
+	out, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: first})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestIngestAcrossChunks(t *testing.T) {
 		moved.AgentID = "agent-x"
 		add(moved, want{status: ledger.OutcomeRejected, kind: errkind.Conflict}) // another agent: registers nothing
 	}
-	out, err = s.Ingest(ctx, "op", batch)
+	out, err = s.Ingest(ctx, ledger.Batch{Operator: "op", Events: batch})
 	if err != nil {
 		t.Fatal(err)
 	}

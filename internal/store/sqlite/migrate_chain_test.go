@@ -175,7 +175,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 		{Type: ledger.AP2Transaction, ID: "agent-a-t2", AgentID: "agent-a", BuyerID: "buyer.1", Status: ledger.Settled, EscrowAmountCents: 5, StartedAt: end.Add(-time.Hour), EndedAt: end},
 		{Type: ledger.ConduitSession, ID: "agent-a-c1", AgentID: "agent-a", Status: ledger.Verified, StartedAt: reports[0].e.StartedAt, EndedAt: reports[2].e.EndedAt},
 	}
-	out, err := s.Ingest(ctx, "op-1", next)
+	out, err := s.Ingest(ctx, ledger.Batch{Operator: "op-1", Events: next})
 	if err != nil {
 		t.Fatal(err)
 	}

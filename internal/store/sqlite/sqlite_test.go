@@ -188,7 +188,7 @@ func TestTwoHandles(t *testing.T) {
 				if w == 1 {
 					lo = n - k - 25
 				}
-				out, err := s.Ingest(context.Background(), "op", events[lo:lo+25])
+				out, err := s.Ingest(context.Background(), ledger.Batch{Operator: "op", Events: events[lo : lo+25]})
 				if err != nil {
 					t.Error(err)
 					return
@@ -227,8 +227,8 @@ func TestTwoHandles(t *testing.T) {
 	if _, ok, _ := b.CachedScore(t.Context(), "agent-0", base); !ok {
 		t.Error("the other handle does not see the cache entry")
 	}
-	if _, err := b.Ingest(t.Context(), "op", []ledger.Event{{Type: ledger.ConduitSession, ID: "late", AgentID: "agent-0",
-		Status: ledger.Verified, StartedAt: base.Add(-time.Hour), EndedAt: base.Add(-time.Second)}}); err != nil {
+	if _, err := b.Ingest(t.Context(), ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "late", AgentID: "agent-0",
+		Status: ledger.Verified, StartedAt: base.Add(-time.Hour), EndedAt: base.Add(-time.Second)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := a.CachedScore(t.Context(), "agent-0", base); ok {
@@ -274,12 +274,12 @@ func TestVerifyTamperingLayout(t *testing.T) {
 			h := &harness{files: make(map[service.Backend]string)}
 			s := h.open(t)
 			for _, a := range []string{"a", "b", "c"} {
-				out, err := s.Ingest(t.Context(), "op-a", []ledger.Event{
+				out, err := s.Ingest(t.Context(), ledger.Batch{Operator: "op-a", Events: []ledger.Event{
 					{Type: ledger.ConduitSession, ID: a + "-c1", AgentID: a, BuyerID: "buyer-1", Status: ledger.Running, StartedAt: start},
 					{Type: ledger.ConduitSession, ID: a + "-c1", AgentID: a, BuyerID: "buyer-1", Status: ledger.Verified, StartedAt: start, EndedAt: end},
 					{Type: ledger.AP2Transaction, ID: a + "-t1", AgentID: a, BuyerID: "buyer-1", Status: ledger.Settled, EscrowAmountCents: 100000, StartedAt: start, EndedAt: end},
 					{Type: ledger.ConduitSession, ID: a + "-c2", AgentID: a, BuyerID: "buyer-1", Status: ledger.Failed, StartedAt: start, EndedAt: end},
-				})
+				}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/store/storetest"
@@ -85,7 +86,7 @@ func BenchmarkCacheWatch(b *testing.B) {
 	if err := s.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Ingest(ctx, "op", benchEvents("w", 10, 1)); err != nil {
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: benchEvents("w", 10, 1)}); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("watch", func(b *testing.B) {

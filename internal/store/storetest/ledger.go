@@ -185,7 +185,7 @@ func testInvalid(t *testing.T, h Harness) {
 	if _, err := s.Agent(ctx(t), "a"); !isNotFound(err) {
 		t.Errorf("invalid events registered their agent: %v", err)
 	}
-	if _, err := s.Ingest(ctx(t), "bad operator", []ledger.Event{conduit("c9", "a", ledger.Verified, start, end)}); errkind.Of(err) != errkind.Invalid {
+	if _, err := s.Ingest(ctx(t), ledger.Batch{Operator: "bad operator", Events: []ledger.Event{conduit("c9", "a", ledger.Verified, start, end)}}); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("invalid operator: %v, want an invalid error", err)
 	}
 }
@@ -206,9 +206,9 @@ func testBatchAtomicity(t *testing.T, h Harness) {
 	// A batch that cannot commit writes nothing at all.
 	cancelled, cancel := context.WithCancel(ctx(t))
 	cancel()
-	if _, err := s.Ingest(cancelled, "op-a", []ledger.Event{
+	if _, err := s.Ingest(cancelled, ledger.Batch{Operator: "op-a", Events: []ledger.Event{
 		conduit("c4", "a", ledger.Verified, start, end), conduit("c5", "z", ledger.Verified, start, end),
-	}); err == nil {
+	}}); err == nil {
 		t.Fatal("Ingest with a cancelled context succeeded")
 	}
 	if got := counts(t, s, "a", base); got != [4]int64{2, 1, 0, 0} {
@@ -343,7 +343,7 @@ func testConcurrent(t *testing.T, h Harness) {
 			evs := stream(w)
 			for len(evs) > 0 {
 				n := min(len(evs), 7+w)
-				out, err := s.Ingest(context.Background(), "op-a", evs[:n])
+				out, err := s.Ingest(context.Background(), ledger.Batch{Operator: "op-a", Events: evs[:n]})
 				if err != nil {
 					errs <- err
 					return

@@ -105,7 +105,7 @@ func ap2(id, agent string, status ledger.Status, started, ended time.Time) ledge
 
 func ingest(t *testing.T, s service.Backend, operator string, events ...ledger.Event) []ledger.Outcome {
 	t.Helper()
-	out, err := s.Ingest(ctx(t), operator, events)
+	out, err := s.Ingest(ctx(t), ledger.Batch{Operator: operator, Events: events})
 	if err != nil {
 		t.Fatalf("Ingest: %v", err)
 	}
