@@ -165,6 +165,24 @@ func TestClassify(t *testing.T) {
 	if _, err := Classify(&e, "op", &e, "op2"); !errors.Is(err, errkind.ErrConflict) || strings.Contains(err.Error(), "op\"") {
 		t.Errorf("other operator: %v", err)
 	}
+	// An earlier status that agrees with the recorded one is superseded,
+	// whether the recorded one is final or not; a changed field is still a
+	// conflict.
+	if d, err := Classify(&e, "op", &run, "op"); d != Superseded || err != nil {
+		t.Errorf("earlier than final: %v %v", d, err)
+	}
+	pending := run
+	pending.Status = Pending
+	if d, err := Classify(&run, "op", &pending, "op"); d != Superseded || err != nil {
+		t.Errorf("earlier than running: %v %v", d, err)
+	}
+	pending.StartedAt = pending.StartedAt.Add(time.Second)
+	if _, err := Classify(&run, "op", &pending, "op"); !errors.Is(err, errkind.ErrConflict) {
+		t.Errorf("earlier with another start: %v", err)
+	}
+	if _, err := Classify(&e, "op2", &run, "op"); !errors.Is(err, errkind.ErrConflict) {
+		t.Errorf("earlier from another operator: %v", err)
+	}
 }
 
 func TestWindow(t *testing.T) {

@@ -113,14 +113,19 @@ type Decision uint8
 const (
 	Duplicate  Decision = iota + 1 // the same content again: a no-op
 	Transition                     // a later allowed status: record it
+	// Superseded: a status earlier in the lifecycle than the recorded one,
+	// agreeing with it on every other field (a re-sent export, or a final
+	// status that arrived before its earlier ones): a no-op.
+	Superseded
 )
 
 // Classify decides what report e by operator means for an event the ledger
-// already holds as old, first reported by oldOperator. It returns Duplicate
-// or Transition, or an error matching errkind.ErrConflict that names the
-// field: another operator's event, a changed immutable field, a different
-// end time for the same status, or a backward or forbidden status. Both
-// store back ends use it so that they agree on every message.
+// already holds as old, first reported by oldOperator. It returns
+// Duplicate, Transition or Superseded, or an error matching
+// errkind.ErrConflict that names the field: another operator's event, a
+// changed immutable field, a different end time for the same status, or a
+// final status changed to another final status. Decide uses it for every
+// back end, so they agree on every message.
 func Classify(old *Event, oldOperator string, e *Event, operator string) (Decision, error) {
 	if oldOperator != operator {
 		return 0, fmt.Errorf("%w: id: %s %q was reported by another operator", errkind.ErrConflict, e.Type, e.ID)
@@ -133,6 +138,13 @@ func Classify(old *Event, oldOperator string, e *Event, operator string) (Decisi
 			return Duplicate, nil
 		}
 		return 0, fmt.Errorf("%w: %s: %s %q is already %s at %s", errkind.ErrConflict, e.Type.endField(), e.Type, e.ID, old.Status, FormatTime(old.EndedAt))
+	}
+	// Every final status shares the last stage, so an earlier stage is
+	// never final, and a final status is never superseded by another.
+	fs, ok1 := stage[e.Type][old.Status]
+	ts, ok2 := stage[e.Type][e.Status]
+	if ok1 && ok2 && ts < fs {
+		return Superseded, nil
 	}
 	if err := CheckTransition(e.Type, old.Status, e.Status); err != nil {
 		return 0, fmt.Errorf("%s %q: %w", e.Type, e.ID, err)
