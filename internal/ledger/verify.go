@@ -1,0 +1,175 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+)
+
+// ChainRow is one step of a chain walk as a back end reads it. Rows with a
+// record come in chain order: every record of an agent together, by seq,
+// each with its agent's stored head and the event row its (type, id)
+// names. A row without a record is an agent that has none.
+type ChainRow struct {
+	AgentID string
+	// Registered is false when the agent has no agents row; HeadSeq and
+	// HeadHash are its stored head otherwise (HeadHash as stored, possibly
+	// of a wrong length).
+	Registered bool
+	HeadSeq    int64
+	HeadHash   []byte
+	// HasRecord is false for an agent without chain records.
+	HasRecord bool
+	// Record is the stored chain record (its Hash unused) and StoredHash
+	// its hash as stored, possibly of a wrong length.
+	Record     ChainRecord
+	StoredHash []byte
+	// HasEvent is false when no event row has the record's type and id.
+	HasEvent bool
+	Event    StoredEvent
+}
+
+// EventLink is an event row with the chain record its seq names, as a back
+// end reads it: every event row once, in any order.
+type EventLink struct {
+	Type    Type
+	ID      string
+	AgentID string
+	Seq     int64
+	// Linked is true when the agent has a record at Seq; RecordType and
+	// RecordID are what that record names.
+	Linked     bool
+	RecordType Type
+	RecordID   string
+}
+
+// VerifyChains walks every agent's hash chain as chains yields it and every
+// event row as links yields them, and returns the first broken link of each
+// damaged chain (in chain order; seq 0 means "before the first record").
+// A link is broken when:
+//   - a record's hash differs from SHA-256(previous stored hash || the
+//     record's canonical content), rebuilt by RebuildRecord from the record
+//     and its event row: an edit to the record, to a hashed field of the
+//     row or to the stored hash breaks the link where it happened;
+//   - a seq is missing, or the chain's end is not the agent's stored head;
+//   - a record's event row is missing, belongs to another agent, is not at
+//     its latest record or differs from it in status;
+//   - an event row names no record, or a record of another event;
+//   - records exist for an agent that is not registered.
+//
+// The error is only for failing to read (the first error an iterator
+// yields).
+func VerifyChains(chains iter.Seq2[*ChainRow, error], links iter.Seq2[*EventLink, error]) (VerifyReport, error) {
+	v := walker{broken: make(map[string]BrokenLink)}
+	for r, err := range chains {
+		if err != nil {
+			return VerifyReport{}, err
+		}
+		v.step(r)
+	}
+	v.end()
+	for l, err := range links {
+		if err != nil {
+			return VerifyReport{}, err
+		}
+		v.link(l)
+	}
+	for _, b := range v.broken {
+		v.report.Broken = append(v.report.Broken, b)
+	}
+	slices.SortFunc(v.report.Broken, func(a, b BrokenLink) int { return strings.Compare(a.AgentID, b.AgentID) })
+	return v.report, nil
+}
+
+// walker holds one chain at a time.
+type walker struct {
+	report VerifyReport
+	broken map[string]BrokenLink
+
+	agent      string
+	started    bool
+	registered bool
+	headSeq    int64
+	headHash   []byte
+	prev       Hash
+	expectSeq  int64
+	chain      Chainer
+}
+
+// fail records a broken link, keeping the earliest of each chain.
+func (v *walker) fail(agent string, seq int64, event, format string, args ...any) {
+	if b, ok := v.broken[agent]; ok && b.Seq <= seq {
+		return
+	}
+	v.broken[agent] = BrokenLink{AgentID: agent, Seq: seq, EventID: event, Reason: fmt.Sprintf(format, args...)}
+}
+
+func (v *walker) step(r *ChainRow) {
+	if !v.started || r.AgentID != v.agent {
+		v.end()
+		v.report.Agents++
+		v.started, v.agent, v.registered = true, r.AgentID, r.Registered
+		v.headSeq, v.headHash = r.HeadSeq, append(v.headHash[:0], r.HeadHash...)
+		v.prev, v.expectSeq = Hash{}, 1
+		if !r.HasRecord {
+			return
+		}
+		if !r.Registered {
+			v.fail(r.AgentID, r.Record.Seq, r.Record.EventID, "chain records exist for an agent that is not registered")
+		}
+	}
+	if !r.HasRecord {
+		return
+	}
+	rec := &r.Record
+	v.report.Records++
+	if rec.Seq != v.expectSeq {
+		v.fail(v.agent, v.expectSeq, "", "record seq %d is missing (next present is %d)", v.expectSeq, rec.Seq)
+	}
+	v.expectSeq = rec.Seq + 1
+	switch row := &r.Event; {
+	case !r.HasEvent:
+		v.fail(v.agent, rec.Seq, rec.EventID, "%s recorded in the chain has no row (deleted)", rec.Type)
+	case row.Event.AgentID != v.agent:
+		v.fail(v.agent, rec.Seq, rec.EventID, "%s row belongs to agent %q, not to this chain", rec.Type, row.Event.AgentID)
+	default:
+		canonical := RebuildRecord(rec, row)
+		if got, _ := v.chain.Link(v.prev, &canonical); !bytes.Equal(got[:], r.StoredHash) {
+			v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: the chain record or its %s row was altered outside the ledger", rec.Type)
+		}
+		switch {
+		case rec.Seq > row.Seq:
+			v.fail(v.agent, rec.Seq, rec.EventID, "%s row is not at its latest chain record (it names seq %d)", rec.Type, row.Seq)
+		case rec.Seq == row.Seq && row.Event.Status != rec.Status:
+			v.fail(v.agent, rec.Seq, rec.EventID, "%s row differs from its chain record (status %s, recorded %s; altered outside the ledger)",
+				rec.Type, row.Event.Status, rec.Status)
+		}
+	}
+	// The next link is judged against the stored hash, so that one altered
+	// record is reported where it is, not as every record after it.
+	v.prev = Hash{}
+	copy(v.prev[:], r.StoredHash)
+}
+
+// end checks the chain just walked against its agent's head.
+func (v *walker) end() {
+	if !v.started || !v.registered {
+		return
+	}
+	last := v.expectSeq - 1
+	if last != v.headSeq || !bytes.Equal(v.prev[:], v.headHash) {
+		v.fail(v.agent, last, "", "chain ends at seq %d but the agent's head is seq %d with another hash (records removed or head altered)", last, v.headSeq)
+	}
+}
+
+func (v *walker) link(l *EventLink) {
+	v.report.Events++
+	switch {
+	case !l.Linked:
+		v.fail(l.AgentID, l.Seq, l.ID, "%s row points at a chain record that does not exist", l.Type)
+	case l.RecordType != l.Type || l.RecordID != l.ID:
+		v.fail(l.AgentID, l.Seq, l.ID, "%s row points at chain record %d, which records %s %s", l.Type, l.Seq, l.RecordType, l.RecordID)
+	}
+}
