@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,214 +11,112 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// eventKey identifies an event: ids are unique per type.
-type eventKey struct {
-	typ ledger.Type
-	id  string
-}
-
-// eventState is an event's current state while a batch is applied.
-type eventState struct {
-	ev       ledger.Event
-	operator string
-	seq      int64
-	inDB     bool  // the row exists (update it) or not (insert it)
-	dbSeq    int64 // seq of the row as read, guarding the update
-	dirty    bool
-}
-
-// head is an agent's chain head while a batch is applied.
-type head struct {
-	seq      int64
-	hash     ledger.Hash
-	terminal int64 // seq of the batch's last terminal report, 0 if none
-	exists   bool  // the agents row exists
-	dirty    bool
-}
-
-// chainRecord is a ledger_records row to append.
-type chainRecord struct {
-	agent   string
-	seq     int64
-	typ     ledger.Type
-	id      string
-	content []byte
-	hash    ledger.Hash
-}
-
-// Ingest records a batch of events; see service.LedgerStore.
+// Ingest loads what ledger.Prepare names and writes what Decide returns;
+// see service.LedgerStore.
 //
 // The batch runs in one transaction: it locks the agents rows it touches
 // (FOR NO KEY UPDATE, in id order, so concurrent batches cannot deadlock on
 // them and RecomputeAll's foreign-key checks are not blocked), reads the
-// current state of its events, decides every outcome in Go, and writes the
-// result with a handful of set-based statements in one pipeline. A new
-// agent has no row to lock: two batches creating it race on its primary
-// key, and the loser is re-run from the start, when the row exists.
+// current state of its events, and writes the plan with a handful of
+// set-based statements in one pipeline. A new agent has no row to lock: two
+// batches creating it race on its primary key, and the loser is run again
+// from the start (and decided again), when the row exists.
 func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
-	operator, events := b.Operator, b.Events
-	if err := ledger.CheckID("operator", operator); err != nil {
+	p, err := ledger.Prepare(b)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: ingest: %w", err)
 	}
-	out := make([]ledger.Outcome, len(events))
-	valid := make([]int, 0, len(events))
-	for i := range events {
-		if err := events[i].Validate(); err != nil {
-			out[i] = ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
-			continue
+	if len(p.Events) == 0 {
+		return p.Decide(ledger.State{}).Outcomes, nil
+	}
+	var plan ledger.Plan
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		st, err := load(ctx, tx, p)
+		if err != nil {
+			return err
 		}
-		valid = append(valid, i)
-	}
-	if len(valid) == 0 {
-		return out, nil
-	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		return ingestTx(ctx, tx, operator, events, valid, out)
+		plan = p.Decide(st)
+		if plan.Empty() {
+			return nil
+		}
+		return writePlan(ctx, tx, &plan)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ingest: %w", err)
 	}
-	return out, nil
+	return plan.Outcomes, nil
 }
 
-func ingestTx(ctx context.Context, tx pgx.Tx, operator string, events []ledger.Event, valid []int, out []ledger.Outcome) error {
-	var agentIDs, conduitIDs, ap2IDs []string
-	for _, i := range valid {
-		e := &events[i]
-		agentIDs = append(agentIDs, e.AgentID)
-		if e.Type == ledger.ConduitSession {
-			conduitIDs = append(conduitIDs, e.ID)
-		} else {
-			ap2IDs = append(ap2IDs, e.ID)
-		}
-	}
-	slices.Sort(agentIDs)
-	agentIDs = slices.Compact(agentIDs)
-
-	heads := make(map[string]*head, len(agentIDs))
-	for _, id := range agentIDs {
-		heads[id] = &head{}
-	}
-	state := make(map[eventKey]*eventState, len(valid))
-
-	// Read phase, one round trip. The lock comes first: later statements
-	// of the pipeline take their snapshots after it is granted, so they see
-	// every batch that held these agents before us.
+// load locks and reads the chain heads of the agents p names and reads the
+// stored rows of its events, in one round trip. The lock comes first: the
+// later statements of the pipeline take their snapshots after it is
+// granted, so they see every batch that held these agents before this one.
+func load(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (ledger.State, error) {
+	st := ledger.State{Heads: make(map[string]ledger.Head, len(p.Agents)), Events: make(map[ledger.EventKey]ledger.StoredEvent, len(p.Events))}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT id, head_seq, head_hash FROM agents WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, agentIDs).
+	b.Queue(`SELECT id, head_seq, head_hash FROM agents WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, p.Agents).
 		Query(func(rows pgx.Rows) error {
 			var id string
-			var seq int64
+			var h ledger.Head
 			var hash []byte
-			_, err := pgx.ForEachRow(rows, []any{&id, &seq, &hash}, func() error {
-				h := heads[id]
-				h.seq, h.exists = seq, true
+			_, err := pgx.ForEachRow(rows, []any{&id, &h.Seq, &hash}, func() error {
 				if len(hash) != ledger.HashSize {
 					return fmt.Errorf("agent %s: head_hash has %d bytes", id, len(hash))
 				}
-				copy(h.hash[:], hash)
+				copy(h.Hash[:], hash)
+				st.Heads[id] = h
 				return nil
 			})
 			return err
 		})
-	if len(conduitIDs) > 0 {
+	if ids := p.IDs(ledger.ConduitSession); len(ids) > 0 {
 		b.Queue(`SELECT id, agent_id, coalesce(buyer_id, ''), operator_id, status, 0::bigint, started_at, completed_at, seq
-			FROM conduit_sessions WHERE id = ANY($1)`, conduitIDs).Query(scanEvents(ledger.ConduitSession, state))
+			FROM conduit_sessions WHERE id = ANY($1)`, ids).Query(scanEvents(ledger.ConduitSession, st.Events))
 	}
-	if len(ap2IDs) > 0 {
+	if ids := p.IDs(ledger.AP2Transaction); len(ids) > 0 {
 		b.Queue(`SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq
-			FROM ap2_transactions WHERE id = ANY($1)`, ap2IDs).Query(scanEvents(ledger.AP2Transaction, state))
+			FROM ap2_transactions WHERE id = ANY($1)`, ids).Query(scanEvents(ledger.AP2Transaction, st.Events))
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
-
-	// Decide, in batch order: later events see earlier ones.
-	var records []chainRecord
-	invalidate := map[string]bool{}
-	for _, i := range valid {
-		e := events[i]
-		key := eventKey{e.Type, e.ID}
-		cur := state[key]
-		if cur != nil {
-			// Any decision but a conflict implies the same agent, whose row
-			// we hold locked; a conflict rests on immutable fields only.
-			d, err := ledger.Classify(&cur.ev, cur.operator, &e, operator)
-			if err != nil {
-				out[i] = ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
-				continue
-			}
-			if d == ledger.Duplicate {
-				out[i] = ledger.Outcome{Status: ledger.OutcomeDuplicate}
-				continue
-			}
-		}
-		h := heads[e.AgentID]
-		h.seq++
-		rec := ledger.Record{Event: e, Operator: operator, Seq: h.seq}
-		content := rec.Canonical()
-		h.hash = ledger.Link(h.hash, content)
-		h.dirty = true
-		records = append(records, chainRecord{e.AgentID, h.seq, e.Type, e.ID, content, h.hash})
-		if cur == nil {
-			cur = &eventState{operator: operator}
-			state[key] = cur
-		}
-		cur.ev, cur.seq, cur.dirty = e, h.seq, true
-		if e.Status.Terminal() {
-			invalidate[e.AgentID] = true
-			h.terminal = h.seq
-		}
-		out[i] = ledger.Outcome{Status: ledger.OutcomeAccepted}
-	}
-	if len(records) == 0 {
-		return nil
-	}
-	return writeBatch(ctx, tx, operator, heads, state, records, invalidate)
+	return st, tx.SendBatch(ctx, b).Close()
 }
 
-// scanEvents reads event rows into state.
-func scanEvents(typ ledger.Type, state map[eventKey]*eventState) func(pgx.Rows) error {
+// scanEvents reads event rows into events.
+func scanEvents(typ ledger.Type, events map[ledger.EventKey]ledger.StoredEvent) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
 		var (
-			st      eventState
+			se      ledger.StoredEvent
 			status  string
 			started time.Time
 			ended   *time.Time
 		)
-		e := &st.ev
+		e := &se.Event
 		_, err := pgx.ForEachRow(rows,
-			[]any{&e.ID, &e.AgentID, &e.BuyerID, &st.operator, &status, &e.EscrowAmountCents, &started, &ended, &st.seq},
+			[]any{&e.ID, &e.AgentID, &e.BuyerID, &se.Operator, &status, &e.EscrowAmountCents, &started, &ended, &se.Seq},
 			func() error {
 				e.Type, e.Status, e.StartedAt, e.EndedAt = typ, ledger.Status(status), utc(started), timeOrZero(ended)
-				c := st
-				c.inDB, c.dbSeq = true, st.seq
-				state[eventKey{typ, e.ID}] = &c
+				events[ledger.EventKey{Type: typ, ID: e.ID}] = se
 				return nil
 			})
 		return err
 	}
 }
 
-// writeBatch writes a decided batch in one pipeline.
-func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[string]*head,
-	state map[eventKey]*eventState, records []chainRecord, invalidate map[string]bool) error {
+// writePlan writes a decided batch in one pipeline.
+func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO operators (id) VALUES ($1) ON CONFLICT DO NOTHING`, operator)
+	b.Queue(`INSERT INTO operators (id) VALUES ($1) ON CONFLICT DO NOTHING`, plan.Operator)
 
 	var newAgents, oldAgents []string
 	var newSeq, oldSeq, newTerminal, oldTerminal []int64
 	var newHash, oldHash [][]byte
-	for id, h := range heads {
-		if !h.dirty {
-			continue
-		}
-		if h.exists {
-			oldAgents, oldSeq, oldHash = append(oldAgents, id), append(oldSeq, h.seq), append(oldHash, h.hash[:])
-			oldTerminal = append(oldTerminal, h.terminal)
+	for i := range plan.Heads {
+		h := &plan.Heads[i]
+		if h.New {
+			newAgents, newSeq, newHash = append(newAgents, h.AgentID), append(newSeq, h.Head.Seq), append(newHash, h.Head.Hash[:])
+			newTerminal = append(newTerminal, h.Terminal)
 		} else {
-			newAgents, newSeq, newHash = append(newAgents, id), append(newSeq, h.seq), append(newHash, h.hash[:])
-			newTerminal = append(newTerminal, h.terminal)
+			oldAgents, oldSeq, oldHash = append(oldAgents, h.AgentID), append(oldSeq, h.Head.Seq), append(oldHash, h.Head.Hash[:])
+			oldTerminal = append(oldTerminal, h.Terminal)
 		}
 	}
 	if len(newAgents) > 0 {
@@ -231,33 +128,31 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 
 	var c, a eventColumns
 	var cu, au eventColumns
-	for _, st := range state {
-		if !st.dirty {
-			continue
-		}
-		switch {
-		case st.ev.Type == ledger.ConduitSession && !st.inDB:
-			c.add(st)
-		case st.ev.Type == ledger.ConduitSession:
-			cu.add(st)
-		case !st.inDB:
-			a.add(st)
-		default:
-			au.add(st)
+	for i := range plan.Inserts {
+		if w := &plan.Inserts[i]; w.Event.Type == ledger.ConduitSession {
+			c.add(w)
+		} else {
+			a.add(w)
 		}
 	}
-	useCopy := len(records) >= copyThreshold
-	if useCopy {
+	for i := range plan.Updates {
+		if w := &plan.Updates[i]; w.Event.Type == ledger.ConduitSession {
+			cu.add(w)
+		} else {
+			au.add(w)
+		}
+	}
+	if len(plan.Records) >= copyThreshold {
 		// Event and chain rows go by COPY after the agents they reference.
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		b = &pgx.Batch{}
-		if err := copyNew(ctx, tx, operator, &c, &a, records); err != nil {
+		if err := copyNew(ctx, tx, plan.Operator, &c, &a, plan.Records); err != nil {
 			return err
 		}
 	} else {
-		queueNew(b, operator, &c, &a, records)
+		queueNew(b, plan.Operator, &c, &a, plan.Records)
 	}
 	checkRows := func(what string, want int) func(pgconn.CommandTag) error {
 		return func(ct pgconn.CommandTag) error {
@@ -290,12 +185,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 			FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[]) AS u(id, seq, hash, terminal) WHERE t.id = u.id`,
 			oldAgents, oldSeq, oldHash, oldTerminal).Exec(checkRows("agents update", len(oldAgents)))
 	}
-	if len(invalidate) > 0 {
-		ids := make([]string, 0, len(invalidate))
-		for id := range invalidate {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
+	if ids := plan.Invalidated(); len(ids) > 0 {
 		// Defence in depth: terminal_seq above already retires these
 		// entries. SKIP LOCKED keeps a batch from waiting for a running
 		// RecomputeAll or RefreshScore that has written the row: that
@@ -315,7 +205,7 @@ func writeBatch(ctx context.Context, tx pgx.Tx, operator string, heads map[strin
 const copyThreshold = 64
 
 // queueNew queues the inserts of new events and chain records.
-func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []chainRecord) {
+func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []ledger.ChainRecord) {
 	if len(c.id) > 0 {
 		b.Queue(`INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, status, started_at, completed_at, seq)
 			SELECT id, agent_id, nullif(buyer_id, ''), $8, status, started_at, completed_at, seq
@@ -334,19 +224,19 @@ func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []chain
 	rs := make([]int64, len(records))
 	rt := make([]string, len(records))
 	ri := make([]string, len(records))
-	rc := make([][]byte, len(records))
+	rst := make([]string, len(records))
 	rh := make([][]byte, len(records))
 	for k := range records {
 		r := &records[k]
-		ra[k], rs[k], rt[k], ri[k], rc[k], rh[k] = r.agent, r.seq, string(r.typ), r.id, r.content, r.hash[:]
+		ra[k], rs[k], rt[k], ri[k], rst[k], rh[k] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:]
 	}
-	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, content, hash)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[], $6::bytea[])`,
-		ra, rs, rt, ri, rc, rh)
+	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[])`,
+		ra, rs, rt, ri, rst, rh)
 }
 
 // copyNew inserts new events and chain records by COPY.
-func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns, records []chainRecord) error {
+func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns, records []ledger.ChainRecord) error {
 	if len(c.id) > 0 {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"conduit_sessions"},
 			[]string{"id", "agent_id", "buyer_id", "operator_id", "status", "started_at", "completed_at", "seq"},
@@ -372,10 +262,10 @@ func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns
 		}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_records"},
-		[]string{"agent_id", "seq", "event_type", "event_id", "content", "hash"},
+		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash"},
 		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
 			r := &records[i]
-			return []any{r.agent, r.seq, string(r.typ), r.id, r.content, r.hash[:]}, nil
+			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:]}, nil
 		}))
 	return err
 }
@@ -388,15 +278,15 @@ type eventColumns struct {
 	ended                    []*time.Time
 }
 
-func (c *eventColumns) add(st *eventState) {
-	e := &st.ev
+func (c *eventColumns) add(w *ledger.EventWrite) {
+	e := &w.Event
 	c.id = append(c.id, e.ID)
 	c.agent = append(c.agent, e.AgentID)
 	c.buyer = append(c.buyer, e.BuyerID)
 	c.status = append(c.status, string(e.Status))
 	c.amount = append(c.amount, e.EscrowAmountCents)
-	c.seq = append(c.seq, st.seq)
-	c.oldSeq = append(c.oldSeq, st.dbSeq)
+	c.seq = append(c.seq, w.Seq)
+	c.oldSeq = append(c.oldSeq, w.LoadedSeq)
 	c.started = append(c.started, e.StartedAt)
 	if e.EndedAt.IsZero() {
 		c.ended = append(c.ended, nil)

@@ -1,199 +1,118 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// Ingest decides a whole batch in memory before writing it. Inside the
-// write transaction (BEGIN IMMEDIATE, so nothing else writes meanwhile) it
-// reads, in one statement each, the chain heads of the agents the batch
-// names and the stored rows of the events it names; it then classifies
-// every report in order against that state as the batch changes it,
-// computing the chain records; and finally writes everything with
-// multi-row statements: the agents (new ones and moved heads), the new
-// event rows, the transitions of stored rows, the chain records and the
-// cache invalidation. A batch therefore costs about one statement per
-// maxChunkRows rows of each table instead of two or three per event, with
-// the same outcomes, records and all-or-nothing commit as deciding report
-// by report, and the same error kinds: a rejected report is an Outcome,
-// any database failure aborts the whole batch (ErrUnavailable for
+// Ingest loads what ledger.Prepare names and writes what Decide returns,
+// inside one write transaction (BEGIN IMMEDIATE, so nothing else writes
+// meanwhile). It reads, in one statement each, the chain heads of the
+// agents the batch names and the stored rows of the events it names, and
+// writes with multi-row statements: the agents (new ones and moved heads),
+// the new event rows, the transitions of stored rows, the chain records and
+// the cache invalidation. A batch therefore costs about one statement per
+// maxChunkRows rows of each table instead of two or three per event. Any
+// database failure aborts the whole batch (ErrUnavailable for
 // busy/locked/IO conditions, see dbErr).
 
-// head is an agent's chain head during a batch.
-type head struct {
-	seq      int64
-	hash     ledger.Hash
-	terminal int64 // seq of the batch's last terminal report, 0 if none
-	dirty    bool  // head moved in this batch
-}
-
-// eventKey names an event: ids are unique per type.
-type eventKey struct {
-	typ ledger.Type
-	id  string
-}
-
-// eventState is an event as the batch has left it so far.
-type eventState struct {
-	ev       ledger.Event
-	operator string
-	seq      int64 // chain record that produced ev
-	stored   bool  // a row existed before the batch
-	moved    bool  // the batch changed a stored row
-}
-
-// chainRecord is a ledger_records row to write (migration 00003).
-type chainRecord struct {
-	agent  string
-	seq    int64
-	typ    ledger.Type
-	id     string
-	status ledger.Status
-	hash   ledger.Hash
-}
-
-// ingestTx is one batch's state.
+// ingestTx is one batch's transaction.
 type ingestTx struct {
-	tx       *sql.Tx
-	operator string
-	now      int64
-
-	heads   map[string]*head
-	events  map[eventKey]*eventState
-	added   []*eventState // events first reported by the batch, in order
-	moved   []*eventState // stored events the batch changed, in order
-	records []chainRecord
-	chain   ledger.Chainer
-	args    []any // reused statement arguments
+	tx   *sql.Tx
+	now  int64
+	args []any // reused statement arguments
 }
 
 // Ingest implements service.LedgerStore.
 func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
-	operator, events := b.Operator, b.Events
-	if err := ledger.CheckID("operator", operator); err != nil {
+	p, err := ledger.Prepare(b)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]ledger.Outcome, len(events))
-	if len(events) == 0 {
-		return out, nil
-	}
-	valid := make([]bool, len(events))
-	for i := range events {
-		if err := events[i].Validate(); err != nil {
-			out[i] = reject(err)
-		} else {
-			valid[i] = true
-		}
+	if len(p.Events) == 0 {
+		return p.Decide(ledger.State{}).Outcomes, nil
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, dbErr("begin ingest", err)
 	}
 	defer tx.Rollback()
-	it := &ingestTx{tx: tx, operator: operator, now: micros(s.now()),
-		heads: make(map[string]*head), events: make(map[eventKey]*eventState, len(events))}
-	if err := it.load(ctx, events, valid); err != nil {
+	it := &ingestTx{tx: tx, now: micros(s.now())}
+	st, err := it.load(ctx, p)
+	if err != nil {
 		return nil, err
 	}
-	for i := range events {
-		if valid[i] {
-			out[i] = it.one(&events[i])
-		}
+	plan := p.Decide(st)
+	if plan.Empty() {
+		return plan.Outcomes, nil
 	}
-	if err := it.write(ctx); err != nil {
+	if err := it.write(ctx, &plan); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, dbErr("commit ingest", err)
 	}
-	return out, nil
+	return plan.Outcomes, nil
 }
 
-// load reads the chain heads of every agent and the stored rows of every
-// event the batch's valid reports name (unknown agents get a zero head).
-func (it *ingestTx) load(ctx context.Context, events []ledger.Event, valid []bool) error {
-	var agents, conduits, ap2s []string
-	for i := range events {
-		if !valid[i] {
-			continue
-		}
-		e := &events[i]
-		if _, ok := it.heads[e.AgentID]; !ok {
-			it.heads[e.AgentID] = &head{}
-			agents = append(agents, e.AgentID)
-		}
-		k := eventKey{e.Type, e.ID}
-		if _, ok := it.events[k]; !ok {
-			it.events[k] = nil // placeholder: listed once
-			if e.Type == ledger.ConduitSession {
-				conduits = append(conduits, e.ID)
-			} else {
-				ap2s = append(ap2s, e.ID)
-			}
-		}
-	}
-	clear(it.events)
-	if len(agents) == 0 {
-		return nil
-	}
-	err := it.query(ctx, "read chain heads", `SELECT a.id, a.head_seq, a.head_hash FROM json_each(?) j JOIN agents a ON a.id = j.value`, agents,
+// load reads the chain heads of the registered agents and the stored rows
+// of the events p names.
+func (it *ingestTx) load(ctx context.Context, p *ledger.Prepared) (ledger.State, error) {
+	st := ledger.State{Heads: make(map[string]ledger.Head, len(p.Agents)), Events: make(map[ledger.EventKey]ledger.StoredEvent, len(p.Events))}
+	err := it.query(ctx, "read chain heads", `SELECT a.id, a.head_seq, a.head_hash FROM json_each(?) j JOIN agents a ON a.id = j.value`, p.Agents,
 		func(rows *sql.Rows) error {
 			var id string
-			var seq int64
+			var h ledger.Head
 			var hash []byte
-			if err := rows.Scan(&id, &seq, &hash); err != nil {
+			if err := rows.Scan(&id, &h.Seq, &hash); err != nil {
 				return err
 			}
 			if len(hash) != ledger.HashSize {
 				return fmt.Errorf("sqlite: agent %q has a %d-byte chain head", id, len(hash))
 			}
-			h := it.heads[id]
-			h.seq = seq
-			copy(h.hash[:], hash)
+			copy(h.Hash[:], hash)
+			st.Heads[id] = h
 			return nil
 		})
 	if err != nil {
-		return err
+		return st, err
 	}
 	for _, t := range []struct {
 		typ ledger.Type
-		ids []string
 		q   string
 	}{
-		{ledger.ConduitSession, conduits, `SELECT e.id, e.agent_id, COALESCE(e.buyer_id, ''), e.operator_id, e.status, 0, e.started_at, e.completed_at, e.seq
+		{ledger.ConduitSession, `SELECT e.id, e.agent_id, COALESCE(e.buyer_id, ''), e.operator_id, e.status, 0, e.started_at, e.completed_at, e.seq
 		  FROM json_each(?) j JOIN conduit_sessions e ON e.id = j.value`},
-		{ledger.AP2Transaction, ap2s, `SELECT e.id, e.provider_id, e.buyer_id, e.operator_id, e.status, e.escrow_amount_cents, e.started_at, e.settled_at, e.seq
+		{ledger.AP2Transaction, `SELECT e.id, e.provider_id, e.buyer_id, e.operator_id, e.status, e.escrow_amount_cents, e.started_at, e.settled_at, e.seq
 		  FROM json_each(?) j JOIN ap2_transactions e ON e.id = j.value`},
 	} {
-		if len(t.ids) == 0 {
+		ids := p.IDs(t.typ)
+		if len(ids) == 0 {
 			continue
 		}
-		err := it.query(ctx, "read events", t.q, t.ids, func(rows *sql.Rows) error {
-			st := &eventState{ev: ledger.Event{Type: t.typ}, stored: true}
+		err := it.query(ctx, "read events", t.q, ids, func(rows *sql.Rows) error {
+			se := ledger.StoredEvent{Event: ledger.Event{Type: t.typ}}
 			var status string
 			var started int64
 			var ended sql.NullInt64
-			if err := rows.Scan(&st.ev.ID, &st.ev.AgentID, &st.ev.BuyerID, &st.operator, &status, &st.ev.EscrowAmountCents, &started, &ended, &st.seq); err != nil {
+			if err := rows.Scan(&se.Event.ID, &se.Event.AgentID, &se.Event.BuyerID, &se.Operator, &status, &se.Event.EscrowAmountCents, &started, &ended, &se.Seq); err != nil {
 				return err
 			}
-			st.ev.Status, st.ev.StartedAt, st.ev.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
-			it.events[eventKey{t.typ, st.ev.ID}] = st
+			se.Event.Status, se.Event.StartedAt, se.Event.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
+			st.Events[ledger.EventKey{Type: t.typ, ID: se.Event.ID}] = se
 			return nil
 		})
 		if err != nil {
-			return err
+			return st, err
 		}
 	}
-	return nil
+	return st, nil
 }
 
 // query runs q with ids as its one JSON-array argument and calls scan for
@@ -216,115 +135,63 @@ func (it *ingestTx) query(ctx context.Context, op, q string, ids []string, scan 
 	return dbErr(op, rows.Err())
 }
 
-// one classifies a valid report against the batch's state and records it.
-func (it *ingestTx) one(e *ledger.Event) ledger.Outcome {
-	st := it.events[eventKey{e.Type, e.ID}]
-	if st != nil {
-		// An id that exists belongs to the agent that first reported it
-		// (registered then), so a report naming an unregistered agent is a
-		// conflict here too and registers nothing.
-		switch d, err := ledger.Classify(&st.ev, st.operator, e, it.operator); {
-		case err != nil:
-			return reject(err)
-		case d == ledger.Duplicate:
-			return ledger.Outcome{Status: ledger.OutcomeDuplicate}
-		}
-		st.ev.Status, st.ev.EndedAt = e.Status, e.EndedAt
-		if st.stored && !st.moved {
-			st.moved = true
-			it.moved = append(it.moved, st)
-		}
-	} else {
-		st = &eventState{ev: *e, operator: it.operator}
-		it.events[eventKey{e.Type, e.ID}] = st
-		it.added = append(it.added, st)
-	}
-	h := it.heads[e.AgentID]
-	rec := ledger.Record{Event: *e, Operator: it.operator, Seq: h.seq + 1}
-	hash, _ := it.chain.Link(h.hash, &rec)
-	it.records = append(it.records, chainRecord{agent: e.AgentID, seq: rec.Seq, typ: e.Type, id: e.ID, status: e.Status, hash: hash})
-	h.seq, h.hash, h.dirty = rec.Seq, hash, true
-	if e.Status.Terminal() {
-		h.terminal = rec.Seq
-	}
-	st.seq = rec.Seq
-	return ledger.Outcome{Status: ledger.OutcomeAccepted}
-}
-
-// write stores the batch's decisions. Foreign keys hold at every statement:
-// operator, then agents, then event rows, then chain records.
-func (it *ingestTx) write(ctx context.Context) error {
-	if _, err := it.tx.ExecContext(ctx, "INSERT INTO operators (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", it.operator, it.now); err != nil {
+// write stores a plan. Foreign keys hold at every statement: operator, then
+// agents, then event rows, then chain records.
+func (it *ingestTx) write(ctx context.Context, plan *ledger.Plan) error {
+	if _, err := it.tx.ExecContext(ctx, "INSERT INTO operators (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", plan.Operator, it.now); err != nil {
 		return dbErr("register operator", err)
-	}
-	if len(it.records) == 0 {
-		return nil
 	}
 	// Agents: one upsert registers new agents and moves every head;
 	// terminal_seq moves to the batch's last terminal report, if any,
 	// retiring every cache entry read before it (store.go, "Concurrency").
-	var moved, invalid []string
-	for agent, h := range it.heads {
-		if h.dirty {
-			moved = append(moved, agent)
-			if h.terminal > 0 {
-				invalid = append(invalid, agent)
-			}
-		}
-	}
-	slices.Sort(moved)
-	shared := []any{it.now, it.operator} // ?1 and ?2 in every statement below
+	shared := []any{it.now, plan.Operator} // ?1 and ?2 in every statement below
 	err := it.insert(ctx, "move chain heads", `INSERT INTO agents (id, created_at, head_seq, head_hash, terminal_seq) VALUES `, "(?, ?1, ?, ?, ?)",
 		` ON CONFLICT (id) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash, terminal_seq = max(terminal_seq, excluded.terminal_seq)`,
-		shared[:1], len(moved), func(i int, a []any) {
-			h := it.heads[moved[i]]
-			a[0], a[1], a[2], a[3] = moved[i], h.seq, h.hash[:], h.terminal
+		shared[:1], len(plan.Heads), func(i int, a []any) {
+			h := &plan.Heads[i]
+			a[0], a[1], a[2], a[3] = h.AgentID, h.Head.Seq, h.Head.Hash[:], h.Terminal
 		})
 	if err != nil {
 		return err
 	}
-	var conduits, ap2s []*eventState
-	for _, st := range it.added {
-		if st.ev.Type == ledger.ConduitSession {
-			conduits = append(conduits, st)
+	var conduits, ap2s []*ledger.EventWrite
+	for i := range plan.Inserts {
+		if w := &plan.Inserts[i]; w.Event.Type == ledger.ConduitSession {
+			conduits = append(conduits, w)
 		} else {
-			ap2s = append(ap2s, st)
+			ap2s = append(ap2s, w)
 		}
 	}
 	err = it.insert(ctx, "insert events", `INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, started_at, completed_at, status, seq, created_at, updated_at) VALUES `,
 		"(?, ?, ?, ?2, ?, ?, ?, ?, ?1, ?1)", "", shared, len(conduits), func(i int, a []any) {
-			e := &conduits[i].ev
+			e := &conduits[i].Event
 			a[0], a[1], a[2], a[3], a[4], a[5], a[6] = e.ID, e.AgentID, nullString(e.BuyerID),
-				micros(e.StartedAt), nullTime(e.EndedAt), string(e.Status), conduits[i].seq
+				micros(e.StartedAt), nullTime(e.EndedAt), string(e.Status), conduits[i].Seq
 		})
 	if err != nil {
 		return err
 	}
 	err = it.insert(ctx, "insert events", `INSERT INTO ap2_transactions (id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq, created_at, updated_at) VALUES `,
 		"(?, ?, ?, ?2, ?, ?, ?, ?, ?, ?1, ?1)", "", shared, len(ap2s), func(i int, a []any) {
-			e := &ap2s[i].ev
+			e := &ap2s[i].Event
 			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] = e.ID, e.AgentID, e.BuyerID, string(e.Status),
-				e.EscrowAmountCents, micros(e.StartedAt), nullTime(e.EndedAt), ap2s[i].seq
+				e.EscrowAmountCents, micros(e.StartedAt), nullTime(e.EndedAt), ap2s[i].Seq
 		})
 	if err != nil {
 		return err
 	}
-	if err := it.update(ctx, it.moved); err != nil {
+	if err := it.update(ctx, plan.Updates); err != nil {
 		return err
 	}
-	// Records in key order: each statement walks the primary-key index forward.
-	slices.SortFunc(it.records, func(a, b chainRecord) int {
-		return cmp.Or(strings.Compare(a.agent, b.agent), cmp.Compare(a.seq, b.seq))
-	})
 	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES `,
-		"(?, ?, ?, ?, ?, ?)", "", nil, len(it.records), func(i int, a []any) {
-			r := &it.records[i]
-			a[0], a[1], a[2], a[3], a[4], a[5] = r.agent, r.seq, string(r.typ), r.id, string(r.status), r.hash[:]
+		"(?, ?, ?, ?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
+			r := &plan.Records[i]
+			a[0], a[1], a[2], a[3], a[4], a[5] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:]
 		})
 	if err != nil {
 		return err
 	}
-	if len(invalid) > 0 {
+	if invalid := plan.Invalidated(); len(invalid) > 0 {
 		list, err := json.Marshal(invalid)
 		if err != nil {
 			return fmt.Errorf("sqlite: invalidate cache: %w", err)
@@ -338,26 +205,26 @@ func (it *ingestTx) write(ctx context.Context) error {
 }
 
 // update moves the stored rows the batch transitioned, each type in one
-// UPDATE … FROM (VALUES …) statement per chunk.
-func (it *ingestTx) update(ctx context.Context, updates []*eventState) error {
+// UPDATE … FROM (VALUES …) statement per chunk. The row's loaded seq in the
+// join is a guard: a row must still be the one decided on, and the
+// affected-row count proves it.
+func (it *ingestTx) update(ctx context.Context, updates []ledger.EventWrite) error {
 	for _, t := range []struct {
-		typ                 ledger.Type
-		table, end, agentID string
-	}{{ledger.ConduitSession, "conduit_sessions", "completed_at", "agent_id"}, {ledger.AP2Transaction, "ap2_transactions", "settled_at", "provider_id"}} {
-		var rows []*eventState
-		for _, st := range updates {
-			if st.ev.Type == t.typ {
-				rows = append(rows, st)
+		typ        ledger.Type
+		table, end string
+	}{{ledger.ConduitSession, "conduit_sessions", "completed_at"}, {ledger.AP2Transaction, "ap2_transactions", "settled_at"}} {
+		var rows []*ledger.EventWrite
+		for i := range updates {
+			if updates[i].Event.Type == t.typ {
+				rows = append(rows, &updates[i])
 			}
 		}
-		// The agent in the join is a guard: a row must still be the one
-		// loaded, and the affected-row count proves it.
 		q := `UPDATE ` + t.table + ` SET status = v.column3, ` + t.end + ` = v.column4, seq = v.column5, updated_at = ?1
 		  FROM (VALUES `
-		err := it.insert(ctx, "update events", q, "(?, ?, ?, ?, ?)", `) AS v WHERE `+t.table+`.id = v.column1 AND `+t.table+`.`+t.agentID+` = v.column2`,
+		err := it.insert(ctx, "update events", q, "(?, ?, ?, ?, ?)", `) AS v WHERE `+t.table+`.id = v.column1 AND `+t.table+`.seq = v.column2`,
 			[]any{it.now}, len(rows), func(i int, a []any) {
-				e := &rows[i].ev
-				a[0], a[1], a[2], a[3], a[4] = e.ID, e.AgentID, string(e.Status), nullTime(e.EndedAt), rows[i].seq
+				w := rows[i]
+				a[0], a[1], a[2], a[3], a[4] = w.Event.ID, w.LoadedSeq, string(w.Event.Status), nullTime(w.Event.EndedAt), w.Seq
 			})
 		if err != nil {
 			return err
@@ -460,8 +327,4 @@ func chunkSQL(head, tuple, tail string, shared, width, rows int) string {
 	}
 	q.WriteString(tail)
 	return q.String()
-}
-
-func reject(err error) ledger.Outcome {
-	return ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
 }

@@ -87,9 +87,9 @@ func TestIngestAcrossChunks(t *testing.T) {
 		add(conduit(i, ledger.Verified), want{status: ledger.OutcomeAccepted})  // stored row moves
 		add(conduit(i, ledger.Verified), want{status: ledger.OutcomeDuplicate}) // again in the same batch
 		add(ap2(i, ledger.Running), want{status: ledger.OutcomeRejected, kind: errkind.Invalid})
-		add(ap2(i, ledger.Negotiating), want{status: ledger.OutcomeRejected, kind: errkind.Conflict}) // backwards
-		add(ap2(n+i, ledger.Held), want{status: ledger.OutcomeAccepted})                              // new ...
-		add(ap2(n+i, ledger.Settled), want{status: ledger.OutcomeAccepted})                           // ... and moved in the batch
+		add(ap2(i, ledger.Negotiating), want{status: ledger.OutcomeSuperseded}) // an earlier status
+		add(ap2(n+i, ledger.Held), want{status: ledger.OutcomeAccepted})        // new ...
+		add(ap2(n+i, ledger.Settled), want{status: ledger.OutcomeAccepted})     // ... and moved in the batch
 		moved := conduit(i, ledger.Failed)
 		moved.AgentID = "agent-x"
 		add(moved, want{status: ledger.OutcomeRejected, kind: errkind.Conflict}) // another agent: registers nothing

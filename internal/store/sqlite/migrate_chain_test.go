@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
 
 // legacyWriter writes reports the way Ingest did before migration 00003:
@@ -63,44 +64,6 @@ func (w *legacyWriter) report(operator string, e ledger.Event) {
 	w.exec("UPDATE agents SET head_seq = ?, head_hash = ?, terminal_seq = max(terminal_seq, ?) WHERE id = ?", rec.Seq, hash[:], terminal, e.AgentID)
 }
 
-// migrationReports is a history with every shape a record can take: both
-// types, transitions, an absent buyer, fractional and pre-1970 times, the
-// largest escrow amount, two operators.
-func migrationReports() []struct {
-	operator string
-	e        ledger.Event
-} {
-	base := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
-	var out []struct {
-		operator string
-		e        ledger.Event
-	}
-	add := func(op string, e ledger.Event) {
-		out = append(out, struct {
-			operator string
-			e        ledger.Event
-		}{op, e})
-	}
-	for i, agent := range []string{"agent-a", "agent-b", "agent-t"} {
-		start := base.Add(-time.Duration(i+1) * 36 * time.Hour).Add(123456 * time.Microsecond)
-		c := ledger.Event{Type: ledger.ConduitSession, ID: agent + "-c1", AgentID: agent, Status: ledger.Pending, StartedAt: start}
-		add("op-1", c)
-		c.Status = ledger.Running
-		add("op-1", c)
-		c.Status, c.EndedAt = ledger.Verified, start.Add(90*time.Minute+500*time.Millisecond)
-		add("op-1", c)
-		t := ledger.Event{Type: ledger.AP2Transaction, ID: agent + "-t1", AgentID: agent, BuyerID: "buyer.1", Status: ledger.Held,
-			EscrowAmountCents: ledger.MaxEscrowCents, StartedAt: start}
-		add("op-2", t)
-		t.Status, t.EndedAt = ledger.Disputed, start.Add(time.Hour)
-		add("op-2", t)
-		old := time.Date(1969, 7, 20, 20, 17, 40, 1000, time.UTC)
-		add("op-1", ledger.Event{Type: ledger.ConduitSession, ID: agent + "-c2", AgentID: agent, BuyerID: "b:2", Status: ledger.Failed,
-			StartedAt: old, EndedAt: old.Add(time.Microsecond)})
-	}
-	return out
-}
-
 // TestMigrateSlimChainRecords populates a database at schema version 2 the
 // way old versions wrote it, migrates it, and checks that every chain still
 // verifies with the same hashes, that tampering done before the migration
@@ -128,9 +91,9 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &legacyWriter{t: t, db: db, heads: map[string]ledger.Hash{}, seqs: map[string]int64{}, now: 1}
-	reports := migrationReports()
+	reports := storetest.LegacyHistory()
 	for _, r := range reports {
-		w.report(r.operator, r.e)
+		w.report(r.Operator, r.Event)
 	}
 	// Tampering before the migration: agent-t's Conduit session is
 	// back-dated in its row (the hashed content is as reported), and
@@ -173,7 +136,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	end := time.Date(2026, 3, 17, 15, 0, 0, 0, time.UTC)
 	next := []ledger.Event{
 		{Type: ledger.AP2Transaction, ID: "agent-a-t2", AgentID: "agent-a", BuyerID: "buyer.1", Status: ledger.Settled, EscrowAmountCents: 5, StartedAt: end.Add(-time.Hour), EndedAt: end},
-		{Type: ledger.ConduitSession, ID: "agent-a-c1", AgentID: "agent-a", Status: ledger.Verified, StartedAt: reports[0].e.StartedAt, EndedAt: reports[2].e.EndedAt},
+		{Type: ledger.ConduitSession, ID: "agent-a-c1", AgentID: "agent-a", Status: ledger.Verified, StartedAt: reports[0].Event.StartedAt, EndedAt: reports[2].Event.EndedAt},
 	}
 	out, err := s.Ingest(ctx, ledger.Batch{Operator: "op-1", Events: next})
 	if err != nil {
@@ -200,7 +163,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect := expectedContents(reports, next[0])
+	expect := storetest.Contents(append(reports, storetest.Report{Operator: "op-1", Event: next[0]}))
 	n := 0
 	for rows.Next() {
 		var agent string
@@ -236,22 +199,4 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	if err != nil || len(rep.Broken) != 2 || rep.Records != int64(len(expect)) {
 		t.Errorf("verify after down and up: %+v %v", rep, err)
 	}
-}
-
-// expectedContents is every record's canonical content, keyed agent/seq.
-func expectedContents(reports []struct {
-	operator string
-	e        ledger.Event
-}, extra ledger.Event) map[string][]byte {
-	seqs := map[string]int64{}
-	out := map[string][]byte{}
-	add := func(op string, e ledger.Event) {
-		seqs[e.AgentID]++
-		out[fmt.Sprintf("%s/%d", e.AgentID, seqs[e.AgentID])] = (&ledger.Record{Event: e, Operator: op, Seq: seqs[e.AgentID]}).Canonical()
-	}
-	for _, r := range reports {
-		add(r.operator, r.e)
-	}
-	add("op-1", extra)
-	return out
 }

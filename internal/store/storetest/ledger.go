@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -132,10 +133,11 @@ func testConflicts(t *testing.T, h Harness) {
 		{"other start", "op-a", change(c, func(e *ledger.Event) { e.StartedAt = start.Add(time.Microsecond) })},
 		{"other end", "op-a", change(c, func(e *ledger.Event) { e.EndedAt = end.Add(time.Second) })},
 		{"terminal to terminal", "op-a", change(c, func(e *ledger.Event) { e.Status = ledger.Failed })},
-		{"terminal to earlier", "op-a", change(c, func(e *ledger.Event) { e.Status, e.EndedAt = ledger.Running, time.Time{} })},
-		{"backward", "op-a", change(r, func(e *ledger.Event) { e.Status = ledger.Pending })},
+		{"earlier status, other start", "op-a", change(c, func(e *ledger.Event) {
+			e.Status, e.EndedAt, e.StartedAt = ledger.Running, time.Time{}, start.Add(time.Second)
+		})},
+		{"earlier status, other operator", "op-b", change(p, func(e *ledger.Event) { e.Status = ledger.Negotiating })},
 		{"other amount", "op-a", change(p, func(e *ledger.Event) { e.EscrowAmountCents++ })},
-		{"ap2 backward", "op-a", change(p, func(e *ledger.Event) { e.Status = ledger.Negotiating })},
 		{"other operator", "op-b", c},
 		{"other operator transition", "op-b", change(r, func(e *ledger.Event) { e.Status, e.EndedAt = ledger.Verified, end })},
 	}
@@ -161,6 +163,88 @@ func testConflicts(t *testing.T, h Harness) {
 	// The valid transition still works after all that.
 	wantOutcomes(t, ingest(t, s, "op-a", change(r, func(e *ledger.Event) { e.Status, e.EndedAt = ledger.Timeout, end })), ledger.OutcomeAccepted)
 	mustVerify(t, s)
+}
+
+// testSuperseded: an export re-sent with each event's whole history, and
+// statuses that arrive out of order, change nothing.
+func testSuperseded(t *testing.T, h Harness) {
+	s := h.Open(t)
+	start, end := base.Add(-2*time.Hour), base.Add(-time.Hour)
+	export := []ledger.Event{
+		conduit("c1", "a", ledger.Pending, start, time.Time{}),
+		conduit("c1", "a", ledger.Running, start, time.Time{}),
+		conduit("c1", "a", ledger.Verified, start, end),
+		ap2("t1", "a", ledger.Negotiating, start, time.Time{}),
+		ap2("t1", "a", ledger.Held, start, time.Time{}),
+		ap2("t1", "a", ledger.Executing, start, time.Time{}),
+		ap2("t1", "a", ledger.Settled, start, end),
+		conduit("c2", "a", ledger.Running, start, time.Time{}),
+	}
+	accepted := make([]ledger.OutcomeStatus, len(export))
+	for i := range accepted {
+		accepted[i] = ledger.OutcomeAccepted
+	}
+	wantOutcomes(t, ingest(t, s, "op-a", export...), accepted...)
+	before, err := s.Agent(ctx(t), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The whole export again: the latest status of each event is a
+	// duplicate, every earlier one superseded.
+	wantOutcomes(t, ingest(t, s, "op-a", export...),
+		ledger.OutcomeSuperseded, ledger.OutcomeSuperseded, ledger.OutcomeDuplicate,
+		ledger.OutcomeSuperseded, ledger.OutcomeSuperseded, ledger.OutcomeSuperseded, ledger.OutcomeDuplicate,
+		ledger.OutcomeDuplicate)
+	// A final status that arrived before its earlier ones, in one batch and
+	// across batches.
+	wantOutcomes(t, ingest(t, s, "op-a",
+		conduit("c3", "a", ledger.Failed, start, end),
+		conduit("c3", "a", ledger.Running, start, time.Time{}),
+		ap2("t2", "a", ledger.Refunded, start, end),
+	), ledger.OutcomeAccepted, ledger.OutcomeSuperseded, ledger.OutcomeAccepted)
+	wantOutcomes(t, ingest(t, s, "op-a",
+		ap2("t2", "a", ledger.Held, start, time.Time{}),
+		ap2("t2", "a", ledger.Delivered, start, time.Time{}),
+	), ledger.OutcomeSuperseded, ledger.OutcomeSuperseded)
+	after, err := s.Agent(ctx(t), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ChainLength != before.ChainLength+2 {
+		t.Errorf("chain length %d -> %d, want only the two new events recorded", before.ChainLength, after.ChainLength)
+	}
+	if got := counts(t, s, "a", base); got != [4]int64{2, 1, 2, 1} {
+		t.Errorf("counts %v, want [2 1 2 1]", got)
+	}
+	mustVerify(t, s)
+}
+
+// testClockSkew: a report dated after the batch's clock plus the allowance
+// is rejected as invalid, naming the field; one inside the allowance is
+// accepted.
+func testClockSkew(t *testing.T, h Harness) {
+	s := h.Open(t)
+	skew := 5 * time.Minute
+	batch := ledger.Batch{Operator: "op-a", ReceivedAt: base, MaxSkew: skew, Events: []ledger.Event{
+		conduit("c1", "a", ledger.Verified, base.Add(-time.Hour), base.Add(skew)),
+		conduit("c2", "a", ledger.Verified, base.Add(-time.Hour), base.Add(skew+time.Microsecond)),
+		conduit("c3", "a", ledger.Running, base.Add(time.Hour), time.Time{}),
+		ap2("t1", "a", ledger.Settled, base, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)),
+	}}
+	out, err := s.Ingest(ctx(t), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, out, ledger.OutcomeAccepted, ledger.OutcomeRejected, ledger.OutcomeRejected, ledger.OutcomeRejected)
+	for i, field := range map[int]string{1: "completed_at", 2: "started_at", 3: "settled_at"} {
+		var fe *ledger.FieldError
+		if errkind.Of(out[i].Err) != errkind.Invalid || !errors.As(out[i].Err, &fe) || fe.Field != field {
+			t.Errorf("event %d: %v, want an invalid %s", i, out[i].Err, field)
+		}
+	}
+	if n := chainLength(t, s, "a"); n != 1 {
+		t.Errorf("chain length %d, want 1", n)
+	}
 }
 
 func testInvalid(t *testing.T, h Harness) {

@@ -98,7 +98,7 @@ func testCacheStamp(t *testing.T, h Harness) {
 		t.Fatalf("fresh entry at version %d, agent at %d", ledgerSeq, terminalSeq)
 	}
 	for _, v := range []int64{terminalSeq - 1, terminalSeq + 1} {
-		h.Tamper.SetCacheVersion(t, s, "a", v, third.ValidUntil)
+		setCacheVersion(t, h, s, "a", v, third.ValidUntil)
 		if st := stamp(t, s, "a"); st.Current {
 			t.Errorf("entry at version %d, agent at %d: stamp %+v is current", v, terminalSeq, st)
 		}
@@ -106,7 +106,7 @@ func testCacheStamp(t *testing.T, h Harness) {
 			t.Errorf("entry at version %d, agent at %d: served", v, terminalSeq)
 		}
 	}
-	h.Tamper.SetCacheVersion(t, s, "a", terminalSeq, third.ValidUntil)
+	setCacheVersion(t, h, s, "a", terminalSeq, third.ValidUntil)
 	if st := wantStamp(t, s, "a", base.Add(3*time.Minute)); st != third {
 		t.Errorf("control: stamp %+v, want %+v", st, third)
 	}

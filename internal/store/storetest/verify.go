@@ -49,21 +49,21 @@ func testVerifyTampering(t *testing.T, h Harness) {
 		eventID string
 	}{
 		{"back-dated completion", func(t *testing.T, s service.Backend) {
-			h.Tamper.SetEndedAt(t, s, ledger.ConduitSession, "b-c1", base.Add(-47*time.Hour))
+			setEndedAt(t, h, s, ledger.ConduitSession, "b-c1", base.Add(-47*time.Hour))
 		}, 2, "b-c1"},
 		{"back-dated settlement", func(t *testing.T, s service.Backend) {
-			h.Tamper.SetEndedAt(t, s, ledger.AP2Transaction, "b-t1", base.Add(-time.Hour))
+			setEndedAt(t, h, s, ledger.AP2Transaction, "b-t1", base.Add(-time.Hour))
 		}, 3, "b-t1"},
 		{"deleted event", func(t *testing.T, s service.Backend) {
-			h.Tamper.DeleteEvent(t, s, ledger.ConduitSession, "b-c2")
+			deleteEvent(t, h, s, ledger.ConduitSession, "b-c2")
 		}, 4, "b-c2"},
 		{"rewritten record", func(t *testing.T, s service.Backend) {
 			r := ledger.Record{Event: conduit("b-c1", "b", ledger.Verified, base.Add(-48*time.Hour), base.Add(-time.Hour)), Operator: "op-a", Seq: 2}
-			h.Tamper.SetRecordContent(t, s, "b", 2, r.Canonical())
+			setRecordContent(t, h, s, r)
 		}, 2, "b-c1"},
 		{"rewritten first record", func(t *testing.T, s service.Backend) {
 			r := ledger.Record{Event: conduit("b-c1", "b", ledger.Pending, base.Add(-48*time.Hour), time.Time{}), Operator: "op-a", Seq: 1}
-			h.Tamper.SetRecordContent(t, s, "b", 1, r.Canonical())
+			setRecordContent(t, h, s, r)
 		}, 1, "b-c1"},
 	}
 	for _, tc := range cases {

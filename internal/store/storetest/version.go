@@ -51,7 +51,7 @@ func testCacheVersion(t *testing.T, h Harness) {
 		t.Fatalf("after a terminal transition: %v, want [1 4]", got)
 	}
 	// The refresh that read the ledger before the batch writes back.
-	h.Tamper.SetCacheVersion(t, s, "a", 1, stale.ValidUntil)
+	setCacheVersion(t, h, s, "a", 1, stale.ValidUntil)
 	if e, ok := cached(t, s, "a", base); ok {
 		t.Errorf("served an entry computed before a terminal report: %+v (ledger has %v)", e.Result.Counts, counts(t, s, "a", base))
 	}
@@ -64,15 +64,15 @@ func testCacheVersion(t *testing.T, h Harness) {
 	}
 	// Control: the entry is withheld by its version alone, and only an
 	// equal version serves it.
-	h.Tamper.SetCacheVersion(t, s, "a", 4, stale.ValidUntil)
+	setCacheVersion(t, h, s, "a", 4, stale.ValidUntil)
 	if _, ok := cached(t, s, "a", base); !ok {
 		t.Fatal("control: an entry at the agent's version with a current valid_until is not served")
 	}
-	h.Tamper.SetCacheVersion(t, s, "a", 5, stale.ValidUntil)
+	setCacheVersion(t, h, s, "a", 5, stale.ValidUntil)
 	if _, ok := cached(t, s, "a", base); ok {
 		t.Error("served an entry whose version is ahead of the agent's")
 	}
-	h.Tamper.SetCacheVersion(t, s, "a", 1, stale.ValidUntil)
+	setCacheVersion(t, h, s, "a", 1, stale.ValidUntil)
 
 	// onlyStale sees the version: a is stale although its valid_until is
 	// current; x is not.
@@ -90,7 +90,7 @@ func testCacheVersion(t *testing.T, h Harness) {
 
 	// The same race against RefreshScore, then a full RecomputeAll.
 	ingest(t, s, "op-a", ap2("t1", "a", ledger.Settled, start, end), ap2("t2", "x", ledger.Refunded, start, end))
-	h.Tamper.SetCacheVersion(t, s, "a", 4, base.Add(7*d))
+	setCacheVersion(t, h, s, "a", 4, base.Add(7*d))
 	if _, ok := cached(t, s, "a", base); ok {
 		t.Error("served an entry computed before an AP2 terminal report")
 	}
