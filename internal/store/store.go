@@ -3,6 +3,13 @@
 // they implement are declared by their user, internal/service; the storetest
 // conformance suite checks that both behave alike.
 //
+// The back ends store; they do not decide. Every rule of the ledger (which
+// report is accepted, a duplicate, superseded or rejected, how chain records
+// link, which heads move and which cache entries go stale) is
+// internal/ledger's: a back end loads what ledger.Prepare names, writes the
+// ledger.Plan that Decide returns, and feeds ledger.VerifyChains from one
+// snapshot.
+//
 // # Model (mirror it in every back end)
 //
 // Tables (one goose migration set per dialect; names are a superset of spec
@@ -27,11 +34,15 @@
 //     are unique per type; an event belongs to the operator that first
 //     reported it. Indexes: (agent_id, completed_at) and (provider_id,
 //     settled_at) restricted to the counted statuses.
-//   - ledger_records(agent_id, seq, event_type, event_id, content, hash;
-//     PK (agent_id, seq)): the append-only hash chain. One record per
-//     accepted report (a first report or a transition); content is
-//     ledger.Record.Canonical(), hash = ledger.Link(previous hash, content).
-//     Duplicates and rejected reports leave no record.
+//   - ledger_records(agent_id, seq, event_type, event_id, status, hash;
+//     PK (agent_id, seq)): the append-only hash chain, guarded by triggers
+//     that refuse UPDATE and DELETE. One record per accepted report (a
+//     first report or a transition); hash = ledger.Link(previous hash,
+//     content), where content is ledger.Record.Canonical() of the report.
+//     A record keeps only what the event row cannot give back (SQLite
+//     migration 00003, PostgreSQL 00004): ledger.RebuildRecord rebuilds its
+//     content from the record and its event row. Duplicates, superseded and
+//     rejected reports leave no record.
 //   - swarmscore_cache(agent_id PK → agents, the four counts, score, tier,
 //     the two contributions, escrow_modifier_bp, computed_at, expires_at =
 //     computed_at + 7 days, valid_until, passport_json NULL,

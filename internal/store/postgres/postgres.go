@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -35,7 +36,13 @@ var Schemes = []string{"postgres", "postgresql"}
 type Store struct {
 	pool  *pgxpool.Pool
 	watch watchState // CacheWatch (watch.go)
+	log   *slog.Logger
 }
+
+// SetLogger sends what the store has to say about its connections (the
+// cache listener losing and regaining its connection, once each) to l.
+// Call it before the first CacheWatch; without it nothing is logged.
+func (s *Store) SetLogger(l *slog.Logger) { s.log = l }
 
 // Open connects to the database named by dsn (a postgres:// or
 // postgresql:// URL, or a keyword/value string; pgxpool's pool_* parameters

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,7 +58,7 @@ func (s *Store) CacheWatch() ledger.CacheWatch {
 		return nil
 	}
 	if s.watch.w == nil {
-		s.watch.w = startWatch(s.pool.Config().ConnConfig.Config.Copy(), pgconn.ConnectConfig)
+		s.watch.w = startWatch(s.pool.Config().ConnConfig.Config.Copy(), pgconn.ConnectConfig, s.log)
 	}
 	return s.watch.w
 }
@@ -93,6 +94,11 @@ type pgWatch struct {
 	dialErr atomic.Pointer[error]
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	// log hears of each connection, loss and lapse once (never per
+	// retry); the counters are what Stats reports.
+	log                              *slog.Logger
+	connects, disconnects, heartbeat atomic.Uint64
 }
 
 type dialFunc func(context.Context, *pgconn.Config) (*pgconn.PgConn, error)
@@ -100,9 +106,12 @@ type dialFunc func(context.Context, *pgconn.Config) (*pgconn.PgConn, error)
 // startWatch starts a listener on connections made with cfg (a copy the
 // watch owns). Notifications are handled as they are read, whichever call
 // reads them: the wait for one or a heartbeat.
-func startWatch(cfg *pgconn.Config, dial dialFunc) *pgWatch {
+func startWatch(cfg *pgconn.Config, dial dialFunc, log *slog.Logger) *pgWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &pgWatch{inval: newInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{})}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &pgWatch{inval: newInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{}), log: log}
 	cfg.RuntimeParams["application_name"] = ListenerApplicationName
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { w.notified(n) }
 	go w.run(ctx)
@@ -127,6 +136,11 @@ func (w *pgWatch) Unchanged(agentID string, mark uint64) bool {
 // Wrote implements ledger.CacheWatch.
 func (w *pgWatch) Wrote(agentIDs []string) { w.inval.Agents(agentIDs) }
 
+// Stats reports how the listener has fared since it started.
+func (w *pgWatch) Stats() ledger.WatchStats {
+	return ledger.WatchStats{Live: w.live(), Connects: w.connects.Load(), Disconnects: w.disconnects.Load(), MissedHeartbeats: w.heartbeat.Load()}
+}
+
 func (w *pgWatch) stop() {
 	w.cancel()
 	<-w.done
@@ -143,11 +157,21 @@ func (w *pgWatch) run(ctx context.Context) {
 	defer close(w.done)
 	defer w.down()
 	backoff := minBackoff
+	var downSince time.Time // zero while connected, or before the first connection
+	reported := false       // the current failure to connect was logged
 	for {
-		subscribed := w.listen(ctx)
+		subscribed, err := w.listen(ctx, downSince)
 		w.down()
+		if ctx.Err() != nil {
+			return
+		}
 		if subscribed {
-			backoff = minBackoff
+			backoff, downSince, reported = minBackoff, time.Now(), false
+			w.disconnects.Add(1)
+			w.log.Warn("cache listener lost its connection; passports are read from the database until it is back", "err", err)
+		} else if !reported {
+			reported = true
+			w.log.Warn("cache listener cannot connect; retrying with backoff", "err", err, "max_backoff", maxBackoff.String())
 		}
 		select {
 		case <-ctx.Done():
@@ -159,16 +183,18 @@ func (w *pgWatch) run(ctx context.Context) {
 }
 
 // listen connects, subscribes and handles notifications until the
-// connection fails or ctx ends. It reports whether it subscribed.
-func (w *pgWatch) listen(ctx context.Context) (subscribed bool) {
+// connection fails or ctx ends. It reports whether it subscribed, and why
+// it stopped. downSince is when the previous connection was lost (zero for
+// the first).
+func (w *pgWatch) listen(ctx context.Context, downSince time.Time) (subscribed bool, err error) {
 	if err := w.dialErr.Load(); err != nil {
-		return false
+		return false, *err
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	conn, err := w.dial(dctx, w.cfg)
 	cancel()
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -180,12 +206,19 @@ func (w *pgWatch) listen(ctx context.Context) (subscribed bool) {
 	err = conn.Exec(lctx, "LISTEN "+NotifyChannel).Close()
 	cancel()
 	if err != nil {
-		return false
+		return false, err
 	}
 	// Commits before the subscription took effect were never notified to
 	// this connection: nothing validated before now may be trusted.
 	w.inval.All()
 	w.aliveUntil.Store(int64(sent + liveness))
+	if w.connects.Add(1) == 1 {
+		w.log.Info("cache listener subscribed", "channel", NotifyChannel)
+	} else if !downSince.IsZero() {
+		w.log.Warn("cache listener reconnected", "down_for", time.Since(downSince).Round(time.Millisecond).String())
+	} else {
+		w.log.Warn("cache listener connected after failed attempts")
+	}
 	last := sent
 	for {
 		if wait := last + heartbeat - time.Since(w.origin); wait > 0 {
@@ -193,19 +226,20 @@ func (w *pgWatch) listen(ctx context.Context) (subscribed bool) {
 			err := conn.WaitForNotification(wctx)
 			cancel()
 			if ctx.Err() != nil {
-				return true
+				return true, ctx.Err()
 			}
 			if err != nil && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
-				return true
+				return true, err
 			}
 			continue
 		}
+		prev := last
 		last = time.Since(w.origin)
 		hctx, cancel := context.WithTimeout(ctx, liveness)
 		err := conn.Exec(hctx, "-- heartbeat").Close()
 		cancel()
 		if err != nil {
-			return true
+			return true, err
 		}
 		if !w.live() {
 			// The connection went silent for longer than liveness and came
@@ -214,6 +248,9 @@ func (w *pgWatch) listen(ctx context.Context) (subscribed bool) {
 			// rare enough to pay a stamp read per remembered passport
 			// rather than rely on that.
 			w.inval.All()
+			w.heartbeat.Add(1)
+			w.log.Warn("cache listener missed a heartbeat; passports were read from the database meanwhile",
+				"silent_for", (time.Since(w.origin) - prev).Round(time.Millisecond).String())
 		}
 		w.aliveUntil.Store(int64(last + liveness))
 	}

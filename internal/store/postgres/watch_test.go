@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -70,6 +72,8 @@ func terminateListeners(t *testing.T, s *Store) int {
 // and once it is back no mark from before the outage holds.
 func TestCacheWatchListenerDown(t *testing.T) {
 	s := openTest(t)
+	var logs syncBuffer
+	s.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
 	w := s.CacheWatch().(*pgWatch)
 	before := waitLive(t, w, 5*time.Second)
 	if !w.Unchanged("a", before) {
@@ -106,6 +110,35 @@ func TestCacheWatchListenerDown(t *testing.T) {
 	if !w.Unchanged("a", after) {
 		t.Fatal("a mark from after the outage does not hold")
 	}
+	// The outage is counted and logged once each way, however many
+	// reconnection attempts failed meanwhile.
+	if st := w.Stats(); !st.Live || st.Connects != 2 || st.Disconnects != 1 {
+		t.Errorf("stats %+v, want live, 2 connects, 1 disconnect", st)
+	}
+	out := logs.String()
+	for msg, n := range map[string]int{"cache listener subscribed": 1, "lost its connection": 1, "cannot connect": 1, "cache listener reconnected": 1} {
+		if got := strings.Count(out, msg); got != n {
+			t.Errorf("%q logged %d times, want %d:\n%s", msg, got, n, out)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestCacheWatchSilentConnection: a listener whose connection goes silent
@@ -118,7 +151,7 @@ func TestCacheWatchSilentConnection(t *testing.T) {
 	cfg := s.pool.Config().ConnConfig.Config.Copy()
 	cfg.Host, cfg.Port = "127.0.0.1", p.port
 	cfg.Fallbacks = nil
-	w := startWatch(cfg, pgconn.ConnectConfig)
+	w := startWatch(cfg, pgconn.ConnectConfig, nil)
 	defer w.stop()
 	before := waitLive(t, w, 5*time.Second)
 
@@ -140,6 +173,9 @@ func TestCacheWatchSilentConnection(t *testing.T) {
 	after := waitLive(t, w, maxBackoff+liveness+time.Second)
 	if w.Unchanged("a", before) || !w.Unchanged("a", after) {
 		t.Fatal("after reconnecting: the old mark holds or the new one does not")
+	}
+	if st := w.Stats(); st.Disconnects+st.MissedHeartbeats < 1 {
+		t.Errorf("stats %+v: the silent connection was not counted", st)
 	}
 }
 
