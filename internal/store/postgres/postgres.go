@@ -52,8 +52,8 @@ func (s *Store) SetLogger(l *slog.Logger) { s.log = l }
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// pgx quotes the DSN with its password replaced by xxxxx.
-		return nil, fmt.Errorf("%w: database: %v", errkind.ErrInvalid, err)
+		// pgx quotes the DSN with only some of its secrets hidden.
+		return nil, fmt.Errorf("%w: database: %s", errkind.ErrInvalid, Scrub(err.Error(), dsn))
 	}
 	rp := cfg.ConnConfig.RuntimeParams
 	if _, ok := rp["application_name"]; !ok {
@@ -67,11 +67,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open %s: %w", Redact(dsn), classify(err))
+		return nil, fmt.Errorf("postgres: open %s: %w", Redact(dsn), scrubbed(classify(err), dsn))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w", Redact(dsn), classify(err))
+		return nil, fmt.Errorf("postgres: connect to %s: %w", Redact(dsn), scrubbed(classify(err), dsn))
 	}
 	return &Store{pool: pool}, nil
 }
@@ -126,11 +126,7 @@ func classify(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			pgErr.Code == "53300",                                               // too_many_connections
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, cannot connect now
-			pgErr.Code == "3D000": // database does not exist
+		if unavailableCode(pgErr.Code) {
 			return fmt.Errorf("%w: %w", errkind.ErrUnavailable, err)
 		}
 		return err
@@ -143,6 +139,29 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", errkind.ErrUnavailable, err)
 	}
 	return err
+}
+
+// unavailableCode reports whether a SQLSTATE says the database cannot be
+// reached or used right now, as opposed to a bug: a lost connection, a
+// refused login, a database that does not exist or does not accept
+// connections, a server shutting down or out of resources, a statement
+// cancelled by its timeout, or a read-only standby.
+func unavailableCode(code string) bool {
+	switch {
+	case strings.HasPrefix(code, "08"), // connection exception
+		strings.HasPrefix(code, "28"),  // invalid authorization: wrong password, no such role
+		strings.HasPrefix(code, "53"),  // insufficient resources: disk full, too many connections
+		strings.HasPrefix(code, "57P"): // admin shutdown, crash shutdown, cannot connect now
+		return true
+	}
+	switch code {
+	case "3D000", // database does not exist
+		"55000", // database is not accepting connections (ALLOW_CONNECTIONS false)
+		"57014", // statement cancelled by statement_timeout
+		"25006": // read-only transaction: a standby
+		return true
+	}
+	return false
 }
 
 // retryable reports whether a transaction failed only because of a
@@ -196,22 +215,4 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
-}
-
-// Redact hides a password in a URL-style DSN so it never reaches an error
-// message or a log.
-func Redact(dsn string) string {
-	scheme, rest, ok := strings.Cut(dsn, "://")
-	if !ok {
-		return dsn
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return dsn
-	}
-	userinfo := rest[:at]
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":xxxxx" + rest[at:]
-	}
-	return dsn
 }

@@ -219,3 +219,53 @@ func (tamperer) CacheVersion(t *testing.T, s service.Backend, agentID string) (l
 	}
 	return ledgerSeq, terminalSeq
 }
+
+// TestRefusedConnectionsAreUnavailable: a database that stops accepting
+// connections (ALTER DATABASE … ALLOW_CONNECTIONS false, SQLSTATE 55000) is
+// an outage, not a bug, on every port; the store recovers by itself once
+// connections are allowed again.
+func TestRefusedConnectionsAreUnavailable(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	s, err := Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	admin := pgtest.NewAdmin(t, dsn)
+	admin.AllowConnections(false)
+	admin.Terminate("swarmscore")
+	at := time.Date(2026, 3, 17, 0, 0, 0, 0, time.UTC)
+	for name, call := range map[string]func() error{
+		"Ready":        func() error { return s.Ready(t.Context()) },
+		"Counts":       func() error { _, err := s.Counts(t.Context(), "a", at); return err },
+		"CacheStamp":   func() error { _, err := s.CacheStamp(t.Context(), "a"); return err },
+		"VerifyLedger": func() error { _, err := s.VerifyLedger(t.Context()); return err },
+		"Ingest": func() error {
+			_, err := s.Ingest(t.Context(), ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "a", Status: ledger.Running, StartedAt: at}}})
+			return err
+		},
+	} {
+		if err := call(); errkind.Of(err) != errkind.Unavailable {
+			t.Errorf("%s while refused: %v (kind %v), want unavailable", name, err, errkind.Of(err))
+		}
+	}
+	admin.AllowConnections(true)
+	if err := s.Ready(t.Context()); err != nil {
+		t.Errorf("Ready after connections are allowed again: %v", err)
+	}
+}
+
+func TestUnavailableCodes(t *testing.T) {
+	for code, want := range map[string]bool{
+		"08006": true, "28P01": true, "28000": true, "53100": true, "53300": true, "57P01": true, "57P03": true,
+		"3D000": true, "55000": true, "57014": true, "25006": true,
+		"23505": false, "42P01": false, "22P02": false, "40001": false, "P0001": false,
+	} {
+		if got := unavailableCode(code); got != want {
+			t.Errorf("unavailableCode(%s) = %v, want %v", code, got, want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_pragma=journal_mode(WAL)&_pragma=cache_size(-65536)"
 	name := path // modernc passes the part before '?' to sqlite3_open verbatim
 	w, err := sql.Open("sqlite", name+"?"+pragmas+"&_txlock=immediate")
@@ -97,6 +101,30 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	r.SetMaxIdleConns(n)
 	s := &Store{path: path, w: w, r: r, rp: newPrepared(r), now: time.Now}
 	return s, nil
+}
+
+// createPrivate creates the database file, if it does not exist yet,
+// readable and writable by its owner only: it holds token hashes and the
+// ledger. SQLite gives the -wal and -shm files it creates beside it the
+// same mode. An existing file keeps the mode its owner gave it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: create %s: %v", errkind.ErrUnavailable, path, unwrapPath(err))
+	}
+	return f.Close()
+}
+
+// unwrapPath drops the path and operation an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // File is the database file's path.

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,5 +188,34 @@ func TestTwoHandles(t *testing.T) {
 	}
 	if _, ok, _ := a.CachedScore(t.Context(), "agent-0", base); ok {
 		t.Error("a write through one handle did not invalidate the cache read through the other")
+	}
+}
+
+// TestFileModes: a new database and the files SQLite keeps beside it are
+// readable by their owner only, whatever the umask.
+func TestFileModes(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "private.db")
+	s, err := sqlite.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ingest(t.Context(), ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "a",
+		Status: ledger.Running, StartedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s has mode %04o, want 0600", filepath.Base(f), m)
+		}
 	}
 }
