@@ -282,3 +282,43 @@ func TestDecideBatchEqualsSequence(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecide drives the batch-equals-sequence property from fuzzed bytes:
+// each pair of bytes picks an event, an agent and a status.
+func FuzzDecide(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 3, 4, 1, 9, 2, 2})
+	f.Add([]byte{5, 5, 5, 5, 0, 0, 7, 7})
+	conduitPath := []Status{Pending, Running, Verified, Failed, Error, Timeout}
+	ap2Path := []Status{Negotiating, Held, Executing, Delivered, Settled, Disputed, Refunded, Cancelled}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var reports []Event
+		for i := 0; i+1 < len(in) && len(reports) < 64; i += 2 {
+			id, pick := int(in[i]%8), int(in[i+1])
+			agent := fmt.Sprint("agent-", pick>>6)
+			var e Event
+			if id%2 == 0 {
+				e = session(fmt.Sprint("c", id), agent, conduitPath[pick%len(conduitPath)], time.Time{})
+			} else {
+				e = payment(fmt.Sprint("t", id), agent, ap2Path[pick%len(ap2Path)], time.Time{})
+			}
+			if e.Status.Terminal() {
+				e.EndedAt = t0.Add(-time.Duration(pick>>4&3) * time.Hour)
+			}
+			reports = append(reports, e)
+		}
+		batch, seq := newMemLedger(), newMemLedger()
+		bo := batch.ingest(t, Batch{Operator: "op", Events: reports})
+		for i, e := range reports {
+			so := seq.ingest(t, Batch{Operator: "op", Events: []Event{e}})
+			if bo[i].Status != so[0].Status || fmt.Sprint(bo[i].Err) != fmt.Sprint(so[0].Err) {
+				t.Fatalf("report %d (%+v): batch %+v, one by one %+v", i, e, bo[i], so[0])
+			}
+		}
+		if !reflect.DeepEqual(batch, seq) {
+			t.Fatal("the ledgers differ")
+		}
+		if rep, err := VerifyChains(batch.walk()); err != nil || len(rep.Broken) != 0 {
+			t.Fatalf("verify %+v %v", rep, err)
+		}
+	})
+}
