@@ -113,4 +113,5 @@ type Backend interface {
 	ScoreStore
 	ConsentStore
 	TokenStore
+	KeyStore
 }

@@ -54,8 +54,11 @@
 //     agent until the next refresh).
 //   - api_tokens(id PK, operator_id, token_sha256 UNIQUE, created_at,
 //     revoked_at NULL): only the SHA-256 of a token is stored.
-//   - signing_keys(id PK, fingerprint, created_at, retired_at NULL): which key
-//     signed what, never the key itself.
+//   - signing_keys(id PK, alg, environment, state, created_at,
+//     state_changed_at, public_key NULL, sealed_key; SQLite migration 00004,
+//     PostgreSQL 00005): the keyring (internal/keyring). The secret is
+//     sealed under a master key the database never sees; at most one key is
+//     active (a partial unique index).
 //   - appeals (§11.3) and consent (§11.1: agent_id PK, visibility public |
 //     unlisted, consented_at).
 //

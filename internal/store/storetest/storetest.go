@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"VerifyTampering", testVerifyTampering},
 		{"VerifyTamperingLayout", testVerifyTamperingLayout},
 		{"Tokens", testTokens},
+		{"Keys", testKeys},
 		{"Concurrent", testConcurrent},
 		{"Property", testProperty},
 	}
