@@ -34,7 +34,7 @@ func run(t testing.TB, stdin io.Reader, env map[string]string, args ...string) r
 		stdin = strings.NewReader("")
 	}
 	var stdout, stderr bytes.Buffer
-	code := Run(context.Background(), args, stdin, &stdout, &stderr, func(k string) string { return env[k] })
+	code := Run(context.Background(), args, Process{Stdin: stdin, Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }, Drivers: testDrivers})
 	return result{stdout.String(), stderr.String(), code}
 }
 
