@@ -333,12 +333,20 @@ func AP2Transaction(id, providerID, buyerID, status string, escrowCents int64, s
 	return e
 }
 
-// IngestResult says what the server did with a batch.
+// IngestResult says what the server did with a batch: every event is
+// counted once.
 type IngestResult struct {
-	Accepted   int         `json:"accepted"`
-	Duplicates int         `json:"duplicates"`
+	Accepted   int `json:"accepted"`   // new events and status transitions recorded
+	Duplicates int `json:"duplicates"` // already recorded unchanged (no-ops)
+	// Superseded counts reports of an earlier status than the one
+	// recorded, agreeing with it otherwise (no-ops).
+	Superseded int         `json:"superseded"`
 	Rejected   []Rejection `json:"rejected"`
 }
+
+// MaxEvents is the most events the server accepts in one call; a larger
+// batch is refused whole with a 413 problem, so split it.
+const MaxEvents = 10000
 
 // Rejection is one refused event: its 0-based index in the batch, its
 // NDJSON line (0 for a JSON array), its id when it parsed, and why.
@@ -350,7 +358,7 @@ type Rejection struct {
 }
 
 // IngestEvents sends events as a JSON array (POST /swarmscore/events) with
-// the operator token. At most 10,000 events per call.
+// the operator token. At most MaxEvents events per call.
 func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResult, error) {
 	body, err := json.Marshal(events)
 	if err != nil {
@@ -359,7 +367,8 @@ func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResul
 	return c.ingest(ctx, bytes.NewReader(body), "application/json")
 }
 
-// IngestNDJSON streams NDJSON events (one object per line) from r.
+// IngestNDJSON streams NDJSON events (one object per line) from r; at most
+// MaxEvents of them.
 func (c *Client) IngestNDJSON(ctx context.Context, r io.Reader) (*IngestResult, error) {
 	return c.ingest(ctx, r, "application/x-ndjson")
 }

@@ -99,7 +99,7 @@ func TestRequests(t *testing.T) {
 		"GET /swarmscore/a:1/certificate": {200, `{"agent_id":"a:1", "x":1}`, http.Header{"Etag": {`"e1"`}}},
 		"POST /swarmscore/verify":         {200, `{"valid":false,"signature_valid":false,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":true,"errors":[{"code":"signature_mismatch","message":"m"}]}`, nil},
 		"GET /swarmscore/a:1":             {200, `{"agent_id":"a:1","computed_at":"2026-03-17T14:30:00Z","expires_at":"2026-03-24T14:30:00Z","formula_version":"1.0","score":760,"tier":"STANDARD","escrow_modifier":0.392,"conduit":{"total":80,"success":76,"rate":0.95,"volume_factor":0.8,"contribution":304,"max_contribution":400},"ap2":{"total":40,"success":38,"rate":0.95,"volume_factor":0.8,"contribution":456,"max_contribution":600},"qualification_gaps":[{"tier":"ELITE","requirement":"score","required":850,"actual":760}]}`, nil},
-		"POST /swarmscore/events":         {200, `{"accepted":1,"duplicates":0,"rejected":[{"index":1,"id":"t1","reason":"conflict"}]}`, nil},
+		"POST /swarmscore/events":         {200, `{"accepted":1,"duplicates":0,"superseded":2,"rejected":[{"index":1,"id":"t1","reason":"conflict"}]}`, nil},
 		"POST /swarmscore/a:1/escrow":     {200, `{"score":760,"escrow_modifier":0.392,"hold_cents":39200,"released_cents":60800}`, nil},
 		"GET /swarmscore/agents":          {200, `{"agents":[{"agent_id":"a:1","score":760,"tier":"STANDARD","escrow_modifier":0.392,"conduit_sessions_90d":80,"ap2_sessions_90d":40,"computed_at":"2026-03-17T14:30:00Z","expires_at":"2026-03-24T14:30:00Z"}],"next_cursor":"abc"}`, nil},
 	})
@@ -129,7 +129,7 @@ func TestRequests(t *testing.T) {
 		ConduitSession("s1", "a:1", "VERIFIED", t0, t0.Add(time.Hour)),
 		AP2Transaction("t1", "a:1", "buyer", "HELD", 100, t0, time.Time{}),
 	})
-	if err != nil || res.Accepted != 1 || len(res.Rejected) != 1 || res.Rejected[0].ID != "t1" {
+	if err != nil || res.Accepted != 1 || res.Superseded != 2 || len(res.Rejected) != 1 || res.Rejected[0].ID != "t1" {
 		t.Fatalf("ingest %+v %v", res, err)
 	}
 	want := `[{"type":"conduit_session","id":"s1","agent_id":"a:1","status":"VERIFIED","started_at":"2026-03-01T00:00:00Z","completed_at":"2026-03-01T01:00:00Z"},` +

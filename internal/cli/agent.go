@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,20 +52,24 @@ used, otherwise it is computed from the ledger without caching ("bypassed").`,
 				}
 				at = t
 			}
-			return withLedger(cmd, db, false, func(l *service.Ledger) error {
-				info, err := l.Agent(cmd.Context(), args[0])
+			return withUseCases(cmd, db, false, func(u *service.UseCases) error {
+				info, err := u.Agent(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				s, err := l.AgentScore(cmd.Context(), args[0], at)
+				s, err := u.AgentScore(cmd.Context(), args[0], at)
 				if err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
-					enc := json.NewEncoder(out)
-					enc.SetIndent("", "  ")
-					return enc.Encode(s)
+					var b bytes.Buffer
+					if err := json.Indent(&b, appendAgentScoreJSON(nil, &s), "", "  "); err != nil {
+						return err
+					}
+					b.WriteByte('\n')
+					_, err := out.Write(b.Bytes())
+					return err
 				}
 				r := &s.Entry.Result
 				w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -101,4 +107,35 @@ used, otherwise it is computed from the ledger without caching ("bypassed").`,
 	f.StringVar(&asOf, "as-of", "", "compute as of this RFC 3339 time instead of now")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// appendAgentScoreJSON appends `agent show --json`'s object: the agent and
+// the entry's times, the `score --json` members
+// (score.Result.AppendJSONFields), then the lookup's as_of, the entry's
+// valid_until when it has one, the cache state and whether a passport is
+// stored. Times keep their sub-second digits (RFC 3339 with nanoseconds,
+// trailing zeros dropped).
+func appendAgentScoreJSON(b []byte, s *service.AgentScore) []byte {
+	appendTime := func(b []byte, name string, t time.Time) []byte {
+		b = append(b, `,"`+name+`":"`...)
+		return append(t.UTC().AppendFormat(b, time.RFC3339Nano), '"')
+	}
+	e := &s.Entry
+	b = append(b, `{"agent_id":`...)
+	b = strconv.AppendQuote(b, e.AgentID) // ids are [A-Za-z0-9._:-]: Go quoting is JSON-exact
+	b = appendTime(b, "computed_at", e.ComputedAt)
+	b = appendTime(b, "expires_at", e.ExpiresAt)
+	b = append(b, ',')
+	b = e.Result.AppendJSONFields(b)
+	b = appendTime(b, "as_of", s.AsOf)
+	if !e.ValidUntil.IsZero() {
+		b = appendTime(b, "valid_until", e.ValidUntil)
+	}
+	if s.Cache != "" {
+		b = append(b, `,"cache":`...)
+		b = strconv.AppendQuote(b, string(s.Cache))
+	}
+	b = append(b, `,"passport_issued":`...)
+	b = strconv.AppendBool(b, e.Passport != nil)
+	return append(b, '}')
 }

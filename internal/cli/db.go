@@ -2,59 +2,102 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sort"
+	"io/fs"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store/postgres"
-	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
 // DefaultDSN is the store used when none is configured: an SQLite file in
 // the working directory, so a fresh clone runs with nothing installed.
 const DefaultDSN = "sqlite:swarmscore.db"
 
-// Opener opens a back end for a DSN of its scheme. It does not migrate.
-type Opener func(ctx context.Context, dsn string) (service.Backend, error)
+const dbFlagUsage = "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else " + DefaultDSN + ")"
 
-// Backends maps a DSN scheme ("sqlite", "postgres", "postgresql") to its
-// Opener.
-type Backends map[string]Opener
-
-// scheme returns the part of dsn before the first ':'.
-func scheme(dsn string) string {
-	s, _, _ := strings.Cut(dsn, ":")
-	return strings.ToLower(s)
+// Driver is one kind of database as the CLI uses it. cmd/swarmscore wires
+// one per DSN scheme from the back ends it is built with; the CLI imports
+// none of them.
+type Driver struct {
+	// Open opens the database dsn names, without migrating it (Opener
+	// adapts a back end's Open). Required.
+	Open func(ctx context.Context, dsn string) (service.Backend, error)
+	// File returns the path of the file holding the database dsn names,
+	// for a back end that keeps its database in a local file: the signing
+	// key is kept beside it, and commands that only read refuse a missing
+	// file rather than create an empty database. Nil for a database
+	// server.
+	File func(dsn string) (string, error)
+	// Redact returns dsn with its secrets hidden, for logs and messages;
+	// nil when the back end's DSNs hold none.
+	Redact func(dsn string) string
 }
 
-// Open opens dsn with the back end registered for its scheme. An empty dsn
-// is DefaultDSN; an unknown scheme is errkind.ErrInvalid naming the known
-// ones.
-func (b Backends) Open(ctx context.Context, dsn string) (service.Backend, error) {
+// Opener adapts a back end's Open, which returns its own store type, to
+// Driver.Open.
+func Opener[S service.Backend](open func(context.Context, string) (S, error)) func(context.Context, string) (service.Backend, error) {
+	return func(ctx context.Context, dsn string) (service.Backend, error) {
+		s, err := open(ctx, dsn)
+		if err != nil {
+			return nil, err // not s: a nil store in an interface is not nil
+		}
+		return s, nil
+	}
+}
+
+// Drivers maps a DSN scheme ("sqlite", "postgres", …: the part before the
+// first ':', in any case) to its Driver.
+type Drivers map[string]Driver
+
+// lookup returns the driver for dsn's scheme (DefaultDSN's for an empty
+// dsn). An unknown or missing scheme is errkind.ErrInvalid naming the
+// known ones; the message never repeats the DSN, which may hold a
+// password.
+func (d Drivers) lookup(dsn string) (Driver, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
-	open, ok := b[scheme(dsn)]
-	if !ok || !strings.Contains(dsn, ":") {
-		known := make([]string, 0, len(b))
-		for k := range b {
-			known = append(known, k+":")
-		}
-		sort.Strings(known)
-		return nil, fmt.Errorf("%w: database %q: unknown scheme (want one of %s)", errkind.ErrInvalid, postgres.Redact(dsn), strings.Join(known, ", "))
+	scheme, _, ok := strings.Cut(dsn, ":")
+	drv, known := d[strings.ToLower(scheme)]
+	if ok && known && drv.Open != nil {
+		return drv, nil
 	}
-	return open(ctx, dsn)
+	names := make([]string, 0, len(d))
+	for k := range d {
+		names = append(names, k+":")
+	}
+	slices.Sort(names)
+	if !ok {
+		return Driver{}, invalidf("the database DSN has no scheme (want one of %s)", strings.Join(names, ", "))
+	}
+	return Driver{}, invalidf("unknown database scheme %q (want one of %s)", scheme+":", strings.Join(names, ", "))
 }
 
-// backends are the stores the binary can open.
-var backends = Backends{
-	"sqlite":     openSQLite,
-	"postgres":   openPostgres,
-	"postgresql": openPostgres,
+// Open opens dsn (DefaultDSN when empty) with the driver of its scheme.
+// Errors: ErrInvalid for an unknown scheme, and the driver's.
+func (d Drivers) Open(ctx context.Context, dsn string) (service.Backend, error) {
+	if dsn == "" {
+		dsn = DefaultDSN
+	}
+	drv, err := d.lookup(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return drv.Open(ctx, dsn)
+}
+
+// redact returns dsn fit for a log line or a message.
+func (d Drivers) redact(dsn string) string {
+	if drv, err := d.lookup(dsn); err == nil && drv.Redact != nil {
+		return drv.Redact(dsn)
+	}
+	return dsn
 }
 
 // dbDSN is the DSN a command uses: the flag, else SWARMSCORE_DB, else the
@@ -69,18 +112,39 @@ func dbDSN(cmd *cobra.Command, flag string) string {
 	return DefaultDSN
 }
 
-func openSQLite(ctx context.Context, dsn string) (service.Backend, error) {
-	s, err := sqlite.Open(ctx, dsn)
+// withUseCases opens the database named by the --db flag value (or its
+// defaults), migrates it when migrate is set or otherwise requires it to be
+// migrated already, runs f over it and closes it. A command that does not
+// migrate never creates a database file: a missing one is ErrNotFound.
+func withUseCases(cmd *cobra.Command, db string, migrate bool, f func(*service.UseCases) error) error {
+	ctx := cmd.Context()
+	dsn := dbDSN(cmd, db)
+	drv, err := process(cmd).Drivers.lookup(dsn)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s, nil
-}
-
-func openPostgres(ctx context.Context, dsn string) (service.Backend, error) {
-	s, err := postgres.Open(ctx, dsn)
+	if !migrate && drv.File != nil {
+		path, err := drv.File(dsn)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: database file %s does not exist (run 'swarmscore migrate' or 'swarmscore ingest' first)", errkind.ErrNotFound, path)
+		}
+	}
+	st, err := drv.Open(ctx, dsn)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s, nil
+	defer st.Close()
+	u := &service.UseCases{Store: st}
+	if migrate {
+		err = u.Migrate(ctx)
+	} else {
+		err = u.Ready(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return f(u)
 }

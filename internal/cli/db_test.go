@@ -8,24 +8,53 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
+	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
-func TestBackendsOpen(t *testing.T) {
+// testDrivers are the back ends as cmd/swarmscore wires them.
+var testDrivers = func() Drivers {
+	pg := Driver{Open: Opener(postgres.Open), Redact: postgres.Redact}
+	return Drivers{"sqlite": {Open: Opener(sqlite.Open), File: sqlite.Path}, "postgres": pg, "postgresql": pg}
+}()
+
+func TestDriversOpen(t *testing.T) {
 	var got string
-	b := Backends{"sqlite": func(_ context.Context, dsn string) (service.Backend, error) {
+	b := Drivers{"sqlite": {Open: func(_ context.Context, dsn string) (service.Backend, error) {
 		got = dsn
 		return nil, errors.New("opened")
-	}}
+	}}}
 	if _, err := b.Open(t.Context(), ""); err == nil || got != DefaultDSN {
 		t.Errorf("empty DSN opened %q (%v)", got, err)
 	}
 	if _, err := b.Open(t.Context(), "SQLITE:x.db"); err == nil || got != "SQLITE:x.db" {
 		t.Errorf("scheme is case-insensitive: %q", got)
 	}
-	for _, dsn := range []string{"mysql://u:secret@h/db", "x.db", "postgres://u:secret@h/db"} {
+	for _, dsn := range []string{"mysql://u:secret@h/db", "x.db", "postgres://u:secret@h/db", "host=h password=secret"} {
 		_, err := b.Open(t.Context(), dsn)
 		if errkind.Of(err) != errkind.Invalid || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "sqlite:") {
 			t.Errorf("%s: %v", dsn, err)
+		}
+	}
+}
+
+// TestOpener: a back end's failed Open is a nil Backend, not a nil store
+// inside a non-nil interface.
+func TestOpener(t *testing.T) {
+	open := Opener(func(context.Context, string) (*sqlite.Store, error) { return nil, errors.New("refused") })
+	if st, err := open(t.Context(), "sqlite:x"); st != nil || err == nil {
+		t.Fatalf("failed open: %v (nil: %v), %v", st, st == nil, err)
+	}
+}
+
+func TestDriversRedact(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://u:secret@h/db": "postgres://u:xxxxx@h/db",
+		"sqlite:x.db":              "sqlite:x.db",
+		"mysql://u:secret@h/db":    "mysql://u:secret@h/db", // never opened, so never shown
+	} {
+		if got := testDrivers.redact(dsn); got != want {
+			t.Errorf("redact(%q) = %q, want %q", dsn, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -26,11 +27,13 @@ event is a no-op (a duplicate).
 Events are written in batches of --batch-size, each all or nothing. A
 malformed line, or an event that contradicts the ledger (a changed agent,
 buyer, amount or start, a backward status), is rejected on its own: the other
-lines are still recorded. The summary lists rejected lines by number.
+lines are still recorded. A report of an earlier status than the one recorded
+(a re-sent export, or a final status that arrived first) is "superseded": a
+no-op, like a duplicate. The summary lists rejected lines by number.
 
-Exit status: 0 when every line was accepted or a duplicate, 1 when any line
-was rejected (the others are recorded), 4 when the database failed (batches
-already reported as committed stay committed).`
+Exit status: 0 when every line was accepted, a duplicate or superseded, 1
+when any line was rejected (the others are recorded), 4 when the database
+failed (batches already reported as committed stay committed).`
 
 func newIngestCmd() *cobra.Command {
 	var db, operator string
@@ -54,8 +57,8 @@ func newIngestCmd() *cobra.Command {
 				defer f.Close()
 				in, name = f, args[0]
 			}
-			return withLedger(cmd, db, true, func(l *service.Ledger) error {
-				return ingest(cmd, l, in, name, operator, batch)
+			return withUseCases(cmd, db, true, func(u *service.UseCases) error {
+				return ingest(cmd, u, in, name, operator, batch)
 			})
 		},
 	}
@@ -66,23 +69,25 @@ func newIngestCmd() *cobra.Command {
 	return cmd
 }
 
-func ingest(cmd *cobra.Command, l *service.Ledger, in io.Reader, name, operator string, batch int) error {
+func ingest(cmd *cobra.Command, u *service.UseCases, in io.Reader, name, operator string, batch int) error {
 	stderr := cmd.ErrOrStderr()
 	var progress func(service.Progress)
 	tty := isTerminal(stderr)
 	if tty {
 		progress = func(p service.Progress) {
-			fmt.Fprintf(stderr, "\r%d lines: %d accepted, %d duplicates, %d rejected", p.Lines, p.Accepted, p.Duplicates, len(p.Rejected))
+			fmt.Fprintf(stderr, "\r%d lines: %d accepted, %d duplicates, %d superseded, %d rejected",
+				p.Lines, p.Accepted, p.Duplicates, p.Superseded, len(p.Rejected))
 		}
 	}
-	rep, err := l.IngestStream(cmd.Context(), operator, in, batch, progress)
+	rep, err := u.IngestStream(cmd.Context(), operator, in, batch, progress)
 	if tty {
 		fmt.Fprintln(stderr)
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "%s: %d accepted, %d duplicates, %d rejected\n", name, rep.Accepted, rep.Duplicates, len(rep.Rejected))
+	fmt.Fprintf(out, "%s: %d accepted, %d duplicates, %d superseded, %d rejected\n",
+		name, rep.Accepted, rep.Duplicates, rep.Superseded, len(rep.Rejected))
 	for _, r := range rep.Rejected {
-		fmt.Fprintf(out, "line %d: %v\n", r.Index, r.Err)
+		fmt.Fprintf(out, "line %d: %v\n", r.Line, r.Err)
 	}
 	if err != nil {
 		return err
@@ -93,13 +98,9 @@ func ingest(cmd *cobra.Command, l *service.Ledger, in io.Reader, name, operator 
 	return nil
 }
 
-// isTerminal reports whether w is a character device (a terminal), where a
-// progress line that rewrites itself is welcome.
+// isTerminal reports whether w is a terminal, where a person reads: a
+// progress line that rewrites itself is welcome, and logs are text.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -31,8 +31,8 @@ as the first broken link of that agent's chain.
 Exit status: 0 when every chain is intact, 1 when any is broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withLedger(cmd, db, false, func(l *service.Ledger) error {
-				r, err := l.VerifyLedger(cmd.Context())
+			return withUseCases(cmd, db, false, func(u *service.UseCases) error {
+				r, err := u.VerifyLedger(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -58,8 +58,8 @@ Exit status: 0 when every chain is intact, 1 when any is broken.`,
 replaced entries are dropped and re-issued on their next request.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withLedger(cmd, db, false, func(l *service.Ledger) error {
-				n, err := l.RecomputeAll(cmd.Context(), stale)
+			return withUseCases(cmd, db, false, func(u *service.UseCases) error {
+				n, err := u.RecomputeAll(cmd.Context(), stale)
 				if err != nil {
 					return err
 				}

@@ -22,7 +22,7 @@ func runLedgerCLI(t *testing.T, db, stdin string, args ...string) (code int, std
 		}
 		return ""
 	}
-	code = Run(context.Background(), args, strings.NewReader(stdin), &out, &errb, env)
+	code = Run(context.Background(), args, Process{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: env, Drivers: testDrivers})
 	return code, out.String(), errb.String()
 }
 
@@ -60,18 +60,18 @@ func TestLedgerCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr := runLedgerCLI(t, "", "", "ingest", "--db", db, "--operator", "market-1", "--batch-size", "2", file)
-	if code != ExitFailure || !strings.Contains(out, "3 accepted, 1 duplicates, 1 rejected") ||
+	if code != ExitFailure || !strings.Contains(out, "3 accepted, 1 duplicates, 0 superseded, 1 rejected") ||
 		!strings.Contains(out, `line 3: status: "DONE" is not a conduit_session status`) || !strings.Contains(stderr, "1 line(s) rejected") {
 		t.Fatalf("ingest: %d\n%s\n%s", code, out, stderr)
 	}
 	// Re-ingesting from standard input is all duplicates but the bad line.
 	code, out, _ = runLedgerCLI(t, db, cliEvents(), "ingest", "--operator", "market-1", "-")
-	if code != ExitFailure || !strings.Contains(out, "standard input: 0 accepted, 4 duplicates, 1 rejected") {
+	if code != ExitFailure || !strings.Contains(out, "standard input: 0 accepted, 4 duplicates, 0 superseded, 1 rejected") {
 		t.Errorf("re-ingest: %d %s", code, out)
 	}
 	// Another operator's events conflict.
 	code, out, _ = runLedgerCLI(t, db, cliEvents(), "ingest")
-	if code != ExitFailure || !strings.Contains(out, "0 accepted, 0 duplicates, 5 rejected") || !strings.Contains(out, "another operator") {
+	if code != ExitFailure || !strings.Contains(out, "0 accepted, 0 duplicates, 0 superseded, 5 rejected") || !strings.Contains(out, "another operator") {
 		t.Errorf("other operator: %d %s", code, out)
 	}
 	if code, _, stderr := runLedgerCLI(t, db, "", "ingest", "--batch-size", "0", file); code != ExitUsage {
@@ -101,6 +101,16 @@ func TestLedgerCommands(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.AgentID != "agent-1" || v.Cache != "hit" || v.Conduit.Sessions != 2 || v.Score != 16 {
 		t.Errorf("agent show --json: %d %v %+v\n%s", code, err, v, out)
+	}
+	var members map[string]any
+	if err := json.Unmarshal([]byte(out), &members); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"agent_id", "score", "tier", "conduit", "ap2", "escrow_modifier", "qualification_gaps",
+		"formula_version", "as_of", "computed_at", "expires_at", "valid_until", "cache", "passport_issued"} {
+		if _, ok := members[k]; !ok {
+			t.Errorf("agent show --json lacks %q:\n%s", k, out)
+		}
 	}
 	code, out, _ = runLedgerCLI(t, db, "", "agent", "show", "--json", "--as-of", "2020-01-01T00:00:00+02:00", "agent-1")
 	if code != 0 || !strings.Contains(out, `"cache": "bypassed"`) || !strings.Contains(out, `"as_of": "2019-12-31T22:00:00Z"`) {

@@ -1,16 +1,18 @@
 // Package cli is the `swarmscore` command line: one cobra command tree whose
 // commands are thin adapters over the score and passport packages and the
-// service layer. cmd/swarmscore only calls Run and exits with its code.
+// use cases of internal/service. cmd/swarmscore wires the database back ends
+// (Drivers), calls Run and exits with its code.
 //
-// Every command reads and writes through the streams and environment given to
-// Run, never os.Stdin/os.Stdout/os.Getenv directly, so tests run the whole CLI
-// in-process.
+// Every command reads and writes through the streams, environment and
+// drivers given to Run (Process), never os.Stdin/os.Stdout/os.Getenv or a
+// back end directly, so tests run the whole CLI in-process.
 package cli
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -19,7 +21,8 @@ import (
 // here and a constructor in its own file. Constructors must build a fresh
 // command on every call (Run builds a new tree each time, so flag values never
 // leak between runs), return errors from RunE instead of printing them, and
-// use cmd.InOrStdin/OutOrStdout and getenv(cmd, …) for I/O and configuration.
+// use cmd.InOrStdin/OutOrStdout, getenv(cmd, …) and process(cmd).Drivers for
+// I/O, configuration and databases.
 func commands() []*cobra.Command {
 	return []*cobra.Command{
 		newScoreCmd(),
@@ -68,41 +71,65 @@ func newRoot() *cobra.Command {
 	return root
 }
 
+// Process is what Run takes from the process it runs in.
+type Process struct {
+	// Stdin, Stdout and Stderr are the standard streams; nil reads nothing
+	// and discards output.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv looks up configuration such as SWARMSCORE_SIGNING_KEY
+	// (os.Getenv in production); nil sees no variables.
+	Getenv func(string) string
+	// Drivers are the database back ends by DSN scheme; a command given a
+	// DSN of another scheme fails with a usage error.
+	Drivers Drivers
+}
+
 // Run executes the command line args (without the program name) and returns
 // the process exit status. It never panics and never calls os.Exit: a panic
 // inside a command is reported as an internal error with status 1.
-// env looks up configuration such as SWARMSCORE_SIGNING_KEY (os.Getenv in
-// production; a map lookup in tests).
-func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env func(string) string) (code int) {
+func Run(ctx context.Context, args []string, p Process) (code int) {
+	if p.Stdin == nil {
+		p.Stdin = strings.NewReader("")
+	}
+	if p.Stdout == nil {
+		p.Stdout = io.Discard
+	}
+	if p.Stderr == nil {
+		p.Stderr = io.Discard
+	}
+	if p.Getenv == nil {
+		p.Getenv = func(string) string { return "" }
+	}
 	defer func() {
-		if p := recover(); p != nil {
-			code = reportFrom(stderr, nil, withStatus(ExitFailure, fmt.Errorf("internal error: %v", p)))
+		if r := recover(); r != nil {
+			code = reportFrom(p.Stderr, nil, withStatus(ExitFailure, fmt.Errorf("internal error: %v", r)))
 		}
 	}()
 	if args == nil {
 		args = []string{} // cobra reads os.Args for a nil slice
 	}
-	if env == nil {
-		env = func(string) string { return "" }
-	}
 	root := newRoot()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(context.WithValue(ctx, envKey{}, env))
+	root.SetIn(p.Stdin)
+	root.SetOut(p.Stdout)
+	root.SetErr(p.Stderr)
+	cmd, err := root.ExecuteContextC(context.WithValue(ctx, processKey{}, &p))
 	if err != nil {
-		return reportFrom(stderr, cmd, err)
+		return reportFrom(p.Stderr, cmd, err)
 	}
 	return ExitOK
 }
 
-type envKey struct{}
+type processKey struct{}
+
+// process returns what Run was given (an empty Process outside Run).
+func process(cmd *cobra.Command) *Process {
+	if p, ok := cmd.Context().Value(processKey{}).(*Process); ok {
+		return p
+	}
+	return &Process{Getenv: func(string) string { return "" }}
+}
 
 // getenv returns the value of the environment variable name as given to Run.
-func getenv(cmd *cobra.Command, name string) string {
-	if env, ok := cmd.Context().Value(envKey{}).(func(string) string); ok {
-		return env(name)
-	}
-	return ""
-}
+func getenv(cmd *cobra.Command, name string) string { return process(cmd).Getenv(name) }

@@ -19,7 +19,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/cli from the current output")
+var update = flag.Bool("update", false, "rewrite the golden files in testdata from the current output")
 
 // result is one in-process run of the CLI.
 type result struct {
@@ -34,7 +34,7 @@ func run(t testing.TB, stdin io.Reader, env map[string]string, args ...string) r
 		stdin = strings.NewReader("")
 	}
 	var stdout, stderr bytes.Buffer
-	code := Run(context.Background(), args, stdin, &stdout, &stderr, func(k string) string { return env[k] })
+	code := Run(context.Background(), args, Process{Stdin: stdin, Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }, Drivers: testDrivers})
 	return result{stdout.String(), stderr.String(), code}
 }
 
@@ -60,14 +60,14 @@ func checkStderr(t *testing.T, r result) {
 // report files no case produces any more.
 var goldenUsed = map[string]bool{}
 
-// TestMain fails a full run (no -run filter) when testdata/cli holds a golden
+// TestMain fails a full run (no -run filter) when testdata holds a golden
 // file that no test case reads: a stale file would document behaviour that
 // is no longer tested.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !*update {
-		files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "cli", "*.golden"))
+		files, _ := filepath.Glob(filepath.Join("testdata", "*.golden"))
 		for _, f := range files {
 			if !goldenUsed[filepath.Base(f)] {
 				fmt.Fprintf(os.Stderr, "stale golden file %s: no test case uses it (delete it)\n", f)
@@ -78,7 +78,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// golden compares got with testdata/cli/name.golden, or rewrites the file
+// golden compares got with testdata/name.golden, or rewrites the file
 // under -update. The file records the command, its stdout, stderr and exit
 // status, so a reviewer reads each case in one place.
 // A stdin that varies between runs (a freshly signed passport) is recorded
@@ -106,7 +106,7 @@ func golden(t *testing.T, name string, args []string, stdin, stdinLabel string, 
 	b.WriteString("--- stderr\n" + r.stderr)
 	b.WriteString("--- exit " + strconv.Itoa(r.code) + "\n")
 	goldenUsed[name+".golden"] = true
-	path := filepath.Join("..", "..", "testdata", "cli", name+".golden")
+	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)

@@ -153,7 +153,7 @@ func TestScoreBatchStreams(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		var stderr bytes.Buffer
-		code := Run(context.Background(), []string{"score", "--batch"}, pr, outW, &stderr, nil)
+		code := Run(context.Background(), []string{"score", "--batch"}, Process{Stdin: pr, Stdout: outW, Stderr: &stderr})
 		outW.Close()
 		done <- result{"", stderr.String(), code}
 	}()
@@ -186,7 +186,7 @@ func TestScoreBatchStopsOnCancel(t *testing.T) {
 	cancel()
 	in := strings.Repeat(`{"conduit_total":3,"conduit_success":2,"ap2_total":1,"ap2_success":1}`+"\n", 5000)
 	var stdout, stderr bytes.Buffer
-	code := Run(ctx, []string{"score", "--batch"}, strings.NewReader(in), &stdout, &stderr, nil)
+	code := Run(ctx, []string{"score", "--batch"}, Process{Stdin: strings.NewReader(in), Stdout: &stdout, Stderr: &stderr})
 	if code != ExitFailure || !strings.HasPrefix(stderr.String(), "swarmscore: line 1024: stopped: context canceled") {
 		t.Fatalf("exit %d, %q", code, stderr.String())
 	}

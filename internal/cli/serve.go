@@ -19,8 +19,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/internal/store/postgres"
-	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 )
 
 // Server timeouts. ReadTimeout covers the largest request (8 MiB of events)
@@ -61,7 +59,7 @@ func newServeCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
-	f.StringVar(&cfg.db, "db", "", "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else "+DefaultDSN+")")
+	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
@@ -81,10 +79,8 @@ type serveConfig struct {
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
 // pipe) and text for a person at a terminal.
 func newLogger(w io.Writer) *slog.Logger {
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			return slog.New(slog.NewTextHandler(w, nil))
-		}
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, nil))
 	}
 	return slog.New(slog.NewJSONHandler(w, nil))
 }
@@ -110,23 +106,26 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
 		return usageErrorf("--addr %q is not host:port", cfg.addr)
 	}
+	drivers := process(cmd).Drivers
 	dsn := dbDSN(cmd, cfg.db)
-	sqlitePath := ""
-	if scheme(dsn) == "sqlite" {
-		p, err := sqlite.Path(dsn)
-		if err != nil {
+	drv, err := drivers.lookup(dsn)
+	if err != nil {
+		return err
+	}
+	dbFile := ""
+	if drv.File != nil {
+		if dbFile, err = drv.File(dsn); err != nil {
 			return err
 		}
-		sqlitePath = p
 	}
 	// The key comes before the database: a misconfigured server fails
 	// fast and leaves nothing behind.
-	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), sqlitePath, log)
+	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), dbFile, log)
 	if err != nil {
 		return err
 	}
 
-	st, err := backends.Open(ctx, dsn)
+	st, err := drv.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -135,19 +134,19 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 			log.Error("closing the database", "err", err)
 		}
 	}()
-	if err := st.Migrate(ctx); err != nil {
+	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform}
+	if err := u.Migrate(ctx); err != nil {
 		return err
 	}
-	tokens := &service.Tokens{Store: st}
+	u.StartCacheWatch()
 	if admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN"); admin != "" {
-		id, err := tokens.Bootstrap(ctx, admin)
+		id, err := u.BootstrapAdminToken(ctx, admin)
 		if err != nil {
 			return err
 		}
 		log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
 	}
-	api := &service.API{Ledger: &service.Ledger{Store: st}, Key: key, Platform: cfg.platform, Tokens: tokens}
-	handler := httpapi.New(api, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies})
+	handler := httpapi.New(u, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies})
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -163,7 +162,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", postgres.Redact(dsn), "platform", cfg.platform)
+	log.Info("listening", "addr", ln.Addr().String(), "db", drivers.redact(dsn), "platform", cfg.platform)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

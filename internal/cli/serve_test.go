@@ -23,7 +23,7 @@ func TestServeInProcess(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(dir, "s.db")},
-			strings.NewReader(""), io.Discard, pw, func(k string) string { return env[k] })
+			Process{Stderr: pw, Getenv: func(k string) string { return env[k] }, Drivers: testDrivers})
 		pw.Close()
 	}()
 	addr := make(chan string, 1)

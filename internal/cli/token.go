@@ -21,22 +21,9 @@ func newTokenCmd() *cobra.Command {
 /swarmscore/agents). Only a token's SHA-256 is stored: a token is printed once,
 when it is created.`,
 	}
-	cmd.PersistentFlags().StringVar(&db, "db", "", "database DSN (default $SWARMSCORE_DB, else sqlite:swarmscore.db)")
+	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
 	cmd.AddCommand(newTokenCreateCmd(&db), newTokenRevokeCmd(&db), newTokenListCmd(&db))
 	return cmd
-}
-
-// withTokens opens and migrates the store, runs f, and closes the store.
-func withTokens(cmd *cobra.Command, db string, f func(*service.Tokens) error) error {
-	st, err := backends.Open(cmd.Context(), dbDSN(cmd, db))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.Migrate(cmd.Context()); err != nil {
-		return err
-	}
-	return f(&service.Tokens{Store: st})
 }
 
 func newTokenCreateCmd(db *string) *cobra.Command {
@@ -47,8 +34,8 @@ func newTokenCreateCmd(db *string) *cobra.Command {
 		Short: "Create a token for an operator and print it (once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withTokens(cmd, *db, func(t *service.Tokens) error {
-				nt, err := t.Create(cmd.Context(), operator)
+			return withUseCases(cmd, *db, true, func(u *service.UseCases) error {
+				nt, err := u.CreateToken(cmd.Context(), operator)
 				if err != nil {
 					return err
 				}
@@ -75,8 +62,8 @@ func newTokenRevokeCmd(db *string) *cobra.Command {
 		Short: "Revoke a token by its id (see 'token list')",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withTokens(cmd, *db, func(t *service.Tokens) error {
-				if err := t.Revoke(cmd.Context(), args[0]); err != nil {
+			return withUseCases(cmd, *db, true, func(u *service.UseCases) error {
+				if err := u.RevokeToken(cmd.Context(), args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
@@ -92,8 +79,8 @@ func newTokenListCmd(db *string) *cobra.Command {
 		Short: "List tokens (ids and operators; never the tokens)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withTokens(cmd, *db, func(t *service.Tokens) error {
-				toks, err := t.List(cmd.Context())
+			return withUseCases(cmd, *db, true, func(u *service.UseCases) error {
+				toks, err := u.ListTokens(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -101,7 +88,7 @@ func newTokenListCmd(db *string) *cobra.Command {
 				fmt.Fprintln(w, "ID\tOPERATOR\tCREATED\tREVOKED")
 				for _, tok := range toks {
 					revoked := "-"
-					if !tok.RevokedAt.IsZero() {
+					if tok.Revoked() {
 						revoked = tok.RevokedAt.UTC().Format(time.RFC3339)
 					}
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", tok.ID, tok.Operator, tok.CreatedAt.UTC().Format(time.RFC3339), revoked)

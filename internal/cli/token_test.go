@@ -12,7 +12,7 @@ import (
 func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), args, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	code = Run(context.Background(), args, Process{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }, Drivers: testDrivers})
 	return code, out.String(), errb.String()
 }
 

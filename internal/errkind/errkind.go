@@ -68,7 +68,10 @@ func Of(err error) Kind {
 	return Unknown
 }
 
-// String is the kind's stable lower-case name, used in problem type URIs.
+// String is the kind's lower-case name, for logs and test messages. The
+// edges do not use it: HTTP problem types (internal/httpapi) and exit
+// statuses (internal/cli) are each mapped from the kinds in one place of
+// their own.
 func (k Kind) String() string {
 	switch k {
 	case Invalid:

@@ -30,7 +30,7 @@ func benchServer(b *testing.B) (*Server, []byte) {
 		b.Fatal(err)
 	}
 	key, _ := passport.NewKey([]byte("bench-signing-key-0123456789abcdefghij"))
-	api := &service.API{Ledger: &service.Ledger{Store: st}, Key: key, Platform: "bench"}
+	api := &service.UseCases{Store: st, Key: key, Platform: "bench"}
 	end := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
 	var evs []ledger.Event
 	for i := 0; i < 80; i++ {

@@ -1,13 +1,10 @@
 package httpapi
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -226,151 +223,32 @@ type rejection struct {
 type ingestResponse struct {
 	Accepted   int         `json:"accepted"`
 	Duplicates int         `json:"duplicates"`
+	Superseded int         `json:"superseded"`
 	Rejected   []rejection `json:"rejected"`
 }
 
 // events ingests a JSON array or NDJSON stream of events for the calling
-// operator. Events that do not parse are rejected on their own (with their
-// index, and line for NDJSON); the parsed ones go to the ledger as one
-// all-or-nothing batch. A body that is not JSON at all, or is too large,
-// stores nothing.
+// operator as one batch (service.UseCases.IngestEvents, the pipeline
+// `swarmscore ingest` uses): events that do not parse or that the ledger
+// refuses are listed with their index (and line, for NDJSON). A body that
+// is not JSON at all, holds too many events, or is too large stores
+// nothing.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	parsed, err := readEvents(r.Body)
+	rep, err := s.svc.IngestEvents(r.Context(), operatorFrom(r), r.Body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := ingestResponse{Rejected: parsed.rejected}
-	if len(parsed.events) > 0 {
-		outcomes, err := s.svc.Ingest(r.Context(), operatorFrom(r), parsed.events)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if len(outcomes) != len(parsed.events) {
-			s.fail(w, r, errors.New("ingest returned a different number of outcomes than events"))
-			return
-		}
-		for i, o := range outcomes {
-			switch o.Status {
-			case ledger.OutcomeAccepted:
-				resp.Accepted++
-			case ledger.OutcomeDuplicate:
-				resp.Duplicates++
-			default:
-				reason := "rejected"
-				if o.Err != nil {
-					reason = o.Err.Error()
-				}
-				resp.Rejected = append(resp.Rejected, rejection{
-					Index: parsed.index[i], Line: parsed.line[i], ID: parsed.events[i].ID, Reason: reason,
-				})
-			}
-		}
-	}
-	sortRejections(resp.Rejected)
-	if resp.Rejected == nil {
-		resp.Rejected = []rejection{}
+	resp := ingestResponse{Accepted: rep.Accepted, Duplicates: rep.Duplicates, Superseded: rep.Superseded,
+		Rejected: make([]rejection, len(rep.Rejected))}
+	for i, rj := range rep.Rejected {
+		resp.Rejected[i] = rejection{Index: rj.Index, Line: rj.Line, ID: rj.ID, Reason: rj.Err.Error()}
 	}
 	s.metrics.eventsIn.Add(float64(resp.Accepted))
 	s.metrics.eventsDup.Add(float64(resp.Duplicates))
+	s.metrics.eventsSuperseded.Add(float64(resp.Superseded))
 	s.metrics.eventsBad.Add(float64(len(resp.Rejected)))
 	writeJSON(w, http.StatusOK, marshal(resp))
-}
-
-func sortRejections(rs []rejection) {
-	// insertion sort: parse rejections and store rejections are each in
-	// order already, and the list is at most MaxEvents long.
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && rs[j].Index < rs[j-1].Index; j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
-	}
-}
-
-// parsedEvents are the events of a request body that parsed, with their
-// positions, and the ones that did not.
-type parsedEvents struct {
-	events   []ledger.Event
-	index    []int // 0-based position of events[i] in the request
-	line     []int // its NDJSON line number, 0 for a JSON array
-	rejected []rejection
-}
-
-func (p *parsedEvents) add(index, line int, ev ledger.Event, err error) error {
-	if index >= MaxEvents {
-		return errorf(ptBodyTooLarge, "more than %d events in one request; split the batch", MaxEvents)
-	}
-	if err != nil {
-		p.rejected = append(p.rejected, rejection{Index: index, Line: line, Reason: err.Error()})
-		return nil
-	}
-	p.events = append(p.events, ev)
-	p.index = append(p.index, index)
-	p.line = append(p.line, line)
-	return nil
-}
-
-// readEvents reads a JSON array of events or NDJSON (told apart by the
-// first non-blank byte), the same objects `swarmscore ingest` reads.
-func readEvents(body io.Reader) (*parsedEvents, error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var first byte
-	for {
-		b, err := br.ReadByte()
-		if err == io.EOF {
-			return nil, errorf(ptInvalid, "the request body is empty; send a JSON array or NDJSON of events")
-		}
-		if err != nil {
-			return nil, err
-		}
-		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
-			first = b
-			br.UnreadByte()
-			break
-		}
-	}
-	p := &parsedEvents{}
-	if first != '[' {
-		lr := ledger.NewLineReader(br)
-		for i := 0; ; i++ {
-			ln, err := lr.Next()
-			if err == io.EOF {
-				return p, nil
-			}
-			if err != nil {
-				return nil, err // a read error: the body limit, or the client went away
-			}
-			if err := p.add(i, ln.Number, ln.Event, ln.Err); err != nil {
-				return nil, err
-			}
-		}
-	}
-	dec := json.NewDecoder(br)
-	if _, err := dec.Token(); err != nil { // the '['
-		return nil, jsonError(err)
-	}
-	for i := 0; dec.More(); i++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, jsonError(err)
-		}
-		ev, perr := ledger.ParseEvent(raw)
-		if err := p.add(i, 0, ev, perr); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the ']'
-		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return nil, err
-		}
-		return nil, errorf(ptMalformedJSON, "unexpected data after the JSON array of events")
-	}
-	return p, nil
 }
 
 type escrowRequest struct {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // ProblemBase is the prefix of every problem type URI. The URIs are part of
@@ -70,7 +71,9 @@ func errorf(pt problemType, format string, args ...any) error {
 }
 
 // problemFor is the one place an error becomes a problem. Use-case errors are
-// classified by errkind; their message is the detail (the use cases promise
+// classified by errkind, except that a batch of events that is malformed
+// JSON or too large (service.InputError) gets the problem a malformed or
+// oversized body gets; their message is the detail (the use cases promise
 // their messages are fit for the caller and name the offending field). An
 // error of no known kind is an internal failure: its message stays in the log
 // and the caller gets only the request id.
@@ -87,11 +90,16 @@ func problemFor(err error) (Problem, bool) {
 func classify(err error) (pt problemType, detail string, internal bool) {
 	var he *httpError
 	var mb *http.MaxBytesError
+	var ie *service.InputError
 	switch {
 	case errors.As(err, &he):
 		return he.pt, he.detail, false
 	case errors.As(err, &mb):
 		return ptBodyTooLarge, "request body exceeds " + strconv.FormatInt(mb.Limit, 10) + " bytes", false
+	case errors.As(err, &ie) && ie.Problem == service.InputMalformed:
+		return ptMalformedJSON, ie.Detail, false
+	case errors.As(err, &ie) && ie.Problem == service.InputTooLarge:
+		return ptBodyTooLarge, ie.Detail, false
 	}
 	switch errkind.Of(err) {
 	case errkind.Invalid:

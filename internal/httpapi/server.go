@@ -2,9 +2,9 @@
 // handlers over the use cases in Service, operator authentication, RFC 9457
 // problems, metrics, rate limiting and the OpenAPI document.
 //
-// Handlers only translate: they parse and check the request, call one use
-// case, and render its result or its error. Errors become problems in one
-// place (problemFor), classified by errkind.
+// Handlers only translate: they check the request, call one use case, and
+// render its result or its error. Errors become problems in one place
+// (problemFor), classified by errkind.
 package httpapi
 
 import (
@@ -35,8 +35,10 @@ type Service interface {
 	Verify(ctx context.Context, passport []byte, agentID string) (service.Verification, error)
 	// Score returns the agent's current score entry.
 	Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error)
-	// Ingest records events reported by operator, one outcome per event.
-	Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error)
+	// IngestEvents reads a JSON array or NDJSON of events and records them
+	// for operator as one batch, reporting every event; input that is not
+	// a batch of events at all is a *service.InputError.
+	IngestEvents(ctx context.Context, operator string, body io.Reader) (service.IngestReport, error)
 	// Escrow computes the hold for a payment to the agent at its current
 	// score.
 	Escrow(ctx context.Context, agentID string, amountCents int64) (service.Escrow, error)
@@ -47,6 +49,9 @@ type Service interface {
 	Authenticate(ctx context.Context, token string) (operator string, err error)
 	// Ready reports whether the database is reachable and migrated.
 	Ready(ctx context.Context) error
+	// CertificateStats reports how certificates were served and how the
+	// back end's cache watch fares, for /metrics. It must not block.
+	CertificateStats() service.CertificateStats
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -68,11 +73,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Body limits. Events are the only large request; the passport is at most
-// 64 KiB (passport.MaxSize) inside a small wrapper.
+// Body limits. Events are the only large request (at most
+// service.MaxBatchSize of them); the passport is at most 64 KiB
+// (passport.MaxSize) inside a small wrapper.
 const (
 	MaxEventsBody   = 8 << 20
-	MaxEvents       = 10000
 	maxVerifyBody   = 128 << 10
 	maxSmallBody    = 4 << 10
 	maxNoBody       = 4 << 10
@@ -105,7 +110,7 @@ func New(svc Service, opt Options) *Server {
 		mux:      http.NewServeMux(),
 		classify: http.NewServeMux(),
 		routes:   map[string]bool{},
-		metrics:  newMetrics(),
+		metrics:  newMetrics(svc.CertificateStats),
 		now:      opt.Now,
 		proxies:  opt.TrustedProxies,
 	}

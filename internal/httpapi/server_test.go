@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/swarmscore/swarmscore/client"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -48,6 +48,7 @@ type fake struct {
 	gotQuery    service.RankingQuery
 	calls       int
 	outcomes    func([]ledger.Event) []ledger.Outcome
+	certStats   service.CertificateStats
 }
 
 func (f *fake) enter(agent string) error {
@@ -71,15 +72,31 @@ func (f *fake) Verify(ctx context.Context, doc []byte, agentID string) (service.
 func (f *fake) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
 	return f.entry, f.enter(agentID)
 }
-func (f *fake) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
+
+// IngestEvents runs the real ingest pipeline over a store whose Ingest is
+// the fake's, so the handler is tested with what the server runs.
+func (f *fake) IngestEvents(ctx context.Context, operator string, body io.Reader) (service.IngestReport, error) {
+	u := &service.UseCases{Store: ingestOnly{f: f}}
+	return u.IngestEvents(ctx, operator, body)
+}
+
+// ingestOnly is a back end that only ingests (the other ports are nil and
+// panic if used).
+type ingestOnly struct {
+	service.Backend
+	f *fake
+}
+
+func (s ingestOnly) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
+	f := s.f
 	if err := f.enter(""); err != nil {
 		return nil, err
 	}
-	f.gotOperator, f.gotEvents = operator, events
+	f.gotOperator, f.gotEvents = b.Operator, b.Events
 	if f.outcomes != nil {
-		return f.outcomes(events), nil
+		return f.outcomes(b.Events), nil
 	}
-	out := make([]ledger.Outcome, len(events))
+	out := make([]ledger.Outcome, len(b.Events))
 	for i := range out {
 		out[i].Status = ledger.OutcomeAccepted
 	}
@@ -100,6 +117,11 @@ func (f *fake) Authenticate(ctx context.Context, token string) (string, error) {
 	return "", fmt.Errorf("%w: unknown token", errkind.ErrUnauthorized)
 }
 func (f *fake) Ready(ctx context.Context) error { return f.readyErr }
+func (f *fake) CertificateStats() service.CertificateStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.certStats
+}
 
 func mustResult(t testing.TB, c score.Counts) score.Result {
 	r, err := score.Compute(c)
@@ -397,11 +419,56 @@ func TestEvents(t *testing.T) {
 	if m["accepted"] != 1.0 || m["duplicates"] != 1.0 || len(rej) != 1 || rej[0].(map[string]any)["line"] != 3.0 || rej[0].(map[string]any)["index"] != 1.0 {
 		t.Fatalf("ndjson response %v", m)
 	}
+	if m["superseded"] != 0.0 {
+		t.Fatalf("superseded %v, want 0", m["superseded"])
+	}
+	// A report of an earlier status is counted on its own: a no-op, not
+	// a rejection.
+	h.f.outcomes = func(evs []ledger.Event) []ledger.Outcome {
+		return []ledger.Outcome{{Status: ledger.OutcomeSuperseded}, {Status: ledger.OutcomeAccepted}}
+	}
+	m = h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+good2+"]"), auth()...).ok(t)
+	if m["accepted"] != 1.0 || m["duplicates"] != 0.0 || m["superseded"] != 1.0 || len(m["rejected"].([]any)) != 0 {
+		t.Fatalf("superseded response %v", m)
+	}
 	met := h.do("GET", "/metrics", nil).body
-	for _, want := range []string{"swarmscore_events_accepted_total 2", "swarmscore_events_duplicate_total 1", "swarmscore_events_rejected_total 3"} {
+	for _, want := range []string{"swarmscore_events_accepted_total 3", "swarmscore_events_duplicate_total 1",
+		"swarmscore_events_superseded_total 1", "swarmscore_events_rejected_total 3"} {
 		if !bytes.Contains(met, []byte(want)) {
 			t.Errorf("metrics lack %q:\n%s", want, grep(met, "events"))
 		}
+	}
+}
+
+// TestCertificateMetrics: /metrics exports the service's certificate
+// counters at each scrape, and the cache listener's state only when the
+// back end's watch reports one.
+func TestCertificateMetrics(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.f.certStats = service.CertificateStats{FromMemory: 7, StampReads: 3, PassportReads: 2}
+	met := h.do("GET", "/metrics", nil).body
+	for _, want := range []string{"swarmscore_certificates_from_memory_total 7", "swarmscore_certificate_stamp_reads_total 3",
+		"swarmscore_certificate_passport_reads_total 2"} {
+		if !bytes.Contains(met, []byte(want)) {
+			t.Errorf("metrics lack %q:\n%s", want, grep(met, "certificate"))
+		}
+	}
+	if bytes.Contains(met, []byte("swarmscore_cache_listener")) {
+		t.Errorf("listener metrics without a listener:\n%s", grep(met, "listener"))
+	}
+
+	h.f.certStats = service.CertificateStats{FromMemory: 8, Watch: &ledger.WatchStats{Live: true, Connects: 2, Disconnects: 1, MissedHeartbeats: 4}}
+	met = h.do("GET", "/metrics", nil).body
+	for _, want := range []string{"swarmscore_certificates_from_memory_total 8", "swarmscore_cache_listener_live 1",
+		"swarmscore_cache_listener_connects_total 2", "swarmscore_cache_listener_disconnects_total 1",
+		"swarmscore_cache_listener_missed_heartbeats_total 4"} {
+		if !bytes.Contains(met, []byte(want)) {
+			t.Errorf("metrics lack %q:\n%s", want, grep(met, "swarmscore_c"))
+		}
+	}
+	h.f.certStats.Watch.Live = false
+	if met := h.do("GET", "/metrics", nil).body; !bytes.Contains(met, []byte("swarmscore_cache_listener_live 0")) {
+		t.Errorf("listener down:\n%s", grep(met, "listener"))
 	}
 }
 
@@ -427,21 +494,21 @@ func TestEventsErrors(t *testing.T) {
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+",{"), auth()...).problem(t, "malformed-json", 400)
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"] x"), auth()...).problem(t, "malformed-json", 400)
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+" "+ev+"]"), auth()...).problem(t, "malformed-json", 400)
-	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", MaxEvents+1), ",") + "]"
+	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", service.MaxBatchSize+1), ",") + "]"
 	p = h.do("POST", "/swarmscore/events", strings.NewReader(many), auth()...).problem(t, "body-too-large", 413)
 	if !strings.Contains(p.Detail, "10000 events") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	manyND := strings.Repeat(ev+"\n", MaxEvents+1)
+	manyND := strings.Repeat(ev+"\n", service.MaxBatchSize+1)
 	h.do("POST", "/swarmscore/events", strings.NewReader(manyND), auth()...).problem(t, "body-too-large", 413)
 	huge := strings.Repeat(" ", MaxEventsBody) + "[]"
 	h.do("POST", "/swarmscore/events", strings.NewReader(huge), auth()...).problem(t, "body-too-large", 413)
 	if h.f.calls != 0 {
 		t.Fatalf("bad batches reached the service %d times", h.f.calls)
 	}
-	// Exactly MaxEvents is fine.
-	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", MaxEvents), ",") + "]"
-	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), auth()...).ok(t); m["accepted"] != float64(MaxEvents) {
+	// Exactly service.MaxBatchSize is fine.
+	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", service.MaxBatchSize), ",") + "]"
+	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), auth()...).ok(t); m["accepted"] != float64(service.MaxBatchSize) {
 		t.Fatalf("accepted %v", m["accepted"])
 	}
 
@@ -733,8 +800,8 @@ func TestOpenAPI(t *testing.T) {
 	for pattern := range h.s.routes {
 		registered = append(registered, pattern)
 	}
-	sort.Strings(documented)
-	sort.Strings(registered)
+	slices.Sort(documented)
+	slices.Sort(registered)
 	if !slices.Equal(documented, registered) {
 		t.Fatalf("documented routes\n%s\nregistered routes\n%s", strings.Join(documented, "\n"), strings.Join(registered, "\n"))
 	}
@@ -774,4 +841,12 @@ func refs(v any) []string {
 		}
 	}
 	return out
+}
+
+// TestClientMaxEvents: the public client (which imports nothing internal)
+// states the server's batch limit.
+func TestClientMaxEvents(t *testing.T) {
+	if client.MaxEvents != service.MaxBatchSize {
+		t.Fatalf("client.MaxEvents = %d, service.MaxBatchSize = %d", client.MaxEvents, service.MaxBatchSize)
+	}
 }

@@ -3,9 +3,10 @@ package service
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -34,46 +35,50 @@ type Certificate struct {
 // otherwise the score is recomputed and a new passport is signed and stored
 // with the entry in the same transaction. The returned Passport may be
 // shared with other calls and must not be modified. Errors: ErrInvalid for
-// a malformed id, ErrNotFound for an unknown agent, ErrUnavailable.
+// a malformed id, ErrNotFound for an unknown agent, ErrUnavailable
+// (including ctx ending while waiting for another request's passport).
 //
 // The passport this process served last for the agent is kept in memory
 // (certmemo.go) and served again with no query while the store's
 // CacheWatch vouches that nothing changed the agent's cache stamp since it
 // was last validated (at most maxTrust ago), and only while it answers now.
 // Otherwise the stamp is read, as it is on every call against a store
-// without a watch. Consistency: a write committed through this API
+// without a watch. Consistency: a write committed through these use cases
 // (Ingest) is seen by the next call; a write by another process as soon as
 // the store's watch learns of it (SQLite: at once; PostgreSQL: when its
 // notification arrives, normally within a millisecond; see docs/ERRATA.md),
 // and in every case within maxTrust.
-func (a *API) Certificate(ctx context.Context, agentID string) (Certificate, error) {
+func (u *UseCases) Certificate(ctx context.Context, agentID string) (Certificate, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return Certificate{}, err
 	}
-	now := a.now()
-	w := a.certs.cacheWatch(a.Store)
-	if m, ok := a.certs.serve(w, agentID, now); ok {
+	now := u.now()
+	w := u.certs.cacheWatch(u.Store)
+	if m, ok := u.certs.serve(w, agentID, now); ok {
+		u.certs.fromMemory.Add(1)
 		return m.certificate(agentID, false), nil
 	}
-	ck := a.certs.begin(w)
-	st, err := a.Store.CacheStamp(ctx, agentID)
+	ck := u.certs.begin(w)
+	u.certs.stampReads.Add(1)
+	st, err := u.Store.CacheStamp(ctx, agentID)
 	if err != nil {
 		return Certificate{}, err
 	}
 	if st.Answers(now) && st.Signature != "" {
-		if m, ok := a.certs.lookup(agentID, st, ck); ok && m.answers(now) {
+		if m, ok := u.certs.lookup(agentID, st, ck); ok && m.answers(now) {
 			return m.certificate(agentID, false), nil
 		}
 		// Another process issued it, or this one forgot it: read it.
-		e, ok, err := a.Store.CachedScore(ctx, agentID, now)
+		u.certs.passportReads.Add(1)
+		e, ok, err := u.Store.CachedScore(ctx, agentID, now)
 		if err != nil {
 			return Certificate{}, err
 		}
 		if ok && len(e.Passport) > 0 {
-			return a.certs.remember(agentID, &e, ck).certificate(agentID, false), nil
+			return u.certs.remember(agentID, &e, ck).certificate(agentID, false), nil
 		}
 	}
-	return a.issueOnce(ctx, agentID, now, ck)
+	return u.issueOnce(ctx, agentID, now, ck)
 }
 
 // issueOnce signs and stores a new passport for agentID as of now, unless
@@ -82,72 +87,82 @@ func (a *API) Certificate(ctx context.Context, agentID string) (Certificate, err
 // requests for an agent would each sign and store a passport of their own,
 // and every caller but the last to store would hold a document (valid, but
 // with another id and signature) that the route no longer serves. If the
-// request it waited for failed (its client may have gone away), it issues
-// one itself. Several processes can still each issue one at the same
-// instant; the last stored is then the one served from then on.
-func (a *API) issueOnce(ctx context.Context, agentID string, now time.Time, ck check) (Certificate, error) {
-	f, leader := a.certs.flights.join(agentID)
-	if !leader {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return Certificate{}, fmt.Errorf("%w: waiting for agent %q's certificate: %w", errkind.ErrUnavailable, agentID, ctx.Err())
+// request it waited for failed (its client may have gone away: the
+// issuance runs with the first request's context) or panicked, or issued a
+// passport that does not answer this request's instant, it issues one
+// itself. Several processes can still each issue one at the same instant;
+// the last stored is then the one served from then on.
+func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time, ck check) (Certificate, error) {
+	led := false // set only by the request whose function the group runs
+	ch := u.certs.issuing.DoChan(agentID, func() (v any, err error) {
+		led = true
+		// A panic must not reach singleflight, which would crash the
+		// process to release the waiters: the waiters issue their own,
+		// and the leader panics again in its own goroutine.
+		defer func() {
+			if p := recover(); p != nil {
+				err = &issuePanic{p}
+			}
+		}()
+		return u.refresh(ctx, agentID, now, ck)
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return Certificate{}, fmt.Errorf("%w: waiting for agent %q's certificate: %w", errkind.ErrUnavailable, agentID, ctx.Err())
+	}
+	if led {
+		if p, ok := res.Err.(*issuePanic); ok {
+			panic(p.value)
 		}
-		if f.err == nil && f.cert.answers(a.now()) {
-			return f.cert.certificate(agentID, false), nil
+		if res.Err != nil {
+			return Certificate{}, res.Err
+		}
+		return res.Val.(*memoCert).certificate(agentID, true), nil
+	}
+	if res.Err == nil {
+		if c := res.Val.(*memoCert); c.answers(now) {
+			return c.certificate(agentID, false), nil
 		}
 	}
-	var c *memoCert
-	err := errLeaderPanicked
-	if leader {
-		// Deferred, so the waiting requests are released even if issuing
-		// panics.
-		defer func() { a.certs.flights.finish(agentID, f, c, err) }()
-	}
-	var e ledger.ScoreEntry
-	if e, err = a.Store.RefreshScore(ctx, agentID, now, a.issue); err != nil {
+	c, err := u.refresh(ctx, agentID, now, ck)
+	if err != nil {
 		return Certificate{}, err
 	}
-	c = a.certs.remember(agentID, &e, ck)
 	return c.certificate(agentID, true), nil
 }
 
-// errLeaderPanicked is what requests waiting on an issuance see when it
-// panicked; they then issue the passport themselves.
-var errLeaderPanicked = errors.New("issuing the certificate panicked")
+// refresh recomputes the agent's entry as of now with a new passport and
+// remembers it as validated by ck.
+func (u *UseCases) refresh(ctx context.Context, agentID string, now time.Time, ck check) (*memoCert, error) {
+	e, err := u.Store.RefreshScore(ctx, agentID, now, u.sign)
+	if err != nil {
+		return nil, err
+	}
+	return u.certs.remember(agentID, &e, ck), nil
+}
+
+// issuePanic carries a panic of the issuing request out of the
+// singleflight group.
+type issuePanic struct{ value any }
+
+func (p *issuePanic) Error() string {
+	return fmt.Sprintf("issuing the certificate panicked: %v", p.value)
+}
 
 func (c *memoCert) certificate(agentID string, issued bool) Certificate {
 	return Certificate{AgentID: agentID, Passport: c.passport, Digest: c.digest, ComputedAt: c.computedAt,
 		ExpiresAt: c.expiresAt, Issued: issued}
 }
 
-// Ingest records events reported by operator (Ledger.Ingest) and, before it
-// returns, tells the store's watch which agents the batch may have changed,
-// so that the next certificate request for any of them reads the store
-// (read-your-writes within this process) instead of waiting for the
-// database to report the commit. When the batch failed, whether it
-// committed is unknown, and every agent in it counts as written.
-func (a *API) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
-	out, err := a.Ledger.Ingest(ctx, operator, events)
-	if w := a.certs.cacheWatch(a.Store); w != nil {
-		ids := make([]string, 0, len(events))
-		for i := range events {
-			if err != nil || (i < len(out) && out[i].Status == ledger.OutcomeAccepted) {
-				ids = append(ids, events[i].AgentID)
-			}
-		}
-		w.Wrote(ids)
-	}
-	return out, err
-}
-
-// issue signs the passport of a freshly computed entry (store.IssueFunc).
-func (a *API) issue(e *ledger.ScoreEntry) ([]byte, string, error) {
-	p, err := passport.New(e.AgentID, a.Platform, e.Result, e.ComputedAt)
+// sign signs the passport of a freshly computed entry (ledger.IssueFunc).
+func (u *UseCases) sign(e *ledger.ScoreEntry) ([]byte, string, error) {
+	p, err := passport.New(e.AgentID, u.Platform, e.Result, e.ComputedAt)
 	if err != nil {
 		return nil, "", fmt.Errorf("issuing a passport for %q: %w", e.AgentID, err)
 	}
-	doc, err := p.Sign(a.Key)
+	doc, err := p.Sign(u.Key)
 	if err != nil {
 		return nil, "", fmt.Errorf("signing a passport for %q: %w", e.AgentID, err)
 	}

@@ -14,7 +14,7 @@ import (
 // PostgreSQL (the notification's delivery; a millisecond in practice).
 const notifyBound = 2 * time.Second
 
-// TestCertificateTwoInstancesPostgres runs two API instances on one
+// TestCertificateTwoInstancesPostgres runs two UseCases instances on one
 // PostgreSQL database, as two `serve` processes would: B serves its
 // remembered certificate with no query while its listener vouches, sees A's
 // write within notifyBound, and reads the stamp on every request while its

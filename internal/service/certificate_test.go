@@ -111,9 +111,9 @@ func (w *fakeWatch) setDown(down bool) {
 }
 
 // twoInstances opens two stores on one database with open (its own
-// connections each, as two processes have), migrates it and returns an API
+// connections each, as two processes have), migrates it and returns UseCases
 // on each sharing clock c; B's store counts its calls.
-func twoInstances(t *testing.T, open func(context.Context, string) (Backend, error), dsn string, c *clock) (a, b *API, sb *countingStore) {
+func twoInstances(t *testing.T, open func(context.Context, string) (Backend, error), dsn string, c *clock) (a, b *UseCases, sb *countingStore) {
 	t.Helper()
 	opened := func() Backend {
 		s, err := open(context.Background(), dsn)
@@ -131,19 +131,19 @@ func twoInstances(t *testing.T, open func(context.Context, string) (Backend, err
 		t.Fatal(err)
 	}
 	sb = &countingStore{Backend: opened()}
-	a = &API{Ledger: &Ledger{Store: opened(), Now: c.now}, Key: key, Platform: "test.example"}
-	b = &API{Ledger: &Ledger{Store: sb, Now: c.now}, Key: key, Platform: "test.example"}
+	a = &UseCases{Store: opened(), Now: c.now, Key: key, Platform: "test.example"}
+	b = &UseCases{Store: sb, Now: c.now, Key: key, Platform: "test.example"}
 	return a, b, sb
 }
 
-// TestCertificateTwoInstances runs two API instances, as two `serve`
+// TestCertificateTwoInstances runs two UseCases instances, as two `serve`
 // processes would, on one SQLite file: B serves its in-memory copy while
 // nothing changes, and sees every write A makes on its very next request.
 func TestCertificateTwoInstances(t *testing.T) {
 	ctx := context.Background()
 	c := &clock{t0.Add(10 * 24 * time.Hour)}
 	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (Backend, error) { return sqlite.Open(ctx, dsn) }, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
-	cert := func(api *API, name string, issued bool) Certificate {
+	cert := func(api *UseCases, name string, issued bool) Certificate {
 		t.Helper()
 		got, err := api.Certificate(ctx, "agent-1")
 		if err != nil {
@@ -234,12 +234,12 @@ func TestCertificateTwoInstances(t *testing.T) {
 func TestCertificateFirstBurst(t *testing.T) {
 	ctx := context.Background()
 	for _, fail := range []bool{false, true} {
-		a, c := newAPI(t)
+		a, c := newUseCases(t)
 		cs := &countingStore{Backend: a.Store, delay: 50 * time.Millisecond}
 		if fail {
 			cs.fail.Store(1)
 		}
-		b := &API{Ledger: &Ledger{Store: cs, Now: c.now}, Key: a.Key, Platform: a.Platform}
+		b := &UseCases{Store: cs, Now: c.now, Key: a.Key, Platform: a.Platform}
 		ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
 		const n = 8
 		certs, errs := make([]Certificate, n), make([]error, n)
@@ -281,10 +281,10 @@ func TestCertificateFirstBurst(t *testing.T) {
 
 func TestCertificateWatch(t *testing.T) {
 	ctx := context.Background()
-	a, c := newAPI(t)
+	a, c := newUseCases(t)
 	fw := newFakeWatch()
 	cs := &countingStore{Backend: a.Store, watch: fw}
-	b := &API{Ledger: &Ledger{Store: cs, Now: c.now}, Key: a.Key, Platform: a.Platform}
+	b := &UseCases{Store: cs, Now: c.now, Key: a.Key, Platform: a.Platform}
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	ingest(t, a, conduit("agent-2", "d", 10, 10, t0))
 
@@ -368,6 +368,105 @@ func TestCertificateWatch(t *testing.T) {
 	if got := calls("at expiry", 1, 1, true); bytes.Equal(got.Passport, third.Passport) {
 		t.Fatal("an expired certificate was served")
 	}
+}
+
+// statsWatch is a fake watch that reports its state, as a watch holding
+// a connection does.
+type statsWatch struct {
+	*fakeWatch
+	stats ledger.WatchStats
+}
+
+func (w *statsWatch) Stats() ledger.WatchStats { return w.stats }
+
+// TestCertificateStats counts how certificates were served, and reports
+// the watch's state only once a certificate request started a watch that
+// offers it.
+func TestCertificateStats(t *testing.T) {
+	ctx := context.Background()
+	a, c := newUseCases(t)
+	sw := &statsWatch{fakeWatch: newFakeWatch(), stats: ledger.WatchStats{Live: true, Connects: 3, Disconnects: 2, MissedHeartbeats: 5}}
+	b := &UseCases{Store: &countingStore{Backend: a.Store, watch: sw}, Key: a.Key, Platform: a.Platform, Now: c.now}
+	ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
+	ingest(t, b, conduit("agent-1", "d", 1, 1, t0))
+	if s := b.CertificateStats(); s != (CertificateStats{}) {
+		t.Fatalf("before any certificate: %+v (an ingest must not start the watch)", s)
+	}
+	if _, err := a.Certificate(ctx, "agent-1"); err != nil { // issued by the other instance
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := b.Certificate(ctx, "agent-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := b.CertificateStats()
+	if s.StampReads != 1 || s.PassportReads != 1 || s.FromMemory != 2 {
+		t.Errorf("counters %+v, want 1 stamp read, 1 passport read, 2 from memory", s)
+	}
+	if s.Watch == nil || *s.Watch != sw.stats {
+		t.Errorf("watch stats %+v, want %+v", s.Watch, sw.stats)
+	}
+	// A server starts its watch before the first request.
+	e := &UseCases{Store: &countingStore{Backend: a.Store, watch: sw}, Now: c.now}
+	e.StartCacheWatch()
+	if s := e.CertificateStats(); s.Watch == nil || s.StampReads != 0 {
+		t.Errorf("after StartCacheWatch: %+v", s)
+	}
+	// A watch that reports nothing: no state.
+	fw := newFakeWatch()
+	d := &UseCases{Store: &countingStore{Backend: a.Store, watch: fw}, Key: a.Key, Now: c.now}
+	if _, err := d.Certificate(ctx, "agent-1"); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.CertificateStats(); s.Watch != nil || s.StampReads != 1 {
+		t.Errorf("plain watch: %+v", s)
+	}
+}
+
+// TestCertificateLeaderPanics: when the request signing a passport panics,
+// that request panics, and the requests waiting for it issue their own
+// instead of failing or crashing the process.
+func TestCertificateLeaderPanics(t *testing.T) {
+	ctx := context.Background()
+	a, c := newUseCases(t)
+	ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
+	ps := &panickingStore{countingStore: countingStore{Backend: a.Store, delay: 50 * time.Millisecond}}
+	ps.panics.Store(1)
+	b := &UseCases{Store: ps, Key: a.Key, Platform: a.Platform, Now: c.now}
+	const n = 6
+	var panicked, served atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			defer func() {
+				if recover() != nil {
+					panicked.Add(1)
+				}
+			}()
+			if _, err := b.Certificate(ctx, "agent-1"); err == nil {
+				served.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if panicked.Load() != 1 || served.Load() != n-1 {
+		t.Fatalf("%d panicked, %d served; want 1 and %d", panicked.Load(), served.Load(), n-1)
+	}
+}
+
+// panickingStore panics in the first panics calls of RefreshScore.
+type panickingStore struct {
+	countingStore
+	panics atomic.Int64
+}
+
+func (s *panickingStore) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
+	time.Sleep(s.delay)
+	if s.panics.Add(-1) >= 0 {
+		panic("injected refresh panic")
+	}
+	return s.Backend.RefreshScore(ctx, agentID, asOf, issue)
 }
 
 func TestCertMemo(t *testing.T) {

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
@@ -43,56 +46,22 @@ type certMemo struct {
 	mu  sync.RWMutex
 	m   map[string]*memoCert
 
-	// watchOnce starts the store's watch on the first certificate request,
-	// so processes that never serve one (the CLI) open no listener.
+	// watchOnce starts the store's watch on the first certificate request
+	// or StartCacheWatch, so processes that serve none (the CLI) open no
+	// listener; watch is nil until then, and after when the store has
+	// none.
 	watchOnce sync.Once
-	watch     ledger.CacheWatch // nil: read the stamp on every request
+	watch     atomic.Pointer[watchRef]
 
-	// flights are the passports being issued now, one per agent at most
-	// (API.issueOnce).
-	flights flights
+	// issuing holds the passports being issued now, one per agent at most
+	// (UseCases.issueOnce).
+	issuing singleflight.Group
+
+	// What CertificateStats reports.
+	fromMemory, stampReads, passportReads atomic.Uint64
 }
 
-// flights tracks, per agent, the one request of this process issuing a
-// passport, so that concurrent requests wait for it rather than sign their
-// own. The zero value is ready to use.
-type flights struct {
-	mu sync.Mutex
-	m  map[string]*flight
-}
-
-// flight is one issuance; cert and err are set before done is closed.
-type flight struct {
-	done chan struct{}
-	cert *memoCert
-	err  error
-}
-
-// join returns the agent's issuance in progress, or registers a new one
-// and reports that the caller leads it and must finish it.
-func (fs *flights) join(agentID string) (f *flight, leader bool) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if f := fs.m[agentID]; f != nil {
-		return f, false
-	}
-	if fs.m == nil {
-		fs.m = make(map[string]*flight)
-	}
-	f = &flight{done: make(chan struct{})}
-	fs.m[agentID] = f
-	return f, true
-}
-
-// finish publishes the leader's outcome to the waiting requests and
-// forgets the issuance.
-func (fs *flights) finish(agentID string, f *flight, c *memoCert, err error) {
-	f.cert, f.err = c, err
-	fs.mu.Lock()
-	delete(fs.m, agentID)
-	fs.mu.Unlock()
-	close(f.done)
-}
+type watchRef struct{ w ledger.CacheWatch }
 
 // memoCert is a served certificate. It is never modified once remembered
 // (a revalidation remembers a copy), so readers need no lock; passport is
@@ -124,10 +93,19 @@ type check struct {
 func (m *certMemo) cacheWatch(s Backend) ledger.CacheWatch {
 	m.watchOnce.Do(func() {
 		if w, ok := s.(CacheWatcher); ok {
-			m.watch = w.CacheWatch()
+			m.watch.Store(&watchRef{w.CacheWatch()})
 		}
 	})
-	return m.watch
+	return m.startedWatch()
+}
+
+// startedWatch returns the store's watch if it was started, else nil. Writes made before then need not be reported to
+// it: nothing remembered predates it.
+func (m *certMemo) startedWatch() ledger.CacheWatch {
+	if r := m.watch.Load(); r != nil {
+		return r.w
+	}
+	return nil
 }
 
 // begin takes a check before a stamp read or a refresh.
@@ -212,4 +190,52 @@ func (m *certMemo) put(agentID string, c *memoCert) {
 		}
 	}
 	m.m[agentID] = c
+}
+
+// CertificateStats says how this process has answered certificate requests
+// since it started, and how the back end's cache watch has fared. The
+// counters only grow.
+type CertificateStats struct {
+	// FromMemory counts certificates served from memory with no query.
+	FromMemory uint64
+	// StampReads counts cache stamps read to validate a remembered
+	// certificate or to find the stored one.
+	StampReads uint64
+	// PassportReads counts stored passports read from the database: issued
+	// by another process, or no longer remembered by this one.
+	PassportReads uint64
+	// Watch is the state of the back end's cache watch, when the watch
+	// reports one (a watch holding a connection offers Stats() WatchStats);
+	// nil before the watch starts (StartCacheWatch, or the first
+	// certificate request), or when there is none or it reports nothing.
+	Watch *ledger.WatchStats
+}
+
+// watchStats is implemented by watches that hold a connection (the
+// PostgreSQL listener).
+type watchStats interface {
+	Stats() ledger.WatchStats
+}
+
+// StartCacheWatch starts the back end's cache watch now instead of on the
+// first certificate request, so that a server's watch (PostgreSQL: its
+// listener connection) is live by then; it returns at once, and the watch
+// connects in the background. Calling it again does nothing. Commands that
+// serve no certificate should not call it.
+func (u *UseCases) StartCacheWatch() { u.certs.cacheWatch(u.Store) }
+
+// CertificateStats returns the certificate memo's counters and its watch's
+// state (for metrics). It is cheap, never blocks on I/O, and never starts
+// the watch.
+func (u *UseCases) CertificateStats() CertificateStats {
+	s := CertificateStats{
+		FromMemory:    u.certs.fromMemory.Load(),
+		StampReads:    u.certs.stampReads.Load(),
+		PassportReads: u.certs.passportReads.Load(),
+	}
+	if ws, ok := u.certs.startedWatch().(watchStats); ok {
+		st := ws.Stats()
+		s.Watch = &st
+	}
+	return s
 }

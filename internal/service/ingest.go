@@ -1,56 +1,50 @@
 package service
 
 import (
+	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"time"
+	"slices"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// Ledger holds the use cases over the event record: ingesting reports,
-// computing scores from the ledger through the cache, and verifying the
-// hash chains. The CLI and the HTTP API share it.
-type Ledger struct {
-	Store Backend
-	// Now is the clock for "the current score"; nil means time.Now.
-	Now func() time.Time
-}
-
-func (l *Ledger) now() time.Time {
-	if l.Now != nil {
-		return l.Now().UTC()
-	}
-	return time.Now().UTC()
-}
-
 // DefaultBatchSize is the number of events written per transaction by
 // IngestStream when the caller gives none.
 const DefaultBatchSize = 1000
 
-// MaxBatchSize bounds one transaction, so a batch never holds the write
-// lock for long.
+// MaxBatchSize bounds one batch, which is one all-or-nothing transaction,
+// so that a batch never holds the write lock for long. An HTTP request is
+// one batch, so it is also the most events a request may carry.
 const MaxBatchSize = 10000
 
 // Rejection is one event that was not recorded.
 type Rejection struct {
-	// Index is where the event was in the input: the 1-based line number
-	// for NDJSON, the 0-based array index for a JSON array.
+	// Index is the event's 0-based position in the input: among the
+	// non-blank lines of NDJSON, or in a JSON array.
 	Index int
-	// ID is the event's id when it could be read.
+	// Line is the event's 1-based line number in NDJSON; 0 in a JSON
+	// array.
+	Line int
+	// ID is the event's id when it parsed. ledger.ParseEvent returns no
+	// event for a report it refuses, so a parse failure has none.
 	ID string
 	// Err says why: errkind.ErrInvalid (a malformed or invalid event,
 	// naming the field) or errkind.ErrConflict (it contradicts the ledger).
 	Err error
 }
 
-// IngestReport summarises an ingest.
+// IngestReport summarises an ingest. Every input event is counted exactly
+// once.
 type IngestReport struct {
 	Accepted   int // new events and transitions recorded
 	Duplicates int // re-sends of what the ledger already holds (no-ops)
+	Superseded int // reports of an earlier status than the one recorded (no-ops)
 	Rejected   []Rejection
 }
 
@@ -58,36 +52,87 @@ type IngestReport struct {
 func (r *IngestReport) Add(o IngestReport) {
 	r.Accepted += o.Accepted
 	r.Duplicates += o.Duplicates
+	r.Superseded += o.Superseded
 	r.Rejected = append(r.Rejected, o.Rejected...)
 }
 
-// Item is one input event: its position and either the parsed event or why
+// Item is one input event: where it was and either the parsed event or why
 // it could not be parsed.
 type Item struct {
-	Index int
+	Index int // 0-based position in the input (Rejection.Index)
+	Line  int // 1-based NDJSON line, 0 in a JSON array
 	Event ledger.Event
 	Err   error
 }
 
-// Ingest records events reported by operator as one all-or-nothing batch
-// and returns one outcome per event (see Backend.Ingest). The batch may
-// hold at most MaxBatchSize events (ErrInvalid otherwise).
-func (l *Ledger) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
-	if len(events) > MaxBatchSize {
-		return nil, fmt.Errorf("%w: %d events in one batch (at most %d)", errkind.ErrInvalid, len(events), MaxBatchSize)
-	}
-	return l.Store.Ingest(ctx, ledger.Batch{Operator: operator, Events: events})
+// InputError is input that cannot be read as a batch of events at all, as
+// opposed to single events that are rejected on their own (Rejection). It
+// matches errkind.ErrInvalid; Problem says which way the input failed.
+type InputError struct {
+	Problem InputProblem
+	Detail  string
 }
 
-// IngestItems records the parsable items as one batch and reports every
-// item, parse failures included, by its Index.
-func (l *Ledger) IngestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
+// InputProblem classifies an InputError.
+type InputProblem uint8
+
+// The ways input fails as a whole.
+const (
+	// InputEmpty: nothing but white space.
+	InputEmpty InputProblem = iota + 1
+	// InputMalformed: it starts as a JSON array but is not one (a
+	// syntax error, a truncated array, data after it).
+	InputMalformed
+	// InputTooLarge: more than MaxBatchSize events.
+	InputTooLarge
+)
+
+func (e *InputError) Error() string { return e.Detail }
+
+// Is makes errors.Is(err, errkind.ErrInvalid) true.
+func (e *InputError) Is(target error) bool { return target == errkind.ErrInvalid }
+
+func tooManyEvents() error {
+	return &InputError{InputTooLarge, fmt.Sprintf("more than %d events in one batch; split the batch", MaxBatchSize)}
+}
+
+// Ingest records events reported by operator as one all-or-nothing batch
+// and returns one outcome per event, in order (LedgerStore.Ingest). Before
+// it returns, it tells the back end's cache watch, if this process has
+// started one, which agents the batch may have changed, so the next
+// certificate request for any of them reads the store (read-your-writes
+// within the process) instead of waiting for the database to report the
+// commit; when the batch failed, whether it committed is unknown, and
+// every agent in it counts as written. Errors: an *InputError
+// (ErrInvalid) for more than MaxBatchSize events, ErrInvalid for an
+// invalid operator, ErrUnavailable.
+func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
+	if len(events) > MaxBatchSize {
+		return nil, tooManyEvents()
+	}
+	out, err := u.Store.Ingest(ctx, ledger.Batch{Operator: operator, Events: events})
+	if w := u.certs.startedWatch(); w != nil {
+		ids := make([]string, 0, len(events))
+		for i := range events {
+			if err != nil || (i < len(out) && out[i].Status == ledger.OutcomeAccepted) {
+				ids = append(ids, events[i].AgentID)
+			}
+		}
+		w.Wrote(ids)
+	}
+	return out, err
+}
+
+// IngestItems records the items that parsed as one batch (Ingest) and
+// reports every item, parse failures included, with rejections in input
+// order. Errors are Ingest's; on an error nothing is reported.
+func (u *UseCases) IngestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
 	var rep IngestReport
 	events := make([]ledger.Event, 0, len(items))
 	pos := make([]int, 0, len(items))
 	for i, it := range items {
 		if it.Err != nil {
-			rep.Rejected = append(rep.Rejected, Rejection{Index: it.Index, ID: it.Event.ID, Err: it.Err})
+			rep.Rejected = append(rep.Rejected, Rejection{Index: it.Index, Line: it.Line, ID: it.Event.ID, Err: it.Err})
 			continue
 		}
 		events = append(events, it.Event)
@@ -96,9 +141,12 @@ func (l *Ledger) IngestItems(ctx context.Context, operator string, items []Item)
 	if len(events) == 0 {
 		return rep, nil
 	}
-	out, err := l.Ingest(ctx, operator, events)
+	out, err := u.Ingest(ctx, operator, events)
 	if err != nil {
 		return IngestReport{}, err
+	}
+	if len(out) != len(events) {
+		return IngestReport{}, fmt.Errorf("the store returned %d outcomes for %d events", len(out), len(events))
 	}
 	for k, o := range out {
 		switch o.Status {
@@ -106,24 +154,132 @@ func (l *Ledger) IngestItems(ctx context.Context, operator string, items []Item)
 			rep.Accepted++
 		case ledger.OutcomeDuplicate:
 			rep.Duplicates++
+		case ledger.OutcomeSuperseded:
+			rep.Superseded++
 		default:
 			it := items[pos[k]]
-			rep.Rejected = append(rep.Rejected, Rejection{Index: it.Index, ID: it.Event.ID, Err: o.Err})
+			reason := o.Err
+			if reason == nil {
+				reason = fmt.Errorf("%w: the store gave no reason (outcome %s)", errkind.ErrInvalid, o.Status)
+			}
+			rep.Rejected = append(rep.Rejected, Rejection{Index: it.Index, Line: it.Line, ID: it.Event.ID, Err: reason})
 		}
 	}
-	sortRejections(rep.Rejected)
+	// Parse failures and the store's rejections were collected in two
+	// passes.
+	slices.SortStableFunc(rep.Rejected, func(a, b Rejection) int { return cmp.Compare(a.Index, b.Index) })
 	return rep, nil
 }
 
-func sortRejections(r []Rejection) {
-	// Parse failures and store rejections arrive in two passes; present
-	// them in input order. Insertion sort: the slices are short and nearly
-	// sorted.
-	for i := 1; i < len(r); i++ {
-		for j := i; j > 0 && r[j].Index < r[j-1].Index; j-- {
-			r[j], r[j-1] = r[j-1], r[j]
+// IngestEvents reads one batch of events from r (ReadEvents) and records
+// it (IngestItems). Errors: ReadEvents' and Ingest's.
+func (u *UseCases) IngestEvents(ctx context.Context, operator string, r io.Reader) (IngestReport, error) {
+	items, err := ReadEvents(r)
+	if err != nil {
+		return IngestReport{}, err
+	}
+	return u.IngestItems(ctx, operator, items)
+}
+
+// ReadEvents reads one batch of events: a JSON array of event objects, or
+// NDJSON (one object per line, blank lines skipped), told apart by the
+// first byte that is not white space. Each event is parsed on its own
+// (ledger.ParseEvent): one that does not parse is an Item with Err set and
+// does not stop the others. Errors: an *InputError (ErrInvalid) for input
+// that is empty, is malformed as a JSON array, or holds more than
+// MaxBatchSize events; a failure to read r, wrapped (errors.As finds it).
+func ReadEvents(r io.Reader) ([]Item, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	skipped := 0 // lines before the first event
+	for {
+		b, err := br.ReadByte()
+		if err == io.EOF {
+			return nil, &InputError{InputEmpty, "the input is empty; send a JSON array or NDJSON of events"}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading events: %w", err)
+		}
+		switch b {
+		case '\n':
+			skipped++
+		case ' ', '\t', '\r':
+		case '[':
+			br.UnreadByte()
+			return readArray(br)
+		default:
+			br.UnreadByte()
+			return readNDJSON(br, skipped)
 		}
 	}
+}
+
+// readNDJSON reads the lines of r, which starts after skipped lines of the
+// input.
+func readNDJSON(r io.Reader, skipped int) ([]Item, error) {
+	var items []Item
+	lr := ledger.NewLineReader(r)
+	last := skipped
+	for {
+		ln, err := lr.Next()
+		if err == io.EOF {
+			return items, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading events after line %d: %w", last, err)
+		}
+		if len(items) == MaxBatchSize {
+			return nil, tooManyEvents()
+		}
+		last = skipped + ln.Number
+		items = append(items, Item{Index: len(items), Line: last, Event: ln.Event, Err: ln.Err})
+	}
+}
+
+func readArray(r io.Reader) ([]Item, error) {
+	var items []Item
+	dec := json.NewDecoder(r)
+	if _, err := dec.Token(); err != nil { // the '['
+		return nil, arrayError(err)
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, arrayError(err)
+		}
+		if len(items) == MaxBatchSize {
+			return nil, tooManyEvents()
+		}
+		ev, err := ledger.ParseEvent(raw)
+		items = append(items, Item{Index: len(items), Event: ev, Err: err})
+	}
+	if _, err := dec.Token(); err != nil { // the ']'
+		return nil, arrayError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil && !isSyntax(err) {
+			return nil, fmt.Errorf("reading events: %w", err)
+		}
+		return nil, &InputError{InputMalformed, "unexpected data after the JSON array of events"}
+	}
+	return items, nil
+}
+
+// arrayError classifies an error of the JSON decoder reading the array:
+// the array's own syntax, or the reader failing.
+func arrayError(err error) error {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return &InputError{InputMalformed, fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Error())}
+	case errors.Is(err, io.ErrUnexpectedEOF), err == io.EOF:
+		return &InputError{InputMalformed, "the input ends inside the JSON array of events"}
+	}
+	return fmt.Errorf("reading events: %w", err)
+}
+
+func isSyntax(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se)
 }
 
 // Progress is reported after each committed batch of IngestStream.
@@ -133,14 +289,15 @@ type Progress struct {
 }
 
 // IngestStream reads NDJSON events from r and records them in batches of
-// batchSize (DefaultBatchSize if 0). Each batch is all or nothing; a
-// malformed line is rejected on its own (by line number) and never stops
-// the others. progress, if not nil, is called after every batch with the
-// running totals. On an error (the database failing, ctx ending, or
-// reading r failing) the returned report covers the batches already
-// committed, and the error says which line the uncommitted batch started
-// at.
-func (l *Ledger) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
+// batchSize (DefaultBatchSize if 0), in constant memory. Each batch is all
+// or nothing; a malformed line is rejected on its own (by line number) and
+// never stops the others. progress, if not nil, is called after every
+// batch with the running totals. On an error (the database failing, ctx
+// ending, or reading r failing) the returned report covers the batches
+// already committed, and the error says which line the uncommitted batch
+// started at. Errors: ErrInvalid for a batch size outside
+// 1..MaxBatchSize or an invalid operator, Ingest's, and r's.
+func (u *UseCases) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
 	if batchSize == 0 {
 		batchSize = DefaultBatchSize
 	}
@@ -157,9 +314,9 @@ func (l *Ledger) IngestStream(ctx context.Context, operator string, r io.Reader,
 		if len(batch) == 0 {
 			return nil
 		}
-		rep, err := l.IngestItems(ctx, operator, batch)
+		rep, err := u.IngestItems(ctx, operator, batch)
 		if err != nil {
-			return fmt.Errorf("batch starting at line %d not recorded: %w", batch[0].Index, err)
+			return fmt.Errorf("batch starting at line %d not recorded: %w", batch[0].Line, err)
 		}
 		total.Add(rep)
 		batch = batch[:0]
@@ -168,7 +325,7 @@ func (l *Ledger) IngestStream(ctx context.Context, operator string, r io.Reader,
 		}
 		return nil
 	}
-	last := 0
+	last, n := 0, 0
 	for {
 		line, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -178,7 +335,8 @@ func (l *Ledger) IngestStream(ctx context.Context, operator string, r io.Reader,
 			return total, fmt.Errorf("reading events after line %d: %w", last, err)
 		}
 		last = line.Number
-		batch = append(batch, Item{Index: line.Number, Event: line.Event, Err: line.Err})
+		batch = append(batch, Item{Index: n, Line: line.Number, Event: line.Event, Err: line.Err})
+		n++
 		if len(batch) == batchSize {
 			if err := flush(last); err != nil {
 				return total, err

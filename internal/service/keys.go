@@ -18,8 +18,8 @@ import (
 // SigningKeyEnv names the environment variable holding the signing key.
 const SigningKeyEnv = "SWARMSCORE_SIGNING_KEY"
 
-// KeyFile is where the key of an embedded SQLite store is kept when none is
-// configured: beside the database, named after it (swarmscore.db →
+// KeyFile is where the key of a database kept in a local file is kept when
+// none is configured: beside the database, named after it (swarmscore.db →
 // swarmscore.key).
 func KeyFile(dbPath string) string {
 	ext := filepath.Ext(dbPath)
@@ -30,13 +30,13 @@ func KeyFile(dbPath string) string {
 //
 // The configured key (env, the value of SWARMSCORE_SIGNING_KEY) wins; its
 // literal bytes are the HMAC key and it must be at least 32 bytes. Without
-// one, an embedded store (sqlitePath != "") keeps a generated key in
-// KeyFile(sqlitePath), created on first start with 0600 permissions, so
-// passports survive restarts; its path, never its content, is logged. A
-// shared store (sqlitePath == "") has no such place: several servers must
-// sign with one key, so a missing key is an error. Every error matches
-// errkind.ErrInvalid and never contains key material.
-func LoadSigningKey(env, sqlitePath string, log *slog.Logger) (passport.Key, error) {
+// one, a database kept in a local file (dbFile != "", e.g. SQLite's) keeps
+// a generated key in KeyFile(dbFile), created on first start with 0600
+// permissions, so passports survive restarts; its path, never its
+// content, is logged. A database server (dbFile == "") has no such place:
+// several servers must sign with one key, so a missing key is an error.
+// Every error matches errkind.ErrInvalid and never contains key material.
+func LoadSigningKey(env, dbFile string, log *slog.Logger) (passport.Key, error) {
 	if env != "" {
 		k, err := passport.NewKey([]byte(env))
 		if err != nil {
@@ -45,11 +45,11 @@ func LoadSigningKey(env, sqlitePath string, log *slog.Logger) (passport.Key, err
 		}
 		return k, nil
 	}
-	if sqlitePath == "" {
-		return passport.Key{}, fmt.Errorf("%w: %s is required with a PostgreSQL store (every server sharing the database must sign with the same key; generate one with `swarmscore keygen`)",
+	if dbFile == "" {
+		return passport.Key{}, fmt.Errorf("%w: %s is required with a database server such as PostgreSQL (every server sharing the database must sign with the same key; generate one with `swarmscore keygen`)",
 			errkind.ErrInvalid, SigningKeyEnv)
 	}
-	path := KeyFile(sqlitePath)
+	path := KeyFile(dbFile)
 	b, err := readKeyFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		b, err = createKeyFile(path)
@@ -83,7 +83,12 @@ func readKeyFile(path string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading signing key file %s: %v", errkind.ErrInvalid, path, err.(*fs.PathError).Err)
+		// The message names the path once.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%w: reading signing key file %s: %v", errkind.ErrInvalid, path, err)
 	}
 	return []byte(strings.TrimRight(string(b), "\r\n")), nil
 }

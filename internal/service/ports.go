@@ -11,8 +11,9 @@ import (
 
 // The storage ports: what the use cases need from a back end, one narrow
 // interface per aggregate. The sqlite and postgres back ends implement all
-// of them (internal/store/storetest checks that they behave alike); the
-// wiring in internal/cli hands a back end to the use cases. Unless a method
+// of them (internal/store/storetest checks that they behave alike);
+// cmd/swarmscore wires them and the CLI hands the one a DSN names to
+// UseCases. Unless a method
 // says otherwise, every method returns errkind.ErrUnavailable (wrapped) when
 // the database cannot be reached, and ctx's error when ctx ends first, and
 // "now" is never read from a clock: times are arguments.
@@ -105,8 +106,8 @@ type CacheWatcher interface {
 	CacheWatch() ledger.CacheWatch
 }
 
-// Backend is everything a deployment's store provides; the wiring opens one
-// and hands it to the use cases.
+// Backend is everything a deployment's store provides: what UseCases
+// needs.
 type Backend interface {
 	Database
 	LedgerStore

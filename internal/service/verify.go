@@ -41,7 +41,7 @@ const (
 	CodeLedgerMismatch = "ledger_mismatch"
 )
 
-// Verify checks a passport as received for agentID, at the API's clock.
+// Verify checks a passport as received for agentID, as of now (to the second).
 //
 // L1 is passport.Verify: the signature (against the server's key), the
 // document's internal consistency, and expiry. L2 runs when this server
@@ -51,13 +51,13 @@ const (
 // detected_tampering. An unreadable document is not an error: it is a
 // Verification with valid false and the reasons. Errors: ErrUnavailable
 // when the ledger cannot be read.
-func (a *API) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := passport.Verify(doc, []passport.Key{a.Key}, a.now())
+func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
+	v := passport.Verify(doc, []passport.Key{u.Key}, u.now())
 	if p := v.Passport; p != nil {
 		if p.AgentID != agentID {
 			v.Fail(CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", p.AgentID, agentID), true)
 		}
-		counts, err := a.ledgerCounts(ctx, p.AgentID, p.Issuer.ComputedAt)
+		counts, err := u.ledgerCounts(ctx, p.AgentID, p.Issuer.ComputedAt)
 		switch {
 		case errors.Is(err, errkind.ErrNotFound):
 			// Not our agent: L2 is not possible here, L1 stands.
@@ -89,13 +89,13 @@ func (a *API) Verify(ctx context.Context, doc []byte, agentID string) (Verificat
 // answers asOf holds exactly those (any report that could change them
 // invalidates it), and reading it is one indexed row, so verifying a
 // current passport costs no window count; otherwise the ledger is counted.
-func (a *API) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
-	e, ok, err := a.Store.CachedScore(ctx, agentID, asOf)
+func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
+	e, ok, err := u.Store.CachedScore(ctx, agentID, asOf)
 	if err != nil {
 		return score.Counts{}, err
 	}
 	if ok {
 		return e.Result.Counts, nil
 	}
-	return a.Store.Counts(ctx, agentID, asOf)
+	return u.Store.Counts(ctx, agentID, asOf)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-func sign(t *testing.T, a *API, agent string, c score.Counts, at time.Time) []byte {
+func sign(t *testing.T, a *UseCases, agent string, c score.Counts, at time.Time) []byte {
 	t.Helper()
 	r, err := score.Compute(c)
 	if err != nil {
@@ -36,7 +36,7 @@ func codes(v Verification) []string {
 }
 
 func TestVerifyLevels(t *testing.T) {
-	a, c := newAPI(t)
+	a, c := newUseCases(t)
 	ctx := context.Background()
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	issued := c.t.Add(-time.Hour)

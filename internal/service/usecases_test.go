@@ -28,7 +28,7 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func newAPI(t *testing.T) (*API, *clock) {
+func newUseCases(t *testing.T) (*UseCases, *clock) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "test.db"))
@@ -44,7 +44,7 @@ func newAPI(t *testing.T) (*API, *clock) {
 		t.Fatal(err)
 	}
 	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	return &API{Ledger: &Ledger{Store: st, Now: c.now}, Key: key, Platform: "test.example", Tokens: &Tokens{Store: st, Now: c.now}}, c
+	return &UseCases{Store: st, Key: key, Platform: "test.example", Now: c.now}, c
 }
 
 // conduit returns n Conduit sessions for agent ending at end, the first ok
@@ -75,7 +75,7 @@ func ap2(agent, prefix string, n, ok int, end time.Time) []ledger.Event {
 	return evs
 }
 
-func ingest(t *testing.T, a *API, evs []ledger.Event) {
+func ingest(t *testing.T, a *UseCases, evs []ledger.Event) {
 	t.Helper()
 	out, err := a.Ingest(context.Background(), "op-1", evs)
 	if err != nil {
@@ -89,7 +89,7 @@ func ingest(t *testing.T, a *API, evs []ledger.Event) {
 }
 
 func TestCertificateCachedThenFresh(t *testing.T) {
-	a, c := newAPI(t)
+	a, c := newUseCases(t)
 	ctx := context.Background()
 	if _, err := a.Certificate(ctx, "nobody"); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("unknown agent: %v", err)
@@ -139,8 +139,8 @@ func TestCertificateCachedThenFresh(t *testing.T) {
 	}
 }
 
-// verifyOK checks doc verifies at the API's clock and returns it parsed.
-func verifyOK(t *testing.T, a *API, doc []byte, agent string) *passport.Passport {
+// verifyOK checks doc verifies as of the use cases' clock and returns it parsed.
+func verifyOK(t *testing.T, a *UseCases, doc []byte, agent string) *passport.Passport {
 	t.Helper()
 	v, err := a.Verify(context.Background(), doc, agent)
 	if err != nil || !v.Valid || !v.SignatureValid || !v.ScoreValid || v.DetectedTampering {
@@ -154,7 +154,7 @@ func verifyOK(t *testing.T, a *API, doc []byte, agent string) *passport.Passport
 }
 
 func TestScoreAndEscrow(t *testing.T) {
-	a, _ := newAPI(t)
+	a, _ := newUseCases(t)
 	ctx := context.Background()
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	e, err := a.Escrow(ctx, "agent-1", 100000)
@@ -177,7 +177,7 @@ func TestScoreAndEscrow(t *testing.T) {
 }
 
 func TestRanking(t *testing.T) {
-	a, _ := newAPI(t)
+	a, _ := newUseCases(t)
 	ctx := context.Background()
 	// Scores: a1 4·k for k VERIFIED sessions (k < 100).
 	for i, k := range []int{10, 30, 30, 20, 0} {
@@ -220,9 +220,9 @@ func TestRanking(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	a, _ := newAPI(t)
+	a, _ := newUseCases(t)
 	ctx := context.Background()
-	nt, err := a.Tokens.Create(ctx, "acme")
+	nt, err := a.CreateToken(ctx, "acme")
 	if err != nil || len(nt.Secret) < 40 || nt.Operator != "acme" {
 		t.Fatalf("create %+v %v", nt, err)
 	}
@@ -232,45 +232,45 @@ func TestTokens(t *testing.T) {
 	if _, err := a.Authenticate(ctx, nt.Secret+"x"); !errors.Is(err, errkind.ErrUnauthorized) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := a.Tokens.Create(ctx, "bad name"); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.CreateToken(ctx, "bad name"); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("bad operator: %v", err)
 	}
-	toks, err := a.Tokens.List(ctx)
+	toks, err := a.ListTokens(ctx)
 	if err != nil || len(toks) != 1 || toks[0].ID != nt.ID || toks[0].SHA256 != ([32]byte{}) {
 		t.Fatalf("list %+v %v", toks, err)
 	}
-	if err := a.Tokens.Revoke(ctx, nt.ID); err != nil {
+	if err := a.RevokeToken(ctx, nt.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Authenticate(ctx, nt.Secret); !errors.Is(err, errkind.ErrUnauthorized) {
 		t.Fatalf("revoked token: %v", err)
 	}
-	if err := a.Tokens.Revoke(ctx, "tok-nope"); !errors.Is(err, errkind.ErrNotFound) {
+	if err := a.RevokeToken(ctx, "tok-nope"); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
 }
 
 func TestBootstrap(t *testing.T) {
-	a, _ := newAPI(t)
+	a, _ := newUseCases(t)
 	ctx := context.Background()
 	short := "too-short-secret"
-	_, err := a.Tokens.Bootstrap(ctx, short)
+	_, err := a.BootstrapAdminToken(ctx, short)
 	if !errors.Is(err, errkind.ErrInvalid) || bytes.Contains([]byte(err.Error()), []byte(short)) {
 		t.Fatalf("short admin token: %v", err)
 	}
 	first := "first-admin-token-0123456789abcdefghij"
-	id1, err := a.Tokens.Bootstrap(ctx, first)
+	id1, err := a.BootstrapAdminToken(ctx, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := a.Tokens.Bootstrap(ctx, first); err != nil || id != id1 {
+	if id, err := a.BootstrapAdminToken(ctx, first); err != nil || id != id1 {
 		t.Fatalf("restart with the same token: %q %v", id, err)
 	}
 	if op, err := a.Authenticate(ctx, first); err != nil || op != AdminOperator {
 		t.Fatalf("admin: %q %v", op, err)
 	}
 	second := "second-admin-token-0123456789abcdefghij"
-	if _, err := a.Tokens.Bootstrap(ctx, second); err != nil {
+	if _, err := a.BootstrapAdminToken(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Authenticate(ctx, first); !errors.Is(err, errkind.ErrUnauthorized) {
@@ -280,7 +280,7 @@ func TestBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A revoked token cannot be brought back by setting it again.
-	if _, err := a.Tokens.Bootstrap(ctx, first); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.BootstrapAdminToken(ctx, first); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("revoked admin token re-bootstrapped: %v", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestLoadSigningKey(t *testing.T) {
 // seconds, so its counts must be the counts as of that second, or L2 would
 // later find the ledger disagreeing with an honest passport.
 func TestCertificateSubSecond(t *testing.T) {
-	a, c := newAPI(t)
+	a, c := newUseCases(t)
 	ctx := context.Background()
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	second := c.t.Truncate(time.Second)

@@ -1,0 +1,129 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/passport"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// UseCases are SwarmScore's use cases over one storage back end.
+//
+// Every method that needs the current time reads Now once per call and
+// truncates it to the second, the precision of passports, and works as of
+// that instant: a certificate, its cache entry, a score, a ranking and an L2
+// recount made in the same second agree on it. Times a caller passes (an
+// explicit as-of) keep the ledger's microseconds.
+//
+// Use one UseCases per back end for the life of the process: it remembers
+// the certificates it served (certmemo.go). It is safe for concurrent use;
+// its fields must not change after the first call.
+type UseCases struct {
+	// Store is the back end.
+	Store Backend
+	// Key signs new passports (Certificate) and checks presented ones
+	// (Verify); the other use cases do not need it.
+	Key passport.Key
+	// Platform is the issuer.platform of new passports.
+	Platform string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	certs certMemo
+}
+
+// now reads the clock, to the second.
+func (u *UseCases) now() time.Time {
+	clock := u.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	return clock().UTC().Truncate(time.Second)
+}
+
+// Migrate applies every pending migration to the back end (idempotent).
+// Errors: ErrUnavailable.
+func (u *UseCases) Migrate(ctx context.Context) error { return u.Store.Migrate(ctx) }
+
+// Ready reports whether the database is reachable and migrated
+// (ErrUnavailable otherwise).
+func (u *UseCases) Ready(ctx context.Context) error { return u.Store.Ready(ctx) }
+
+// Escrow computes the hold for a payment of amountCents to the agent at its
+// current score (spec §5), rounded up to the cent. Errors: ErrInvalid for a
+// malformed id or a negative amount, ErrNotFound for an unknown agent,
+// ErrUnavailable.
+func (u *UseCases) Escrow(ctx context.Context, agentID string, amountCents int64) (Escrow, error) {
+	if err := ledger.CheckID("agent_id", agentID); err != nil {
+		return Escrow{}, err
+	}
+	if amountCents < 0 {
+		return Escrow{}, fmt.Errorf("%w: amount_cents %d must not be negative", errkind.ErrInvalid, amountCents)
+	}
+	e, err := u.Score(ctx, agentID)
+	if err != nil {
+		return Escrow{}, err
+	}
+	hold, released, err := score.HoldCents(amountCents, e.Result.Score)
+	if err != nil {
+		return Escrow{}, err
+	}
+	return Escrow{Score: e.Result.Score, Modifier: e.Result.Escrow, HoldCents: hold, ReleasedCents: released}, nil
+}
+
+// Ranking lists agents by current score, highest first, then by agent id.
+// Stale cache entries are first recomputed in one set-based statement, so
+// the page ranks scores as of now. Agents that chose to be unlisted are
+// omitted. Errors: ErrInvalid for an out-of-range query, ErrUnavailable.
+func (u *UseCases) Ranking(ctx context.Context, q RankingQuery) (RankingPage, error) {
+	lq := ledger.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, After: q.After}
+	if err := lq.Validate(); err != nil {
+		return RankingPage{}, err
+	}
+	if _, err := u.Store.RecomputeAll(ctx, u.now(), true); err != nil {
+		return RankingPage{}, err
+	}
+	// One extra row tells whether there is a next page, so the last page
+	// carries no cursor (except at the maximum page size).
+	lq.Limit = min(q.Limit+1, 1000)
+	entries, err := u.Store.ListScores(ctx, lq)
+	if err != nil {
+		return RankingPage{}, err
+	}
+	page := RankingPage{Agents: entries}
+	if len(entries) > q.Limit {
+		page.Agents = entries[:q.Limit]
+	}
+	if len(entries) > q.Limit || (len(entries) == q.Limit && lq.Limit == q.Limit) {
+		last := page.Agents[len(page.Agents)-1]
+		page.Next = &ledger.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
+	}
+	return page, nil
+}
+
+// Agent returns what the ledger knows about an agent. Errors: ErrInvalid
+// for a malformed id, ErrNotFound if nothing, ErrUnavailable.
+func (u *UseCases) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
+	if err := ledger.CheckID("agent_id", agentID); err != nil {
+		return ledger.AgentInfo{}, err
+	}
+	return u.Store.Agent(ctx, agentID)
+}
+
+// VerifyLedger walks every hash chain (LedgerStore.VerifyLedger): broken
+// links are in the report; the error (ErrUnavailable) is only for failing
+// to read.
+func (u *UseCases) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
+	return u.Store.VerifyLedger(ctx)
+}
+
+// RecomputeAll refreshes every agent's cache entry as of now (with
+// onlyStale, only entries that no longer answer now), dropping their
+// passports, and returns how many it wrote. Errors: ErrUnavailable.
+func (u *UseCases) RecomputeAll(ctx context.Context, onlyStale bool) (int64, error) {
+	return u.Store.RecomputeAll(ctx, u.now(), onlyStale)
+}
