@@ -196,10 +196,13 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || res.Accepted != 120 || len(res.Rejected) != 0 {
 		t.Fatalf("ingest: %+v %v", res, err)
 	}
-	// Re-sending is a no-op; a backward transition is rejected alone.
+	// Re-sending is a no-op, an earlier status is superseded, and a final
+	// status changed to another final one is rejected alone.
 	back := client.ConduitSession("agent-1-c0", "agent-1", "RUNNING", t0, time.Time{})
-	res, err = op.IngestEvents(ctx, append(history("agent-1")[:2], back))
-	if err != nil || res.Duplicates != 2 || len(res.Rejected) != 1 || res.Rejected[0].Index != 2 {
+	flip := client.ConduitSession("agent-1-c1", "agent-1", "FAILED", t0, t0.Add(time.Minute))
+	res, err = op.IngestEvents(ctx, append(history("agent-1")[:2], back, flip))
+	if err != nil || res.Duplicates != 2 || res.Superseded != 1 || len(res.Rejected) != 1 || res.Rejected[0].Index != 3 ||
+		res.Rejected[0].ID != "agent-1-c1" {
 		t.Fatalf("re-send: %+v %v", res, err)
 	}
 	if _, err := anon.IngestEvents(ctx, history("x")); !client.IsProblem(err, client.ProblemUnauthorized) {
