@@ -134,6 +134,11 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 			log.Error("closing the database", "err", err)
 		}
 	}()
+	// A back end with something to say about its connections (the
+	// PostgreSQL cache listener) says it in the server's log.
+	if l, ok := st.(interface{ SetLogger(*slog.Logger) }); ok {
+		l.SetLogger(log)
+	}
 	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform}
 	if err := u.Migrate(ctx); err != nil {
 		return err

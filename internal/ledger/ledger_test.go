@@ -296,3 +296,30 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestRejectionsNameTheEvent: a refused event still yields its id when it
+// has a valid one, and a byte-order mark before the first line is skipped.
+func TestRejectionsNameTheEvent(t *testing.T) {
+	for _, in := range []string{
+		`{"type":"conduit_session","id":"s-9","agent_id":"a","status":"VERIFIED","started_at":"2026-03-17T14:00:00Z"}`,
+		`{"type":"other","id":"s-9"}`,
+		`{"type":"conduit_session","id":"s-9","agent_id":"a","status":"RUNNING","started_at":"2026-03-17T14:00:00Z","extra":1}`,
+	} {
+		e, err := ParseEvent([]byte(in))
+		if err == nil || e.ID != "s-9" || e.AgentID != "" {
+			t.Errorf("%s: %+v %v", in, e, err)
+		}
+	}
+	if e, err := ParseEvent([]byte(`{"type":"other","id":"bad id"}`)); err == nil || e.ID != "" {
+		t.Errorf("an invalid id is not echoed: %+v %v", e, err)
+	}
+	lr := NewLineReader(strings.NewReader("\xef\xbb\xbf" + conduitJSON + "\n" + `{"id":"x-1","type":"?"}` + "\n"))
+	first, err := lr.Next()
+	if err != nil || first.Err != nil || first.Event.ID != "s-1" || first.Number != 1 {
+		t.Errorf("first line after a BOM: %+v %v", first, err)
+	}
+	second, err := lr.Next()
+	if err != nil || second.Err == nil || second.Event.ID != "x-1" || second.Number != 2 {
+		t.Errorf("second line: %+v %v", second, err)
+	}
+}

@@ -25,7 +25,8 @@ var allowed = map[Type]map[string]bool{
 // object with no duplicate, unknown or mistyped fields, every required field
 // present, and the values must pass Validate. Times may carry any RFC 3339
 // offset and are converted to UTC. Every error is a *FieldError
-// (errkind.ErrInvalid) naming the field.
+// (errkind.ErrInvalid) naming the field; the Event returned with it holds
+// the event's id when the object has a valid one, and nothing else.
 func ParseEvent(data []byte) (Event, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -61,47 +62,53 @@ func ParseEvent(data []byte) (Event, error) {
 		return Event{}, &FieldError{Reason: "unexpected data after the event object"}
 	}
 
+	// Once the id has been read, a rejection names it, so that the reporter
+	// can tell which event was refused.
+	var failed Event
+	if id, err := str(raw, "id", true); err == nil && ValidID(id) {
+		failed.ID = id
+	}
 	var e Event
 	typ, err := str(raw, "type", true)
 	if err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	e.Type = Type(typ)
 	if !e.Type.Valid() {
-		return Event{}, fieldErr("type", "%q is not conduit_session or ap2_transaction", typ)
+		return failed, fieldErr("type", "%q is not conduit_session or ap2_transaction", typ)
 	}
 	for _, k := range order {
 		if !allowed[e.Type][k] {
-			return Event{}, fieldErr(k, "is not a field of %s events", e.Type)
+			return failed, fieldErr(k, "is not a field of %s events", e.Type)
 		}
 	}
 	if e.ID, err = str(raw, "id", true); err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	if e.AgentID, err = str(raw, e.Type.agentField(), true); err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	if e.BuyerID, err = str(raw, "buyer_id", e.Type == AP2Transaction); err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	status, err := str(raw, "status", true)
 	if err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	e.Status = Status(status)
 	if e.Type == AP2Transaction {
 		if e.EscrowAmountCents, err = cents(raw, "escrow_amount_cents"); err != nil {
-			return Event{}, err
+			return failed, err
 		}
 	}
 	if e.StartedAt, err = timeField(raw, "started_at", true); err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	if e.EndedAt, err = timeField(raw, e.Type.endField(), false); err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	if err := e.Validate(); err != nil {
-		return Event{}, err
+		return failed, err
 	}
 	return e, nil
 }
@@ -189,8 +196,10 @@ type Line struct {
 }
 
 // LineReader reads NDJSON events one line at a time. Blank lines are
-// skipped; a malformed or oversized line yields a Line with Err set and the
-// reader continues with the next line.
+// skipped, and so is a UTF-8 byte-order mark at the start of the stream; a
+// malformed or oversized line yields a Line with Err set (and the event's
+// id in Event.ID when it could be read) and the reader continues with the
+// next line.
 type LineReader struct {
 	r    *bufio.Reader
 	line int
@@ -208,6 +217,11 @@ func (lr *LineReader) Next() (Line, error) {
 		data, tooLong, err := lr.readLine()
 		if err != nil && (err != io.EOF || (len(data) == 0 && !tooLong)) {
 			return Line{}, err
+		}
+		if lr.line == 0 {
+			// Editors on some systems start a UTF-8 file with a byte-order
+			// mark; it is not part of the first event.
+			data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 		}
 		lr.line++
 		if tooLong {

@@ -31,8 +31,8 @@ type Rejection struct {
 	// Line is the event's 1-based line number in NDJSON; 0 in a JSON
 	// array.
 	Line int
-	// ID is the event's id when it parsed. ledger.ParseEvent returns no
-	// event for a report it refuses, so a parse failure has none.
+	// ID is the event's id whenever it could be read, even from an event
+	// that was refused as malformed or invalid.
 	ID string
 	// Err says why: errkind.ErrInvalid (a malformed or invalid event,
 	// naming the field) or errkind.ErrConflict (it contradicts the ledger).

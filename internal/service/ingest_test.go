@@ -154,9 +154,9 @@ func TestIngestEvents(t *testing.T) {
 	if rep.Accepted != 1 || rep.Duplicates != 1 || rep.Superseded != 0 || len(rep.Rejected) != 2 {
 		t.Fatalf("array: %+v", rep)
 	}
-	// In input order: the parse failure (no id: the parser returns no
-	// event) before the store's conflict.
-	if r := rep.Rejected[0]; r.Index != 1 || r.Line != 0 || r.ID != "" || errkind.Of(r.Err) != errkind.Invalid || !strings.Contains(r.Err.Error(), "completed_at") {
+	// In input order: the parse failure (naming the event it could read
+	// the id of) before the store's conflict.
+	if r := rep.Rejected[0]; r.Index != 1 || r.Line != 0 || r.ID != "s-2" || errkind.Of(r.Err) != errkind.Invalid || !strings.Contains(r.Err.Error(), "completed_at") {
 		t.Errorf("parse failure %+v", r)
 	}
 	if r := rep.Rejected[1]; r.Index != 3 || r.ID != "s-1" || errkind.Of(r.Err) != errkind.Conflict {
