@@ -117,6 +117,12 @@ func dbDSN(cmd *cobra.Command, flag string) string {
 // migrated already, runs f over it and closes it. A command that does not
 // migrate never creates a database file: a missing one is ErrNotFound.
 func withUseCases(cmd *cobra.Command, db string, migrate bool, f func(*service.UseCases) error) error {
+	return withMigrated(cmd, db, migrate, func(u *service.UseCases, _ []string) error { return f(u) })
+}
+
+// withMigrated is withUseCases that also hands f the names of the
+// migrations it applied.
+func withMigrated(cmd *cobra.Command, db string, migrate bool, f func(u *service.UseCases, applied []string) error) error {
 	ctx := cmd.Context()
 	dsn := dbDSN(cmd, db)
 	drv, err := process(cmd).Drivers.lookup(dsn)
@@ -138,13 +144,14 @@ func withUseCases(cmd *cobra.Command, db string, migrate bool, f func(*service.U
 	}
 	defer st.Close()
 	u := &service.UseCases{Store: st}
+	var applied []string
 	if migrate {
-		err = u.Migrate(ctx)
+		applied, err = u.Migrate(ctx)
 	} else {
 		err = u.Ready(ctx)
 	}
 	if err != nil {
 		return err
 	}
-	return f(u)
+	return f(u, applied)
 }

@@ -144,3 +144,17 @@ func TestLedgerCommands(t *testing.T) {
 		t.Errorf("verify after tampering: %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestMigrateSaysWhatItApplied: a new database lists every migration once;
+// a second run applies none and says so.
+func TestMigrateSaysWhatItApplied(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "m.db")
+	code, out, stderr := runLedgerCLI(t, db, "", "migrate")
+	if code != 0 || !strings.Contains(out, "applied 00001_ledger.sql\n") || !strings.Contains(out, "applied 00004_signing_keys.sql\n") {
+		t.Fatalf("first migrate: %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = runLedgerCLI(t, db, "", "migrate")
+	if code != 0 || strings.Contains(out, "applied 0") || !strings.Contains(out, "(0 migration(s) applied)") {
+		t.Fatalf("second migrate: %d\n%s", code, out)
+	}
+}

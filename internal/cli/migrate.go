@@ -19,8 +19,12 @@ created if missing). Running it again is a no-op; several processes may run
 it at once. 'swarmscore serve' and 'swarmscore ingest' migrate by themselves.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUseCases(cmd, db, true, func(*service.UseCases) error {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: schema up to date\n", process(cmd).Drivers.redact(dbDSN(cmd, db)))
+			return withMigrated(cmd, db, true, func(_ *service.UseCases, applied []string) error {
+				out := cmd.OutOrStdout()
+				for _, name := range applied {
+					fmt.Fprintf(out, "applied %s\n", name)
+				}
+				fmt.Fprintf(out, "%s: schema up to date (%d migration(s) applied)\n", process(cmd).Drivers.redact(dbDSN(cmd, db)), len(applied))
 				return nil
 			})
 		},

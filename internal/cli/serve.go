@@ -140,7 +140,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		l.SetLogger(log)
 	}
 	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform}
-	if err := u.Migrate(ctx); err != nil {
+	if _, err := u.Migrate(ctx); err != nil {
 		return err
 	}
 	u.StartCacheWatch()

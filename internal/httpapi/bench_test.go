@@ -26,7 +26,7 @@ func benchServer(b *testing.B) (*Server, []byte) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
+	if _, err := st.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
 	key, _ := passport.NewKey([]byte("bench-signing-key-0123456789abcdefghij"))

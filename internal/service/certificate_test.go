@@ -121,7 +121,7 @@ func twoInstances(t *testing.T, open func(context.Context, string) (Backend, err
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(context.Background()); err != nil {
+		if _, err := s.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		return s

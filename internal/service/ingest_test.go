@@ -22,7 +22,7 @@ func newLedger(t *testing.T) *UseCases {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(t.Context()); err != nil {
+	if _, err := st.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return &UseCases{Store: st, Now: func() time.Time { return ledgerNow }}

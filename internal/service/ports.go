@@ -20,9 +20,10 @@ import (
 
 // Database is the lifecycle of a back end.
 type Database interface {
-	// Migrate applies every pending migration; idempotent and safe to run
-	// from several processes at once.
-	Migrate(ctx context.Context) error
+	// Migrate applies every pending migration and returns the names of
+	// those it applied, oldest first (none when the schema was current);
+	// idempotent and safe to run from several processes at once.
+	Migrate(ctx context.Context) ([]string, error)
 	// Ready returns nil when the database is reachable and fully migrated,
 	// otherwise an error matching errkind.ErrUnavailable that says which.
 	Ready(ctx context.Context) error

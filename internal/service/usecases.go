@@ -45,9 +45,9 @@ func (u *UseCases) now() time.Time {
 	return clock().UTC().Truncate(time.Second)
 }
 
-// Migrate applies every pending migration to the back end (idempotent).
-// Errors: ErrUnavailable.
-func (u *UseCases) Migrate(ctx context.Context) error { return u.Store.Migrate(ctx) }
+// Migrate applies every pending migration to the back end (idempotent) and
+// returns the names of those it applied. Errors: ErrUnavailable.
+func (u *UseCases) Migrate(ctx context.Context) ([]string, error) { return u.Store.Migrate(ctx) }
 
 // Ready reports whether the database is reachable and migrated
 // (ErrUnavailable otherwise).

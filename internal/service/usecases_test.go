@@ -36,7 +36,7 @@ func newUseCases(t *testing.T) (*UseCases, *clock) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
+	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	key, err := passport.NewKey([]byte(testKey))

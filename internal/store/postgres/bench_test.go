@@ -325,7 +325,7 @@ func loadBig(b *testing.B) *Store {
 		bigDB.drop = drop
 		s, err := Open(ctx, dsn)
 		if err == nil {
-			err = s.Migrate(ctx)
+			_, err = s.Migrate(ctx)
 		}
 		if err != nil {
 			bigDB.err = err

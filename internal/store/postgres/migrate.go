@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -48,18 +49,28 @@ func newMigrator(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 	return p, db, nil
 }
 
-// migrate applies every pending migration. It is safe to run from several
-// processes at once.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+// migrate applies every pending migration and returns the names of those
+// it applied. It is safe to run from several processes at once.
+func migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 	p, db, err := newMigrator(pool)
 	if err != nil {
-		return fmt.Errorf("postgres: prepare migrations: %w", err)
+		return nil, fmt.Errorf("postgres: prepare migrations: %w", err)
 	}
 	defer db.Close()
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("postgres: apply migrations: %w", err)
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: apply migrations: %w", err)
 	}
-	return nil
+	return appliedNames(results), nil
+}
+
+// appliedNames lists the file names of applied migrations.
+func appliedNames(results []*goose.MigrationResult) []string {
+	names := make([]string, 0, len(results))
+	for _, r := range results {
+		names = append(names, filepath.Base(r.Source.Path))
+	}
+	return names
 }
 
 // migrationsCurrent reports whether every embedded migration has been

@@ -102,7 +102,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	w.exec("ALTER TABLE ledger_records DISABLE TRIGGER ledger_records_no_update")
 	w.exec(`UPDATE ledger_records SET content = '\x7b'::bytea WHERE agent_id = 'agent-b' AND seq = 6`)
 
-	if err := s.Migrate(ctx); err != nil {
+	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Ready(ctx); err != nil {

@@ -80,12 +80,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 // that need raw access (COPY, sizes).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Migrate applies every pending migration; see service.Database.
-func (s *Store) Migrate(ctx context.Context) error {
-	if err := migrate(ctx, s.pool); err != nil {
-		return classify(err)
+// Migrate applies every pending migration and returns their names; see
+// service.Database.
+func (s *Store) Migrate(ctx context.Context) ([]string, error) {
+	applied, err := migrate(ctx, s.pool)
+	if err != nil {
+		return nil, classify(err)
 	}
-	return nil
+	return applied, nil
 }
 
 // Ready reports whether the database answers and is fully migrated.

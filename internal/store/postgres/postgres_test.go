@@ -26,7 +26,7 @@ func openTest(tb testing.TB) *Store {
 		tb.Fatalf("Open: %v", err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
+	if _, err := s.Migrate(context.Background()); err != nil {
 		tb.Fatalf("Migrate: %v", err)
 	}
 	return s
@@ -89,7 +89,7 @@ func TestMigrateConcurrentlyAndReady(t *testing.T) {
 	// Replicas starting at once: each migration is applied exactly once.
 	errs := make(chan error, len(stores))
 	for _, s := range stores {
-		go func() { errs <- s.Migrate(ctx) }()
+		go func() { _, err := s.Migrate(ctx); errs <- err }()
 	}
 	for range stores {
 		if err := <-errs; err != nil {
@@ -108,7 +108,7 @@ func TestMigrateConcurrentlyAndReady(t *testing.T) {
 	if want := len(mustMigrationNames(t)); applied != want {
 		t.Fatalf("goose_db_version has %d applied migrations, want %d", applied, want)
 	}
-	if err := stores[0].Migrate(ctx); err != nil {
+	if _, err := stores[0].Migrate(ctx); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
 }
@@ -231,7 +231,7 @@ func TestRefusedConnectionsAreUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Migrate(t.Context()); err != nil {
+	if _, err := s.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	admin := pgtest.NewAdmin(t, dsn)

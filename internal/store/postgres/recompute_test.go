@@ -412,7 +412,7 @@ func TestMigration00002Backfill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Migrate(ctx); err != nil {
+	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := s.CachedScore(ctx, "live", benchAsOf); err != nil || !ok {

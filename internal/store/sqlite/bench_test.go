@@ -54,7 +54,7 @@ func openBench(b *testing.B) (*sqlite.Store, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
+	if _, err := s.Migrate(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	return s, path

@@ -34,7 +34,7 @@ func TestIngestAcrossChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
+	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)

@@ -21,7 +21,7 @@ func TestPreparedBeforeMigration(t *testing.T) {
 	if _, _, err := s.CachedScore(t.Context(), "agent-1", time.Now()); err == nil {
 		t.Fatal("CachedScore before migration succeeded")
 	}
-	if err := s.Migrate(t.Context()); err != nil {
+	if _, err := s.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // the second call runs the now-prepared statement

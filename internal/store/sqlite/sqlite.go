@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -140,22 +141,27 @@ func (s *Store) migrator(db *sql.DB) (*goose.Provider, error) {
 
 // Migrate applies pending migrations over a dedicated connection (goose
 // mixes transactions and plain queries, which would deadlock on the single
-// writer connection).
-func (s *Store) Migrate(ctx context.Context) error {
+// writer connection) and returns the file names of those it applied.
+func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 	db, err := sql.Open("sqlite", s.path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
 	if err != nil {
-		return fmt.Errorf("%w: migrate %s: %v", errkind.ErrUnavailable, s.path, err)
+		return nil, fmt.Errorf("%w: migrate %s: %v", errkind.ErrUnavailable, s.path, err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	p, err := s.migrator(db)
 	if err != nil {
-		return fmt.Errorf("sqlite: prepare migrations: %w", err)
+		return nil, fmt.Errorf("sqlite: prepare migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("%w: sqlite: apply migrations to %s: %v", errkind.ErrUnavailable, s.path, err)
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sqlite: apply migrations to %s: %v", errkind.ErrUnavailable, s.path, err)
 	}
-	return nil
+	names := make([]string, 0, len(results))
+	for _, r := range results {
+		names = append(names, filepath.Base(r.Source.Path))
+	}
+	return names, nil
 }
 
 // Ready checks that the database answers and every migration is applied.

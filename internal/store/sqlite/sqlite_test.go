@@ -34,7 +34,7 @@ func (h *harness) open(t *testing.T) service.Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(t.Context()); err != nil {
+	if _, err := s.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	h.mu.Lock()
@@ -113,7 +113,7 @@ func TestTwoHandles(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(t.Context()); err != nil {
+		if _, err := s.Migrate(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -202,7 +202,7 @@ func TestFileModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Migrate(t.Context()); err != nil {
+	if _, err := s.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Ingest(t.Context(), ledger.Batch{Operator: "op", Events: []ledger.Event{{Type: ledger.ConduitSession, ID: "c1", AgentID: "a",

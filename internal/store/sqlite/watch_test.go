@@ -18,7 +18,7 @@ func TestCacheWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Migrate(t.Context()); err != nil {
+		if _, err := s.Migrate(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -43,7 +43,7 @@ func TestCacheWatchForeignWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Migrate(t.Context()); err != nil {
+	if _, err := s.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	w := s.CacheWatch()
@@ -83,7 +83,7 @@ func BenchmarkCacheWatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
+	if _, err := s.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: benchEvents("w", 10, 1)}); err != nil {

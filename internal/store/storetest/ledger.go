@@ -17,7 +17,7 @@ func testReady(t *testing.T, h Harness) {
 	if err := s.Ready(ctx(t)); err != nil {
 		t.Fatalf("Ready on a migrated store: %v", err)
 	}
-	if err := s.Migrate(ctx(t)); err != nil {
+	if _, err := s.Migrate(ctx(t)); err != nil {
 		t.Fatalf("Migrate again: %v", err)
 	}
 	if err := s.Ready(ctx(t)); err != nil {
