@@ -491,3 +491,52 @@ func logRelationSizes(ctx context.Context, b *testing.B, s *Store, events int) {
 	}
 	b.Logf("relation sizes (r = table heap, i = index), %d events:\n%s", events, strings.Join(lines, "\n"))
 }
+
+// BenchmarkIngestResend is a re-sent export: every event stored (RUNNING
+// or HELD, then final), then sent again. "export" re-sends each event's
+// history (the earlier report superseded, the final one a duplicate);
+// "duplicates" sends each final report twice, the same number of reports.
+// ns/op is per report, in batches of 1000.
+func BenchmarkIngestResend(b *testing.B) {
+	ctx := context.Background()
+	for _, name := range []string{"export", "duplicates"} {
+		b.Run(name, func(b *testing.B) {
+			s := openTest(b)
+			final := benchEvents("e", (b.N+1)/2, ingestAgents, 1)
+			var history, resend []ledger.Event
+			for _, e := range final {
+				early := e
+				early.EndedAt = time.Time{}
+				if e.Type == ledger.ConduitSession {
+					early.Status = ledger.Running
+				} else {
+					early.Status = ledger.Held
+				}
+				history = append(history, early, e)
+				if name == "export" {
+					resend = append(resend, early, e)
+				} else {
+					resend = append(resend, e, e)
+				}
+			}
+			send := func(evs []ledger.Event, want ...ledger.OutcomeStatus) {
+				for len(evs) > 0 {
+					n := min(1000, len(evs))
+					out, err := s.Ingest(ctx, ledger.Batch{Operator: "op-bench", Events: evs[:n]})
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, o := range out {
+						if !slices.Contains(want, o.Status) {
+							b.Fatalf("%v: %v", o.Status, o.Err)
+						}
+					}
+					evs = evs[n:]
+				}
+			}
+			send(history, ledger.OutcomeAccepted)
+			b.ResetTimer()
+			send(resend[:b.N], ledger.OutcomeDuplicate, ledger.OutcomeSuperseded)
+		})
+	}
+}

@@ -339,3 +339,53 @@ func checkpointSize(b *testing.B, close func() error, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// BenchmarkIngestResend is a re-sent export: every event stored (half
+// Conduit RUNNING → VERIFIED/FAILED, half AP2 HELD → SETTLED/DISPUTED),
+// then sent again. "export" re-sends each event's history (the earlier
+// report superseded, the final one a duplicate); "duplicates" sends each
+// final report twice, the same number of reports. ns/op is per report, in
+// batches of 1000.
+func BenchmarkIngestResend(b *testing.B) {
+	for _, name := range []string{"export", "duplicates"} {
+		b.Run(name, func(b *testing.B) {
+			s, _ := openBench(b)
+			final := benchEvents("e", (b.N+1)/2, 1000)
+			var history, resend []ledger.Event
+			for _, e := range final {
+				early := e
+				early.EndedAt = time.Time{}
+				if e.Type == ledger.ConduitSession {
+					early.Status = ledger.Running
+				} else {
+					early.Status = ledger.Held
+				}
+				history = append(history, early, e)
+				if name == "export" {
+					resend = append(resend, early, e)
+				} else {
+					resend = append(resend, e, e)
+				}
+			}
+			ingestAll(b, s, history, 1000)
+			resend = resend[:b.N]
+			b.ResetTimer()
+			cpu := cpuTime()
+			for len(resend) > 0 {
+				n := min(1000, len(resend))
+				out, err := s.Ingest(context.Background(), ledger.Batch{Operator: "op-bench", Events: resend[:n]})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range out {
+					if o.Status != ledger.OutcomeDuplicate && o.Status != ledger.OutcomeSuperseded {
+						b.Fatalf("%v: %v", o.Status, o.Err)
+					}
+				}
+				resend = resend[n:]
+			}
+			b.StopTimer()
+			reportRates(b, cpu)
+		})
+	}
+}
