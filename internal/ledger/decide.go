@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +56,10 @@ type State struct {
 type Prepared struct {
 	batch    Batch
 	outcomes []Outcome // rejections so far; the zero Outcome for the others
+	// eventOf and agentOf give, for each valid report, the index of its
+	// event in Events and of its agent in Agents, so that Decide needs no
+	// map of its own.
+	eventOf, agentOf []int32
 	// Agents lists the agents the valid reports name, sorted, each once:
 	// the chain heads to load (and, on PostgreSQL, the rows to lock in
 	// this order).
@@ -75,9 +78,10 @@ func Prepare(b Batch) (*Prepared, error) {
 	if err := CheckID("operator", b.Operator); err != nil {
 		return nil, err
 	}
-	p := &Prepared{batch: b, outcomes: make([]Outcome, len(b.Events))}
-	seen := make(map[EventKey]bool, len(b.Events))
-	agents := make(map[string]bool)
+	n := len(b.Events)
+	p := &Prepared{batch: b, outcomes: make([]Outcome, n), eventOf: make([]int32, n), agentOf: make([]int32, n)}
+	events := make(map[EventKey]int32, n)
+	agents := make(map[string]int32)
 	for i := range b.Events {
 		e := &b.Events[i]
 		if err := e.Validate(); err != nil {
@@ -88,16 +92,38 @@ func Prepare(b Batch) (*Prepared, error) {
 			p.outcomes[i] = reject(err)
 			continue
 		}
-		if k := (EventKey{e.Type, e.ID}); !seen[k] {
-			seen[k] = true
+		k := EventKey{e.Type, e.ID}
+		ei, ok := events[k]
+		if !ok {
+			ei = int32(len(p.Events))
+			events[k] = ei
 			p.Events = append(p.Events, k)
 		}
-		if !agents[e.AgentID] {
-			agents[e.AgentID] = true
+		ai, ok := agents[e.AgentID]
+		if !ok {
+			ai = int32(len(p.Agents))
+			agents[e.AgentID] = ai
 			p.Agents = append(p.Agents, e.AgentID)
 		}
+		p.eventOf[i], p.agentOf[i] = ei, ai
 	}
-	slices.Sort(p.Agents)
+	// Agents in id order, and each report's agent index with them.
+	order := make([]int32, len(p.Agents))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.Agents[a], p.Agents[b]) })
+	rank := make([]int32, len(order))
+	sorted := make([]string, len(order))
+	for r, i := range order {
+		rank[i], sorted[r] = int32(r), p.Agents[i]
+	}
+	p.Agents = sorted
+	for i := range p.agentOf {
+		if p.outcomes[i].Status == 0 {
+			p.agentOf[i] = rank[p.agentOf[i]]
+		}
+	}
 	return p, nil
 }
 
@@ -204,9 +230,17 @@ func (p *Plan) Invalidated() []string {
 type decision struct {
 	StoredEvent
 	loadedSeq int64
+	loaded    bool // st was consulted
+	known     bool // the event exists (stored, or reported earlier in the batch)
 	stored    bool // a row existed before the batch
-	moved     bool // listed in Inserts or Updates
-	index     int  // its position there
+	moved     bool // the batch changed it: it is written
+}
+
+// head is an agent's chain head while a batch is decided.
+type head struct {
+	HeadMove
+	loaded bool
+	moved  bool
 }
 
 // Decide classifies every valid report in batch order against st, as the
@@ -222,23 +256,25 @@ type decision struct {
 func (p *Prepared) Decide(st State) Plan {
 	b := &p.batch
 	plan := Plan{Operator: b.Operator, Outcomes: slices.Clone(p.outcomes)}
-	events := make(map[EventKey]*decision, len(p.Events))
-	heads := make(map[string]*HeadMove, len(p.Agents))
+	events := make([]decision, len(p.Events))
+	heads := make([]head, len(p.Agents))
 	var chain Chainer
+	var moved []int32    // the events the batch changed, in the order of their first change
+	var recAgent []int32 // the agent index of each record, for the sort below
+	plan.Records = make([]ChainRecord, 0, len(p.Events))
 	for i := range b.Events {
 		if plan.Outcomes[i].Status != 0 {
 			continue
 		}
 		e := &b.Events[i]
-		k := EventKey{e.Type, e.ID}
-		d := events[k]
-		if d == nil {
-			if se, ok := st.Events[k]; ok {
-				d = &decision{StoredEvent: se, loadedSeq: se.Seq, stored: true}
-				events[k] = d
+		d := &events[p.eventOf[i]]
+		if !d.loaded {
+			d.loaded = true
+			if se, ok := st.Events[EventKey{e.Type, e.ID}]; ok {
+				d.StoredEvent, d.loadedSeq, d.known, d.stored = se, se.Seq, true, true
 			}
 		}
-		if d != nil {
+		if d.known {
 			// An id that exists belongs to the agent that first reported
 			// it, so a report naming another agent is a conflict and
 			// registers nothing.
@@ -254,50 +290,73 @@ func (p *Prepared) Decide(st State) Plan {
 				continue
 			}
 		}
-		h := heads[e.AgentID]
-		if h == nil {
+		h := &heads[p.agentOf[i]]
+		if !h.loaded {
 			stored, ok := st.Heads[e.AgentID]
-			h = &HeadMove{AgentID: e.AgentID, Head: stored, New: !ok}
-			heads[e.AgentID] = h
+			h.loaded, h.HeadMove = true, HeadMove{AgentID: e.AgentID, Head: stored, New: !ok}
 		}
 		rec := Record{Event: *e, Operator: b.Operator, Seq: h.Head.Seq + 1}
 		hash, _ := chain.Link(h.Head.Hash, &rec)
 		plan.Records = append(plan.Records, ChainRecord{AgentID: e.AgentID, Seq: rec.Seq, Type: e.Type, EventID: e.ID, Status: e.Status, Hash: hash})
-		h.Head = Head{Seq: rec.Seq, Hash: hash}
+		recAgent = append(recAgent, p.agentOf[i])
+		h.Head, h.moved = Head{Seq: rec.Seq, Hash: hash}, true
 		if e.Status.Terminal() {
 			h.Terminal = rec.Seq
 		}
-		if d == nil {
-			d = &decision{StoredEvent: StoredEvent{Operator: b.Operator}}
-			events[k] = d
+		if !d.known {
+			d.known, d.Operator = true, b.Operator
 		}
 		d.Event, d.Seq = *e, rec.Seq
-		w := EventWrite{Event: d.Event, Operator: d.Operator, Seq: d.Seq, LoadedSeq: d.loadedSeq}
-		switch {
-		case d.moved && d.stored:
-			plan.Updates[d.index] = w
-		case d.moved:
-			plan.Inserts[d.index] = w
-		case d.stored:
-			d.moved, d.index = true, len(plan.Updates)
-			plan.Updates = append(plan.Updates, w)
-		default:
-			d.moved, d.index = true, len(plan.Inserts)
-			plan.Inserts = append(plan.Inserts, w)
+		if !d.moved {
+			d.moved = true
+			moved = append(moved, p.eventOf[i])
 		}
 		plan.Outcomes[i] = Outcome{Status: OutcomeAccepted}
 	}
-	for _, id := range p.Agents {
-		if h := heads[id]; h != nil {
-			plan.Heads = append(plan.Heads, *h)
+	updates := 0
+	for _, ei := range moved {
+		if events[ei].stored {
+			updates++
 		}
 	}
-	// Records in key order: a back end appending them walks its primary
-	// key index forward.
-	slices.SortFunc(plan.Records, func(a, b ChainRecord) int {
-		return cmp.Or(strings.Compare(a.AgentID, b.AgentID), cmp.Compare(a.Seq, b.Seq))
-	})
+	plan.Inserts = make([]EventWrite, 0, len(moved)-updates)
+	plan.Updates = make([]EventWrite, 0, updates)
+	for _, ei := range moved {
+		d := &events[ei]
+		w := EventWrite{Event: d.Event, Operator: d.Operator, Seq: d.Seq, LoadedSeq: d.loadedSeq}
+		if d.stored {
+			plan.Updates = append(plan.Updates, w)
+		} else {
+			plan.Inserts = append(plan.Inserts, w)
+		}
+	}
+	for i := range heads {
+		if heads[i].moved {
+			plan.Heads = append(plan.Heads, heads[i].HeadMove)
+		}
+	}
+	plan.Records = byAgent(plan.Records, recAgent, len(p.Agents))
 	return plan
+}
+
+// byAgent returns records ordered by agent then seq, so that a back end
+// appending them walks its primary key index forward. Agents are ranked in
+// id order and each agent's records were appended in seq order, so a
+// counting sort on the rank is enough.
+func byAgent(records []ChainRecord, rank []int32, agents int) []ChainRecord {
+	start := make([]int, agents+1)
+	for _, r := range rank {
+		start[r+1]++
+	}
+	for i := 1; i <= agents; i++ {
+		start[i] += start[i-1]
+	}
+	out := make([]ChainRecord, len(records))
+	for i, r := range rank {
+		out[start[r]] = records[i]
+		start[r]++
+	}
+	return out
 }
 
 // RebuildRecord is the chain record r as it was hashed, rebuilt from what a
