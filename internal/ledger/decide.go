@@ -34,9 +34,14 @@ type Head struct {
 // operator that first reported it, and the chain position of the record
 // that produced that state.
 type StoredEvent struct {
+	// Event is the event as reported: its agent and its last reported
+	// status. Later reports are classified against it.
 	Event    Event
 	Operator string
 	Seq      int64
+	// Corrected is its state after corrections, nil when none changed it
+	// (CurrentAgent, CurrentStatus and IsVoided read it).
+	Corrected *Current
 }
 
 // State is what a batch is decided against: the chain heads of the
@@ -198,9 +203,10 @@ type EventWrite struct {
 	LoadedSeq int64
 }
 
-// ChainRecord is a new record of an agent's hash chain as stored: the event
-// it records and the status reported, and its hash. The rest of its
-// canonical content (Record) is in the event row (RebuildRecord).
+// ChainRecord is a record of an agent's hash chain as stored: the event it
+// records and the status reported (or, for a correction, the event's status
+// after it), and its hash. The rest of its canonical content is in the
+// event row (RebuildRecord) or the correction (Correction.AppendCanonical).
 type ChainRecord struct {
 	AgentID string
 	Seq     int64
@@ -208,6 +214,8 @@ type ChainRecord struct {
 	EventID string
 	Status  Status
 	Hash    Hash
+	// CorrectionID names the correction a record records; "" for a report.
+	CorrectionID string
 }
 
 // Empty reports whether the plan writes nothing (every report was a
@@ -366,8 +374,10 @@ func byAgent(records []ChainRecord, rank []int32, agents int) []ChainRecord {
 // and operator never change (Classify refuses a change), and an end time
 // belongs to exactly the final status, which never changes either.
 func RebuildRecord(r *ChainRecord, row *StoredEvent) Record {
+	// The agent is the chain's: an event re-attributed since was reported
+	// for the agent whose chain holds the report.
 	rec := Record{Seq: r.Seq, Operator: row.Operator, Event: Event{
-		Type: r.Type, ID: r.EventID, AgentID: row.Event.AgentID, BuyerID: row.Event.BuyerID, Status: r.Status,
+		Type: r.Type, ID: r.EventID, AgentID: r.AgentID, BuyerID: row.Event.BuyerID, Status: r.Status,
 		EscrowAmountCents: row.Event.EscrowAmountCents, StartedAt: row.Event.StartedAt,
 	}}
 	if r.Status.Terminal() {

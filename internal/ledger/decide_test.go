@@ -18,13 +18,14 @@ import (
 // memLedger is the dumbest possible back end: it loads State from maps and
 // applies plans to them, so the tests exercise every rule with no I/O.
 type memLedger struct {
-	heads   map[string]Head
-	events  map[EventKey]StoredEvent
-	records map[string][]ChainRecord // by agent, in seq order
+	heads       map[string]Head
+	events      map[EventKey]StoredEvent
+	records     map[string][]ChainRecord // by agent, in seq order
+	corrections map[string]Correction
 }
 
 func newMemLedger() *memLedger {
-	return &memLedger{heads: map[string]Head{}, events: map[EventKey]StoredEvent{}, records: map[string][]ChainRecord{}}
+	return &memLedger{heads: map[string]Head{}, events: map[EventKey]StoredEvent{}, records: map[string][]ChainRecord{}, corrections: map[string]Correction{}}
 }
 
 func (m *memLedger) ingest(t *testing.T, b Batch) []Outcome {
@@ -94,6 +95,9 @@ func (m *memLedger) walk() (iter.Seq2[*ChainRow, error], iter.Seq2[*EventLink, e
 			for _, r := range rs {
 				row := &ChainRow{AgentID: a, Registered: true, HeadSeq: h.Seq, HeadHash: h.Hash[:], HasRecord: true, Record: r, StoredHash: r.Hash[:]}
 				row.Event, row.HasEvent = m.events[EventKey{r.Type, r.EventID}]
+				if r.CorrectionID != "" {
+					row.Correction, row.HasCorrection = m.corrections[r.CorrectionID]
+				}
 				if !yield(row, nil) {
 					return
 				}
@@ -102,8 +106,8 @@ func (m *memLedger) walk() (iter.Seq2[*ChainRow, error], iter.Seq2[*EventLink, e
 	}
 	links := func(yield func(*EventLink, error) bool) {
 		for k, e := range m.events {
-			l := &EventLink{Type: k.Type, ID: k.ID, AgentID: e.Event.AgentID, Seq: e.Seq}
-			if rs := m.records[e.Event.AgentID]; e.Seq >= 1 && e.Seq <= int64(len(rs)) {
+			l := &EventLink{Type: k.Type, ID: k.ID, AgentID: e.CurrentAgent(), Seq: e.Seq}
+			if rs := m.records[e.CurrentAgent()]; e.Seq >= 1 && e.Seq <= int64(len(rs)) {
 				l.Linked, l.RecordType, l.RecordID = true, rs[e.Seq-1].Type, rs[e.Seq-1].EventID
 			}
 			if !yield(l, nil) {

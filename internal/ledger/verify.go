@@ -29,6 +29,10 @@ type ChainRow struct {
 	// HasEvent is false when no event row has the record's type and id.
 	HasEvent bool
 	Event    StoredEvent
+	// HasCorrection is false when the record names a correction
+	// (Record.CorrectionID) that has no row; Correction is that row.
+	HasCorrection bool
+	Correction    Correction
 }
 
 // EventLink is an event row with the chain record its seq names, as a back
@@ -54,15 +58,17 @@ type EventLink struct {
 //     and its event row: an edit to the record, to a hashed field of the
 //     row or to the stored hash breaks the link where it happened;
 //   - a seq is missing, or the chain's end is not the agent's stored head;
-//   - a record's event row is missing, belongs to another agent, is not at
-//     its latest record or differs from it in status;
+//   - a record's event row is missing, is not at its latest record or
+//     differs from it in status or void, or now belongs to another agent
+//     although no later correction in this chain moved it there;
+//   - a correction's row is missing or differs from its record;
 //   - an event row names no record, or a record of another event;
 //   - records exist for an agent that is not registered.
 //
 // The error is only for failing to read (the first error an iterator
 // yields).
 func VerifyChains(chains iter.Seq2[*ChainRow, error], links iter.Seq2[*EventLink, error]) (VerifyReport, error) {
-	v := walker{broken: make(map[string]BrokenLink)}
+	v := walker{broken: make(map[string]BrokenLink), moved: make(map[EventKey]movedRow)}
 	for r, err := range chains {
 		if err != nil {
 			return VerifyReport{}, err
@@ -96,6 +102,15 @@ type walker struct {
 	prev       Hash
 	expectSeq  int64
 	chain      Chainer
+	// moved are the events whose rows belong to another agent now, with
+	// the first record of theirs in this chain: a later re-attribution
+	// out of this chain must explain each.
+	moved map[EventKey]movedRow
+}
+
+type movedRow struct {
+	seq   int64
+	agent string
 }
 
 // fail records a broken link, keeping the earliest of each chain.
@@ -113,6 +128,7 @@ func (v *walker) step(r *ChainRow) {
 		v.started, v.agent, v.registered = true, r.AgentID, r.Registered
 		v.headSeq, v.headHash = r.HeadSeq, append(v.headHash[:0], r.HeadHash...)
 		v.prev, v.expectSeq = Hash{}, 1
+		clear(v.moved)
 		if !r.HasRecord {
 			return
 		}
@@ -129,22 +145,44 @@ func (v *walker) step(r *ChainRow) {
 		v.fail(v.agent, v.expectSeq, "", "record seq %d is missing (next present is %d)", v.expectSeq, rec.Seq)
 	}
 	v.expectSeq = rec.Seq + 1
-	switch row := &r.Event; {
+	row, cor := &r.Event, &r.Correction
+	isCorrection := rec.CorrectionID != ""
+	key := EventKey{rec.Type, rec.EventID}
+	switch {
+	case isCorrection && !r.HasCorrection:
+		v.fail(v.agent, rec.Seq, rec.EventID, "correction %s recorded in the chain has no row (deleted)", rec.CorrectionID)
+	case isCorrection && (cor.ID != rec.CorrectionID || cor.EventType != rec.Type || cor.EventID != rec.EventID || cor.ToStatus != rec.Status ||
+		(v.agent != cor.FromAgent && v.agent != cor.ToAgent)):
+		v.fail(v.agent, rec.Seq, rec.EventID, "correction %s differs from its chain record (altered outside the ledger)", rec.CorrectionID)
 	case !r.HasEvent:
 		v.fail(v.agent, rec.Seq, rec.EventID, "%s recorded in the chain has no row (deleted)", rec.Type)
-	case row.Event.AgentID != v.agent:
-		v.fail(v.agent, rec.Seq, rec.EventID, "%s row belongs to agent %q, not to this chain", rec.Type, row.Event.AgentID)
 	default:
-		canonical := RebuildRecord(rec, row)
-		if got, _ := v.chain.Link(v.prev, &canonical); !bytes.Equal(got[:], r.StoredHash) {
-			v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: the chain record or its %s row was altered outside the ledger", rec.Type)
+		var got Hash
+		if isCorrection {
+			got, _ = v.chain.LinkCorrection(v.prev, v.agent, rec.Seq, cor)
+		} else {
+			canonical := RebuildRecord(rec, row)
+			got, _ = v.chain.Link(v.prev, &canonical)
 		}
-		switch {
+		if !bytes.Equal(got[:], r.StoredHash) {
+			v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: the chain record, its %s row or its correction was altered outside the ledger", rec.Type)
+		}
+		voids := isCorrection && cor.Action == ActionVoid
+		switch current := row.CurrentAgent(); {
+		case current != v.agent && isCorrection && cor.Action == ActionReattribute && cor.FromAgent == v.agent:
+			delete(v.moved, key) // this chain moved it away: every earlier record of it is explained
+		case current != v.agent:
+			if _, ok := v.moved[key]; !ok {
+				v.moved[key] = movedRow{rec.Seq, current}
+			}
 		case rec.Seq > row.Seq:
 			v.fail(v.agent, rec.Seq, rec.EventID, "%s row is not at its latest chain record (it names seq %d)", rec.Type, row.Seq)
-		case rec.Seq == row.Seq && row.Event.Status != rec.Status:
+		case rec.Seq == row.Seq && row.CurrentStatus() != rec.Status:
 			v.fail(v.agent, rec.Seq, rec.EventID, "%s row differs from its chain record (status %s, recorded %s; altered outside the ledger)",
-				rec.Type, row.Event.Status, rec.Status)
+				rec.Type, row.CurrentStatus(), rec.Status)
+		case rec.Seq == row.Seq && row.IsVoided() != voids:
+			v.fail(v.agent, rec.Seq, rec.EventID, "%s row differs from its chain record (void %v, recorded %v; altered outside the ledger)",
+				rec.Type, row.IsVoided(), voids)
 		}
 	}
 	// The next link is judged against the stored hash, so that one altered
@@ -153,9 +191,17 @@ func (v *walker) step(r *ChainRow) {
 	copy(v.prev[:], r.StoredHash)
 }
 
-// end checks the chain just walked against its agent's head.
+// end checks the chain just walked against its agent's head, and that
+// every event it recorded that belongs to another agent now was moved there
+// by a correction in it.
 func (v *walker) end() {
-	if !v.started || !v.registered {
+	if !v.started {
+		return
+	}
+	for k, m := range v.moved {
+		v.fail(v.agent, m.seq, k.ID, "%s row belongs to agent %q, not to this chain, and no correction here moved it", k.Type, m.agent)
+	}
+	if !v.registered {
 		return
 	}
 	last := v.expectSeq - 1
