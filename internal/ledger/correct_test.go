@@ -119,14 +119,36 @@ func TestCorrections(t *testing.T) {
 	}{
 		{"unknown event", request(ActionVoid, ConduitSession, "c9"), errkind.NotFound},
 		{"not final", request(ActionVoid, AP2Transaction, "t2"), errkind.Conflict},
-		{"voided", func() CorrectionRequest { r := request(ActionStatus, ConduitSession, "c2"); r.Status = Verified; return r }(), errkind.Conflict},
-		{"same status", func() CorrectionRequest { r := request(ActionStatus, AP2Transaction, "t1"); r.Status = Refunded; r.Reason = "x"; return r }(), errkind.Invalid},
-		{"same agent", func() CorrectionRequest { r := request(ActionReattribute, ConduitSession, "c1"); r.AgentID = "a"; r.Reason = "y"; return r }(), errkind.Invalid},
+		{"voided", func() CorrectionRequest {
+			r := request(ActionStatus, ConduitSession, "c2")
+			r.Status = Verified
+			return r
+		}(), errkind.Conflict},
+		{"same status", func() CorrectionRequest {
+			r := request(ActionStatus, AP2Transaction, "t1")
+			r.Status = Refunded
+			r.Reason = "x"
+			return r
+		}(), errkind.Invalid},
+		{"same agent", func() CorrectionRequest {
+			r := request(ActionReattribute, ConduitSession, "c1")
+			r.AgentID = "a"
+			r.Reason = "y"
+			return r
+		}(), errkind.Invalid},
 		{"not a final status", func() CorrectionRequest { r := request(ActionStatus, AP2Transaction, "t1"); r.Status = Held; return r }(), errkind.Invalid},
-		{"other type's status", func() CorrectionRequest { r := request(ActionStatus, AP2Transaction, "t1"); r.Status = Verified; return r }(), errkind.Invalid},
+		{"other type's status", func() CorrectionRequest {
+			r := request(ActionStatus, AP2Transaction, "t1")
+			r.Status = Verified
+			return r
+		}(), errkind.Invalid},
 		{"no reason", func() CorrectionRequest { r := request(ActionVoid, AP2Transaction, "t1"); r.Reason = ""; return r }(), errkind.Invalid},
 		{"control character", func() CorrectionRequest { r := request(ActionVoid, AP2Transaction, "t1"); r.Reason = "a\nb"; return r }(), errkind.Invalid},
-		{"void with a status", func() CorrectionRequest { r := request(ActionVoid, AP2Transaction, "t1"); r.Status = Refunded; return r }(), errkind.Invalid},
+		{"void with a status", func() CorrectionRequest {
+			r := request(ActionVoid, AP2Transaction, "t1")
+			r.Status = Refunded
+			return r
+		}(), errkind.Invalid},
 		{"unknown action", request("undo", AP2Transaction, "t1"), errkind.Invalid},
 	}
 	for _, b := range bad {
