@@ -52,10 +52,6 @@ func checkEncoding(t *testing.T, p *Passport, doc []byte) {
 	if p.Issuer.Signature != hmacHex(testSecret, msg) {
 		t.Fatal("signature is not HMAC-SHA256 of the message")
 	}
-	// Verify reads what Sign issues on its quickest path.
-	if verifyIssued(doc, []Key{testKey(t)}, p.Issuer.ComputedAt) == nil {
-		t.Fatalf("the issued path does not read the issued document\n%s", doc)
-	}
 	marshalled := mustMarshal(t, p)
 	if want := naiveMessage(t, decodeTree(t, marshalled)); !bytes.Equal(msg, want) {
 		t.Fatalf("json.Marshal(p) signs other content:\n got %s\nwant %s", want, msg)
@@ -444,64 +440,4 @@ func TestEncodingLongPlatform(t *testing.T) {
 	at := time.Date(8030, 12, 25, 0, 0, 0, 0, time.UTC)
 	p, doc := signed(t, "agent-7", platform, score.Counts{ConduitTotal: 4, ConduitSuccess: 2, AP2Total: 1 << 40, AP2Success: 12313}, at)
 	checkEncoding(t, p, doc)
-}
-
-// civilFromDays is time's calendar over every year a passport can name, and
-// inverts daysFromCivil.
-func TestCivilFromDays(t *testing.T) {
-	first := daysFromCivil(0, 1, 1)
-	last := daysFromCivil(9999, 12, 31)
-	check := func(days int64) {
-		y, mo, d := civilFromDays(days)
-		ty, tmo, td := time.Unix(days*86400, 0).UTC().Date()
-		if y != int64(ty) || mo != int64(tmo) || d != int64(td) || daysFromCivil(int(y), int(mo), int(d)) != days {
-			t.Fatalf("civilFromDays(%d) = %d-%d-%d, time says %d-%d-%d", days, y, mo, d, ty, tmo, td)
-		}
-	}
-	for days := first; days <= last; days += 7 {
-		check(days)
-	}
-	for _, y := range []int{0, 1, 4, 100, 400, 1900, 1970, 2000, 2024, 2100, 2400, 9999} {
-		for _, md := range [][2]int{{1, 1}, {2, 28}, {2, 29}, {3, 1}, {12, 31}} {
-			if md[1] <= daysIn(md[0], y) {
-				check(daysFromCivil(y, md[0], md[1]))
-			}
-		}
-	}
-}
-
-// writer.int writes what strconv does, at every width.
-func TestWriterInt(t *testing.T) {
-	values := []int64{MaxCount, MaxCount - 1, 1 << 40, 999999, 1000, 1001}
-	for v := range int64(2100) {
-		values = append(values, v)
-	}
-	for _, v := range values {
-		w := writer{b: bytes.Repeat([]byte{'~'}, 32), n: 1}
-		w.int(v)
-		if got, want := string(w.b[1:w.n]), strconv.FormatInt(v, 10); got != want || w.b[0] != '~' {
-			t.Fatalf("int(%d) wrote %q", v, got)
-		}
-	}
-}
-
-// Sign's document ends at its capacity, so appending to it cannot reach the
-// signature text that Issuer.Signature shares its allocation with.
-func TestSignDocumentCapacity(t *testing.T) {
-	p := newPassport(t, testExample)
-	doc, err := p.Sign(testKey(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig := p.Issuer.Signature
-	if cap(doc) != len(doc) {
-		t.Fatalf("cap %d, len %d", cap(doc), len(doc))
-	}
-	doc = append(doc, bytes.Repeat([]byte{'x'}, 100)...)
-	for i := range doc {
-		doc[i] = 'y'
-	}
-	if p.Issuer.Signature != sig || len(sig) != 64 || strings.Trim(sig, "0123456789abcdef") != "" {
-		t.Fatalf("signature changed to %q", p.Issuer.Signature)
-	}
 }

@@ -4,19 +4,21 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// The general fast path of Verify. The token walk in parse.go plus
-// jcs.Transform is precise but costs some 50 times the HMAC, because it
-// builds a generic tree. Documents exactly as issued take the issued path
-// (issued.go); the rest of the well-formed passports a verifier sees are
-// laid out otherwise by other issuers or by earlier versions of this package
-// (§6.1 member order, indentation, escapes in the platform), so Verify next
-// tries a single pass over the known schema:
+// The fast path of Verify. The token walk in parse.go plus jcs.Transform is
+// precise but costs many times the HMAC, because it builds a generic tree.
+// Almost every document a verifier sees is a well-formed passport: as Sign
+// issues it (canonical member order, compact), or as another issuer or an
+// earlier version of this package laid it out (§6.1 member order,
+// indentation, escapes in the platform). verifyFast reads those in a single
+// pass over the known schema:
 //
 //  1. scan the document with exactly the known members, each once, in any
 //     order, with insignificant whitespace anywhere JSON allows it. Every
@@ -36,18 +38,10 @@ import (
 //     already settle are not repeated).
 //
 // Anything else (an unknown member, a duplicate, another type, an escape, a
-// non-canonical number, a value the slow parser would reject) returns nil
-// and the slow path decides, with its diagnostics. The tests and fuzz
-// targets check that the paths agree on every input.
-
-// Test hooks, only ever set by tests (before any concurrent use):
-// slowOnly makes Verify skip both fast paths (the issued path and this one),
-// so tests can compare the paths, and onFastPath, if set, is called when
-// either fast path decides.
-var (
-	slowOnly   bool
-	onFastPath func()
-)
+// non-canonical number, a value the slow parser would reject) makes
+// verifyFast return nil, and verifySlow decides, with its diagnostics. The
+// tests and fuzz targets check that the two agree on every input verifyFast
+// decides.
 
 // span is a value's bytes in the document: [lo, hi), strings with quotes.
 type span struct {
@@ -105,18 +99,41 @@ const (
 // AP2 requirements).
 const maxGaps = 3
 
-// Member names of each object in JCS order, and what each member holds: a
-// leaf index, or a negative object marker.
+// The members of each object, and what each top-level member holds: a leaf
+// index, or a negative object marker.
 var (
-	topNames = [...]string{"agent_id", "agent_passport_id", "dimensions", "escrow_modifier", "expires_at", "formula_version", "issuer", "qualification_gaps", "score", "swarmscore_version"}
-	topLeaf  = [...]int{lAgentID, lPassportID, objDimensions, lEscrow, lExpires, lFormula, objIssuer, objGaps, objScore, lVersion}
+	topMembers = members61("swarmscore_version", "agent_passport_id", "agent_id", "issuer", "score", "dimensions",
+		"escrow_modifier", "qualification_gaps", "formula_version", "expires_at")
+	topLeaf = [...]int{lAgentID, lPassportID, objDimensions, lEscrow, lExpires, lFormula, objIssuer, objGaps, objScore, lVersion}
 
-	issuerNames = [...]string{"computed_at", "platform", "signature"}
-	scoreNames  = [...]string{"ap2_contribution", "conduit_contribution", "tier", "value"}
-	dimsNames   = [...]string{"commercial_reliability", "technical_execution"}
-	dimNames    = [...]string{"actual_contribution", "label", "max_contribution", "sessions_90d", "success_rate", "successful_sessions_90d", "volume_factor"}
-	gapNames    = [...]string{"actual", "required", "requirement", "tier"}
+	issuerMembers = members61("platform", "computed_at", "signature")
+	scoreMembers  = members61("value", "tier", "conduit_contribution", "ap2_contribution")
+	dimsMembers   = members61("technical_execution", "commercial_reliability")
+	dimMembers    = members61("label", "sessions_90d", "successful_sessions_90d", "success_rate", "volume_factor",
+		"max_contribution", "actual_contribution")
+	gapMembers = members61("tier", "requirement", "required", "actual")
 )
+
+// members are an object's member names in JCS order (sorted: they are
+// ASCII), numbered as the leaves are. Documents list them in that order
+// (Sign's) or in §6.1's (json.Marshal's), so the scan tries the member after
+// the last one in each order before it tries them all: next61[j+1] is the
+// index of the member after member j in §6.1 order, next61[0] the first.
+type members struct {
+	names  []string
+	next61 []int
+}
+
+// members61 makes the members of an object from its names in §6.1 order.
+func members61(names61 ...string) *members {
+	m := &members{names: slices.Sorted(slices.Values(names61)), next61: make([]int, len(names61)+1)}
+	prev := -1
+	for _, name := range names61 {
+		j := slices.Index(m.names, name)
+		m.next61[prev+1], prev = j, j
+	}
+	return m
+}
 
 const (
 	objDimensions = -1 - iota
@@ -148,6 +165,10 @@ func (d *fastDoc) ws() {
 
 // next skips whitespace and consumes c.
 func (d *fastDoc) next(c byte) bool {
+	if d.i < len(d.doc) && d.doc[d.i] == c { // compact documents have no whitespace
+		d.i++
+		return true
+	}
 	d.ws()
 	if d.i < len(d.doc) && d.doc[d.i] == c {
 		d.i++
@@ -156,39 +177,51 @@ func (d *fastDoc) next(c byte) bool {
 	return false
 }
 
-// object scans an object whose members are exactly names, each once, in any
+// object scans an object whose members are exactly m's, each once, in any
 // order, calling member with each member's index once the colon is read.
-func (d *fastDoc) object(names []string, member func(j int) bool) bool {
+func (d *fastDoc) object(m *members, member func(j int) bool) bool {
 	if !d.next('{') {
 		return false
 	}
+	names := m.names
 	var seen uint32
+	prev := -1
 	for {
 		if !d.next('"') {
 			return false
 		}
-		end := bytes.IndexByte(d.doc[d.i:], '"')
-		if end < 0 {
-			return false
-		}
-		name := d.doc[d.i : d.i+end]
-		d.i += end + 1
-		j := 0
-		for j < len(names) && string(name) != names[j] {
-			j++
+		j := prev + 1 // the next in JCS order, then in §6.1 order, then any
+		if j == len(names) || !d.name(names[j]) {
+			if j = m.next61[prev+1]; !d.name(names[j]) {
+				for j = 0; j < len(names) && !d.name(names[j]); j++ {
+				}
+			}
 		}
 		if j == len(names) || seen&(1<<j) != 0 || !d.next(':') {
-			return false // unknown (or escaped) name, or a duplicate
+			return false // an unknown name, or a duplicate
 		}
 		seen |= 1 << j
 		if !member(j) {
 			return false
 		}
+		prev = j
 		if d.next(',') {
 			continue
 		}
 		return d.next('}') && seen == 1<<len(names)-1
 	}
+}
+
+// name consumes the rest of a member name, after the opening quote, if it is
+// n. No name contains a quote or a backslash, so a name that is n followed by
+// a quote is n, without escapes.
+func (d *fastDoc) name(n string) bool {
+	rest := d.doc[d.i:]
+	if len(rest) > len(n) && rest[len(n)] == '"' && string(rest[:len(n)]) == n {
+		d.i += len(n) + 1
+		return true
+	}
+	return false
 }
 
 // scalar scans a string or number into dst. Strings may hold only the escapes
@@ -248,16 +281,16 @@ var plainByte, numberByte = func() (p, n [256]bool) {
 }()
 
 func (d *fastDoc) scan() bool {
-	ok := d.object(topNames[:], func(j int) bool {
+	ok := d.object(topMembers, func(j int) bool {
 		switch l := topLeaf[j]; l {
 		case objIssuer:
-			return d.object(issuerNames[:], func(j int) bool { return d.scalar(&d.leaf[lComputed+j], j == 1) })
+			return d.object(issuerMembers, func(j int) bool { return d.scalar(&d.leaf[lComputed+j], j == 1) })
 		case objScore:
-			return d.object(scoreNames[:], func(j int) bool { return d.scalar(&d.leaf[lAP2+j], false) })
+			return d.object(scoreMembers, func(j int) bool { return d.scalar(&d.leaf[lAP2+j], false) })
 		case objDimensions:
-			return d.object(dimsNames[:], func(j int) bool {
+			return d.object(dimsMembers, func(j int) bool {
 				base := lCR + j*nDim
-				return d.object(dimNames[:], func(k int) bool { return d.scalar(&d.leaf[base+k], false) })
+				return d.object(dimMembers, func(k int) bool { return d.scalar(&d.leaf[base+k], false) })
 			})
 		case objGaps:
 			if !d.next('[') {
@@ -272,7 +305,7 @@ func (d *fastDoc) scan() bool {
 				}
 				g := &d.gaps[d.nGaps]
 				d.nGaps++
-				if !d.object(gapNames[:], func(k int) bool { return d.scalar(&g[k], false) }) {
+				if !d.object(gapMembers, func(k int) bool { return d.scalar(&g[k], false) }) {
 					return false
 				}
 				if d.next(']') {
@@ -630,10 +663,10 @@ type fastResult struct {
 	gaps [maxGaps]score.Gap
 }
 
-// fastVerify returns the verification, or nil if the document must take the
-// slow path.
-func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
-	if slowOnly {
+// verifyFast is Verify for a well-formed passport in any member order and
+// layout, or nil: then the document must take verifySlow.
+func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
+	if len(doc) > MaxDocumentSize {
 		return nil
 	}
 	d := fastDoc{doc: doc}
@@ -648,17 +681,14 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 	if !ok {
 		return nil
 	}
-	if onFastPath != nil {
-		onFastPath()
-	}
 	r.p.QualificationGaps = r.gaps[:d.nGaps:d.nGaps]
 	v := &r.v
 	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
-	buf := spliceBufs.Get().(*[]byte)
+	buf := msgBufs.Get().(*[]byte)
 	msg := d.message((*buf)[:0])
 	v.SignatureValid = v.checkSignature(&sig, msg, nil, keys)
 	*buf = msg
-	spliceBufs.Put(buf)
+	msgBufs.Put(buf)
 	v.finish(&r.p, nil, true, at, d.consistent(&r.p, &res))
 	return v
 }
@@ -684,4 +714,35 @@ func (d *fastDoc) consistent(p *Passport, res *score.Result) bool {
 	}
 	var gapsBuf [3]score.Gap
 	return equalGaps(p.QualificationGaps, res.AppendGaps(gapsBuf[:0]))
+}
+
+// setStrings sets the passport's strings from the document's text (the
+// platform with its \" and \\ escapes if escaped), copied into one
+// allocation.
+func setStrings(p *Passport, sig, pid, agent, platform []byte, escaped bool) {
+	if escaped {
+		var buf [2 * maxPlatformLen]byte // most platforms; a longer one is copied to the heap
+		platform = unescape(buf[:0], platform)
+	}
+	var b strings.Builder // a string built in place, with no copy
+	b.Grow(len(sig) + len(pid) + len(agent) + len(platform))
+	b.Write(sig)
+	b.Write(pid)
+	b.Write(agent)
+	b.Write(platform)
+	all := b.String()
+	p.Issuer.Signature, all = all[:len(sig)], all[len(sig):]
+	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
+	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
+}
+
+// unescape appends s with its \" and \\ escapes resolved to dst.
+func unescape(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+		}
+		dst = append(dst, s[i])
+	}
+	return dst
 }

@@ -129,26 +129,30 @@ func (v *Verification) Warn(code, message string) {
 // qualification gaps are exactly what score.Compute gives for its own counts,
 // with supported versions and expires_at = computed_at + 7 days.
 func Verify(doc []byte, keys []Key, at time.Time) *Verification {
+	if v := verifyFast(doc, keys, at); v != nil {
+		return v
+	}
+	return verifySlow(doc, keys, at)
+}
+
+// verifySlow is Verify for any document: the strict token walk (parse.go),
+// then the RFC 8785 form computed by jcs from the bytes received. It decides
+// every input, with the specific diagnostics; verifyFast must agree with it
+// wherever verifyFast decides.
+func verifySlow(doc []byte, keys []Key, at time.Time) *Verification {
+	v := newVerification(doc)
 	if len(doc) > MaxDocumentSize {
-		v := newVerification(doc)
 		v.Fail(CodeTooLarge, fmt.Sprintf("document is %d bytes, the limit is %d", len(doc), MaxDocumentSize), false)
 		return v
 	}
-	if v := verifyIssued(doc, keys, at); v != nil {
-		return v
-	}
-	if v := fastVerify(doc, keys, at); v != nil {
-		return v
-	}
-	v := newVerification(doc)
 	var ps parser
 	ps.parse(doc)
 	if ps.fatal != nil {
 		v.Errors = append(v.Errors, *ps.fatal)
 		return v
 	}
-	buf := spliceBufs.Get().(*[]byte)
-	defer spliceBufs.Put(buf)
+	buf := msgBufs.Get().(*[]byte)
+	defer msgBufs.Put(buf)
 	canonical, err := canonicalize(doc, &ps.sig, buf)
 	if err != nil {
 		v.Errors = append(v.Errors, *err)
@@ -231,8 +235,8 @@ func (v *Verification) checkSignature(sig *sigInfo, msg, more []byte, keys []Key
 	return true
 }
 
-// spliceBufs recycles the buffer holding the document minus its signature.
-var spliceBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// msgBufs recycles the buffers that hold a signed message while it is MACed.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // canonicalize returns the RFC 8785 form of doc with the issuer.signature
 // member (located by the parser) cut out of the bytes as received. It is also
