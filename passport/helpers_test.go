@@ -67,6 +67,16 @@ func signedExample(t testing.TB) []byte {
 	return doc
 }
 
+// signedElite is an ELITE passport, whose qualification_gaps are empty.
+func signedElite(t testing.TB) []byte {
+	t.Helper()
+	doc, err := newPassport(t, score.Counts{ConduitTotal: 100, ConduitSuccess: 100, AP2Total: 50, AP2Success: 50}).Sign(testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 // decodeTree decodes doc into maps and slices, keeping number text.
 func decodeTree(t testing.TB, doc []byte) map[string]any {
 	t.Helper()

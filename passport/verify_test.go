@@ -441,3 +441,41 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// Issue 12: a comma where JSON allows none is invalid JSON, never tampering.
+// The issued path (since removed) accepted a trailing comma in
+// qualification_gaps, MACed it as content and reported a signature
+// mismatch; the inputs are in testdata/fuzz/FuzzVerify too. Every sibling
+// (trailing and leading commas in each object and array, doubled commas,
+// with and without whitespace) must leave the fast path and be reported by
+// the slow path as CodeInvalidJSON.
+func TestVerifyStrayCommas(t *testing.T) {
+	t.Parallel()
+	doc := string(signedExample(t))
+	elite := string(signedElite(t))
+	cases := []struct{ name, doc, old, new string }{
+		{"trailing comma in qualification_gaps", doc, `}],"score"`, `},],"score"`},
+		{"trailing comma in a gap", doc, `"tier":"ELITE"}]`, `"tier":"ELITE",}]`},
+		{"trailing comma at top level", doc, `"1.0"}`, `"1.0",}`},
+		{"trailing comma in issuer", doc, `"},"qualification_gaps"`, `",},"qualification_gaps"`},
+		{"trailing comma in score", doc, `"value":760}`, `"value":760,}`},
+		{"trailing comma in a dimension", doc, `"volume_factor":0.8}}`, `"volume_factor":0.8,}}`},
+		{"trailing comma in dimensions", doc, `0.8}},"escrow_modifier"`, `0.8},},"escrow_modifier"`},
+		{"trailing comma in gaps, spaced", doc, `}],"score"`, "} ,\n],\"score\""},
+		{"leading comma in qualification_gaps", doc, `[{"actual"`, `[,{"actual"`},
+		{"leading comma at top level", doc, `{"agent_id"`, `{,"agent_id"`},
+		{"doubled comma between gaps", doc, `},{"actual"`, `},,{"actual"`},
+		{"doubled comma between members", doc, `,"agent_passport_id"`, `,,"agent_passport_id"`},
+		{"comma in empty qualification_gaps", elite, `"qualification_gaps":[]`, `"qualification_gaps":[,]`},
+	}
+	for _, c := range cases {
+		d := strings.Replace(c.doc, c.old, c.new, 1)
+		if d == c.doc {
+			t.Fatalf("%s: %q not in the document", c.name, c.old)
+		}
+		v, fast := verifyBoth(t, []byte(d), []Key{testKey(t)}, testComputedAt)
+		if fast || v.DetectedTampering || !slices.Equal(codes(v.Errors), []string{CodeInvalidJSON}) {
+			t.Errorf("%s: fast=%v tampering=%v errors %v", c.name, fast, v.DetectedTampering, v.Errors)
+		}
+	}
+}
