@@ -17,7 +17,7 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/passport")
+var update = flag.Bool("update", false, "rewrite the golden files in passport/testdata (go test ./passport -run TestGolden -update)")
 
 // The §6.1 example's dimension counts, 80/76 and 40/38, give 304 + 456 = 760
 // and escrow 0.392; the example's own 455, 759 and 0.3928 are inconsistent
@@ -258,11 +258,8 @@ func TestGolden(t *testing.T) {
 		"verification.json":  append(verification, '\n'),
 	}
 	for name, got := range files {
-		path := filepath.Join("..", "testdata", "passport", name)
+		path := filepath.Join("testdata", name)
 		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
 			if err := os.WriteFile(path, got, 0o644); err != nil {
 				t.Fatal(err)
 			}
