@@ -28,76 +28,20 @@ import (
 // time.RFC3339 writes as JCS has them), the tier is in the enum and the
 // strings are valid UTF-8.
 
-// numbers holds the non-integer numbers of a passport, formatted once for both
-// encodings. Each is at most 24 bytes ("1.1102230246251565e-16").
-type numbers struct {
-	buf [4][24]byte
-	n   [4]uint8
-}
-
-const (
-	numTERate = iota
-	numTEVolume
-	numCRRate
-	numCRVolume
-)
-
-func (ns *numbers) get(i int) []byte { return ns.buf[i][:ns.n[i]] }
-
-func (ns *numbers) fill(p *Passport) {
-	ns.set(numTERate, p.Dimensions.TechnicalExecution.SuccessRate)
-	ns.set(numTEVolume, p.Dimensions.TechnicalExecution.VolumeFactor)
-	ns.set(numCRRate, p.Dimensions.CommercialReliability.SuccessRate)
-	ns.set(numCRVolume, p.Dimensions.CommercialReliability.VolumeFactor)
-}
-
-// set writes f in ECMAScript shortest form. The values 0, 1 and k/100
-// (every volume factor, and many rates) take a shortcut: the shortest decimal
-// that rounds to the double nearest k/100 is k/100 itself, since no decimal of
-// one or two places other than it lies within half an ulp. encode_test.go
-// checks the shortcut against the general formatter for every k.
-func (ns *numbers) set(i int, f float64) {
-	b := ns.buf[i][:0]
-	switch k := f * 100; {
-	case f == 0:
-		b = append(b, '0')
-	case f == 1:
-		b = append(b, '1')
-	case f > 0 && f < 1 && k == float64(int(k)) && hundredths[int(k)] == f:
-		d := int(k)
-		b = append(b, '0', '.', byte('0'+d/10))
-		if d%10 != 0 {
-			b = append(b, byte('0'+d%10))
-		}
-	default:
-		b = score.AppendJSONFloat(b, f)
-	}
-	ns.n[i] = uint8(len(b))
-}
-
-// hundredths[k] is the double nearest k/100 (the division, done once: set
-// runs four times per sign and per verify).
-var hundredths = func() (t [101]float64) {
-	for k := range t {
-		t[k] = float64(k) / 100
-	}
-	return t
-}()
-
 // appendMessage appends the canonical message of p (JCS, without
 // issuer.signature) to b. sigAt is the offset in the result where the
 // signature member goes in the canonical signed document: after the platform,
 // before the brace closing issuer. The versions and labels are the constants,
 // which check requires p's to be.
-func appendMessage(b []byte, p *Passport, ns *numbers) (msg []byte, sigAt int) {
+func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b = append(b, `{"agent_id":`...)
 	b = appendStringJCS(b, p.AgentID)
 	b = append(b, `,"agent_passport_id":`...)
 	b = appendStringJCS(b, p.AgentPassportID)
 	b = append(b, `,"dimensions":{"commercial_reliability":`...)
-	b = appendDimension(b, &p.Dimensions.CommercialReliability, LabelAP2, ns.get(numCRRate), ns.get(numCRVolume))
+	b = appendDimension(b, &p.Dimensions.CommercialReliability, LabelAP2)
 	b = append(b, `,"technical_execution":`...)
-	b = appendDimension(b, &p.Dimensions.TechnicalExecution, LabelConduit, ns.get(numTERate), ns.get(numTEVolume))
+	b = appendDimension(b, &p.Dimensions.TechnicalExecution, LabelConduit)
 	b = append(b, `},"escrow_modifier":`...)
 	b, _ = p.EscrowModifier.AppendText(b) // check has validated it
 	b = append(b, `,"expires_at":"`...)
@@ -134,9 +78,8 @@ func appendMessage(b []byte, p *Passport, ns *numbers) (msg []byte, sigAt int) {
 	return b, sigAt
 }
 
-// appendDimension appends a dimension object with the given label, its rate
-// and volume factor already formatted.
-func appendDimension(b []byte, d *Dimension, label string, rate, volume []byte) []byte {
+// appendDimension appends a dimension object with the given label.
+func appendDimension(b []byte, d *Dimension, label string) []byte {
 	b = append(b, `{"actual_contribution":`...)
 	b = strconv.AppendInt(b, int64(d.ActualContribution), 10)
 	b = append(b, `,"label":"`...)
@@ -146,12 +89,31 @@ func appendDimension(b []byte, d *Dimension, label string, rate, volume []byte) 
 	b = append(b, `,"sessions_90d":`...)
 	b = strconv.AppendInt(b, d.Sessions90d, 10)
 	b = append(b, `,"success_rate":`...)
-	b = append(b, rate...)
+	b = appendFloat(b, d.SuccessRate)
 	b = append(b, `,"successful_sessions_90d":`...)
 	b = strconv.AppendInt(b, d.SuccessfulSessions90d, 10)
 	b = append(b, `,"volume_factor":`...)
-	b = append(b, volume...)
+	b = appendFloat(b, d.VolumeFactor)
 	return append(b, '}')
+}
+
+// appendFloat appends f in ECMAScript shortest form, as JCS writes it. Every
+// volume factor below 1, and many rates, is the double nearest some k/100,
+// whose shortest form is k/100 itself (no other decimal of one or two places
+// lies within half an ulp of it): those skip the general formatter, which
+// costs more than the rest of reading a rate. encode_test.go checks the
+// shortcut against jcs.
+func appendFloat(b []byte, f float64) []byte {
+	if f > 0 && f < 1 {
+		if k := int(f*100 + 0.5); float64(k)/100 == f {
+			b = append(b, '0', '.', byte('0'+k/10))
+			if k%10 != 0 {
+				b = append(b, byte('0'+k%10))
+			}
+			return b
+		}
+	}
+	return score.AppendJSONFloat(b, f)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -2,8 +2,6 @@ package passport
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -34,8 +32,7 @@ import (
 //     the canonical form of the document minus the signature, the bytes the
 //     slow path would HMAC, without re-encoding anything.
 //  4. HMAC, constant-time compare, consistency and expiry with the same code
-//     as the slow path (the consistency checks the values read in step 2
-//     already settle are not repeated).
+//     as the slow path.
 //
 // Anything else (an unknown member, a duplicate, another type, an escape, a
 // non-canonical number, a value the slow parser would reject) makes
@@ -337,36 +334,12 @@ func (d *fastDoc) numVal(dst *span) bool {
 }
 
 // plainEnd returns the index of the first byte at or after j that is not
-// plainByte, or len(doc): eight bytes at a time (nonPlain), then one at a
-// time near the end. The strings are short, so bytes.IndexByte's setup would
-// cost more.
+// plainByte, or len(doc).
 func plainEnd(doc []byte, j int) int {
-	for len(doc)-j >= 8 {
-		if m := nonPlain(binary.LittleEndian.Uint64(doc[j:])); m != 0 {
-			return j + bits.TrailingZeros64(m)>>3
-		}
-		j += 8
-	}
 	for j < len(doc) && plainByte[doc[j]] {
 		j++
 	}
 	return j
-}
-
-// nonPlain flags (with its high bit) each of the 8 bytes of w, the first in
-// the low byte, that is not plainByte: below 0x20, at or above 0x80, '"' or
-// '\\'. It uses the classic bit tricks that find a zero byte, or one below
-// n: a borrow can flag a byte above (after) a flagged one, never below, so
-// the mask is zero iff all 8 are plain and its lowest flag is exactly the
-// first byte that is not.
-func nonPlain(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	ctl := (w - ones*0x20) &^ w
-	q := w ^ ones*'"'
-	q = (q - ones) &^ q
-	bs := w ^ ones*'\\'
-	bs = (bs - ones) &^ bs
-	return (ctl | q | bs | w) & highs
 }
 
 func (d *fastDoc) text(s span) []byte { return d.doc[s.lo:s.hi] }
@@ -429,105 +402,60 @@ func (d *fastDoc) tier(s span) (score.Tier, bool) {
 // the slow path accepts (time.Parse with RFC 3339, formatted back unchanged).
 func (d *fastDoc) time(s span, dst *time.Time) bool {
 	b, ok := d.str(s)
-	if !ok {
+	if !ok || len(b) != len(timeLayout) {
 		return false
 	}
-	sec, ok := parseTime(b)
-	if ok {
-		// time.Date gives the same Time, at several times the cost.
-		*dst = time.Unix(sec, 0).UTC()
-	}
-	return ok
-}
-
-// parseTime reads b as "YYYY-MM-DDTHH:MM:SSZ" naming a real instant and
-// returns its Unix time. It reads b as three little-endian words (w0, w1, w2:
-// "YYYY-MM-", "DDTHH:MM", ":SSZ"), compares the separators under a mask, and
-// checks all 14 digits at once: c^'0' is at most 9 for exactly the digits,
-// and (c^'0')+0x76 sets the high bit of a byte iff c^'0' is above 9 (no
-// carry from a separator, whose values are fixed, or a digit; a byte with
-// the high bit already set fails the check itself).
-func parseTime(b []byte) (int64, bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	if len(b) != 20 {
-		return 0, false
-	}
-	w0 := binary.LittleEndian.Uint64(b[0:8])
-	w1 := binary.LittleEndian.Uint64(b[8:16])
-	w2 := uint64(binary.LittleEndian.Uint32(b[16:20]))
-	const (
-		sep0, sepMask0 = '-'<<32 | '-'<<56, 0xff<<32 | 0xff<<56
-		sep1, sepMask1 = 'T'<<16 | ':'<<40, 0xff<<16 | 0xff<<40
-		sep2, sepMask2 = ':' | 'Z'<<24, 0xff | 0xff<<24
-	)
-	if w0&sepMask0 != sep0 || w1&sepMask1 != sep1 || w2&sepMask2 != sep2 {
-		return 0, false
-	}
-	x0, x1, x2 := w0^ones*'0', w1^ones*'0', w2^ones*'0'
-	nonDigit := (x0|(x0+ones*0x76))&(highs&^sepMask0) |
-		(x1|(x1+ones*0x76))&(highs&^sepMask1) |
-		(x2|(x2+ones*0x76))&(highs&^sepMask2&0xffffffff)
-	if nonDigit != 0 {
-		return 0, false
-	}
-	digit := func(x uint64, k int) int { return int(x >> (8 * k) & 0xf) }
-	two := func(x uint64, k int) int { return digit(x, k)*10 + digit(x, k+1) }
-	y, mo, day := two(x0, 0)*100+two(x0, 2), two(x0, 5), two(x1, 0)
-	h, mi, sec := two(x1, 3), two(x1, 6), two(x2, 1)
-	if mo < 1 || mo > 12 || day < 1 || day > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
-		return 0, false // February 30th and the like are not instants
-	}
-	return daysFromCivil(y, mo, day)*86400 + int64(h*3600+mi*60+sec), true
-}
-
-// daysIn is the number of days of month mo of year y (proleptic Gregorian).
-func daysIn(mo, y int) int {
-	if mo == 2 {
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
+	for i, c := range b {
+		if timeLayout[i] == 'd' && c-'0' > 9 || timeLayout[i] != 'd' && c != timeLayout[i] {
+			return false
 		}
-		return 28
 	}
-	return 30 + (mo+mo/8)%2
+	num := func(i, n int) (v int) {
+		for _, c := range b[i : i+n] {
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, day, h, mi, sec := num(0, 4), time.Month(num(5, 2)), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	t := time.Date(y, mo, day, h, mi, sec, 0, time.UTC)
+	// time.Date normalises February 30th, 24:00 and the like, which are not
+	// instants as written.
+	if ty, tmo, tday := t.Date(); ty != y || tmo != mo || tday != day || h > 23 || mi > 59 || sec > 59 {
+		return false
+	}
+	*dst = t
+	return true
 }
 
-// daysFromCivil is the number of days from 1970-01-01 to y-mo-d, for y ≥ 0
-// (H. Hinnant's algorithm).
-func daysFromCivil(y, mo, d int) int64 {
-	if mo <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	doy := (153*((mo+9)%12)+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
-}
+// timeLayout is the one time format the fast path reads; 'd' is a digit.
+const timeLayout = "dddd-dd-ddTdd:dd:ddZ"
 
 // numberIs reports whether leaf s is exactly the text want.
 func (d *fastDoc) numberIs(s span, want []byte) bool { return bytes.Equal(d.text(s), want) }
 
+// floatIs reports whether leaf s is exactly f in ECMAScript form.
+func (d *fastDoc) floatIs(s span, f float64) bool {
+	var buf [32]byte
+	return d.numberIs(s, appendFloat(buf[:0], f))
+}
+
 // passport interprets the scanned leaves into p, which must have room for the
-// gaps (len(p.QualificationGaps) == maxGaps) and returns the signature and
-// the score result of the counts. ok
+// gaps (len(p.QualificationGaps) == maxGaps), and returns the signature. ok
 // is false for anything the slow path would read differently or report as a
 // parse error.
-func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool) {
-	var te, cr *Dimension = &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
+func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
+	te, cr := &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
 	if !d.is(d.leaf[lVersion], Version) || !d.is(d.leaf[lFormula], score.FormulaVersion) ||
 		!d.is(d.leaf[lTE+dLabel], LabelConduit) || !d.is(d.leaf[lCR+dLabel], LabelAP2) ||
 		!d.time(d.leaf[lComputed], &p.Issuer.ComputedAt) || !d.time(d.leaf[lExpires], &p.ExpiresAt) ||
 		!d.int(d.leaf[lValue], &p.Score.Value) || !d.int(d.leaf[lConduit], &p.Score.ConduitContribution) ||
 		!d.int(d.leaf[lAP2], &p.Score.AP2Contribution) {
-		return sig, res, false
+		return sig, false
 	}
 	p.SwarmScoreVersion, p.FormulaVersion = Version, score.FormulaVersion
 	te.Label, cr.Label = LabelConduit, LabelAP2
 	if p.Score.Tier, ok = d.tier(d.leaf[lTier]); !ok {
-		return sig, res, false
+		return sig, false
 	}
 	for _, x := range [2]struct {
 		dim  *Dimension
@@ -535,33 +463,31 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	}{{te, lTE}, {cr, lCR}} {
 		var total, success int64
 		if total, ok = d.integer(d.leaf[x.base+dSessions]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		if success, ok = d.integer(d.leaf[x.base+dSuccessful]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		x.dim.Sessions90d, x.dim.SuccessfulSessions90d = total, success
 		if !d.int(d.leaf[x.base+dMax], &x.dim.MaxContribution) || !d.int(d.leaf[x.base+dActual], &x.dim.ActualContribution) {
-			return sig, res, false
+			return sig, false
 		}
 	}
 	// The non-integer numbers must be the text the counts give; then their
 	// values are known without parsing them.
 	res, err := score.Compute(p.Counts())
-	if err != nil {
-		return sig, res, false
+	if err != nil { // the slow path says why
+		return sig, false
 	}
 	conduit, ap2 := res.Conduit(), res.AP2()
 	te.SuccessRate, te.VolumeFactor = conduit.Rate(), conduit.VolumeFactor()
 	cr.SuccessRate, cr.VolumeFactor = ap2.Rate(), ap2.VolumeFactor()
-	var ns numbers
-	ns.fill(p)
 	var esc [8]byte
 	escText, _ := res.Escrow.AppendText(esc[:0])
-	if !d.numberIs(d.leaf[lTE+dRate], ns.get(numTERate)) || !d.numberIs(d.leaf[lTE+dVolume], ns.get(numTEVolume)) ||
-		!d.numberIs(d.leaf[lCR+dRate], ns.get(numCRRate)) || !d.numberIs(d.leaf[lCR+dVolume], ns.get(numCRVolume)) ||
+	if !d.floatIs(d.leaf[lTE+dRate], te.SuccessRate) || !d.floatIs(d.leaf[lTE+dVolume], te.VolumeFactor) ||
+		!d.floatIs(d.leaf[lCR+dRate], cr.SuccessRate) || !d.floatIs(d.leaf[lCR+dVolume], cr.VolumeFactor) ||
 		!d.numberIs(d.leaf[lEscrow], escText) {
-		return sig, res, false
+		return sig, false
 	}
 	p.EscrowModifier = res.Escrow
 
@@ -569,13 +495,13 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	for i := range gaps {
 		g, q := &d.gaps[i], &gaps[i]
 		if q.Tier, ok = d.tier(g[gTier]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		if q.Required, ok = d.integer(g[gRequired]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		if q.Actual, ok = d.integer(g[gActual]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		switch r, _ := d.str(g[gRequirement]); string(r) {
 		case "score":
@@ -585,7 +511,7 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 		case "ap2_sessions_90d":
 			q.Requirement = "ap2_sessions_90d"
 		default:
-			return sig, res, false
+			return sig, false
 		}
 	}
 	p.QualificationGaps = gaps
@@ -597,11 +523,11 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	platform, ok4 := d.str(d.leaf[lPlatform])
 	raw, ok5 := decodeSignature(sigText)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
-		return sig, res, false // a malformed signature and the rest: let the slow path say
+		return sig, false // a malformed signature and the rest: let the slow path say
 	}
 	setStrings(p, sigText, pid, agent, platform, d.escaped)
-	sig = sigInfo{found: true, wellFormed: true, value: p.Issuer.Signature, raw: raw}
-	return sig, res, true
+	sig = sigInfo{found: true, wellFormed: true, raw: raw}
+	return sig, true
 }
 
 // message appends the signed message: the value spans in JCS member order,
@@ -677,7 +603,7 @@ func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
 	// is wasted when the document takes the slow path after all.
 	r := new(fastResult)
 	r.p.QualificationGaps = r.gaps[:]
-	sig, res, ok := d.passport(&r.p)
+	sig, ok := d.passport(&r.p)
 	if !ok {
 		return nil
 	}
@@ -686,34 +612,11 @@ func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
 	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
 	buf := msgBufs.Get().(*[]byte)
 	msg := d.message((*buf)[:0])
-	v.SignatureValid = v.checkSignature(&sig, msg, nil, keys)
+	v.SignatureValid = v.checkSignature(&sig, msg, keys)
 	*buf = msg
 	msgBufs.Put(buf)
-	v.finish(&r.p, nil, true, at, d.consistent(&r.p, &res))
+	v.finish(&r.p, nil, true, at)
 	return v
-}
-
-// consistent reports whether p, read by the fast path from d with res the
-// result of its counts, passes checkPassport: it checks only what the fast
-// path has not established already (versions, labels, wire times, rates,
-// volume factors and the escrow modifier are). When
-// false, checkPassport runs and says why, so the findings are the slow
-// path's.
-func (d *fastDoc) consistent(p *Passport, res *score.Result) bool {
-	if !isUUIDv4(p.AgentPassportID) || checkAgentID(p.AgentID) != nil || checkPlatform(p.Issuer.Platform) != nil ||
-		!p.ExpiresAt.Equal(p.Issuer.ComputedAt.Add(Validity)) ||
-		p.Score.Value != res.Score || p.Score.Tier != res.Tier ||
-		p.Score.ConduitContribution != res.ConduitContribution || p.Score.AP2Contribution != res.AP2Contribution {
-		return false
-	}
-	te, cr := &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
-	c, a := res.Conduit(), res.AP2()
-	if te.ActualContribution != c.Contribution || te.MaxContribution != c.MaxContribution ||
-		cr.ActualContribution != a.Contribution || cr.MaxContribution != a.MaxContribution {
-		return false
-	}
-	var gapsBuf [3]score.Gap
-	return equalGaps(p.QualificationGaps, res.AppendGaps(gapsBuf[:0]))
 }
 
 // setStrings sets the passport's strings from the document's text (the

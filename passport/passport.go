@@ -226,10 +226,8 @@ func (p *Passport) Sign(k Key) ([]byte, error) {
 	if p.QualificationGaps == nil {
 		p.QualificationGaps = []score.Gap{}
 	}
-	var ns numbers
-	ns.fill(p)
 	buf := msgBufs.Get().(*[]byte)
-	msg, at := appendMessage((*buf)[:0], p, &ns)
+	msg, at := appendMessage((*buf)[:0], p)
 	var mac [sha256.Size]byte
 	var sig [2 * sha256.Size]byte
 	hex.Encode(sig[:], k.mac(mac[:0], msg))
