@@ -71,7 +71,7 @@ func BenchmarkHMACBare(b *testing.B) {
 }
 
 // BenchmarkCanonicalize is the RFC 8785 step alone (jcs.Transform on the
-// received bytes minus the signature), the largest share of Verify.
+// received bytes minus the signature), the largest share of verifySlow.
 func BenchmarkCanonicalize(b *testing.B) {
 	doc := signedExample(b)
 	var ps parser
