@@ -9,13 +9,12 @@ import (
 
 // Sign writes a passport once, by hand, without reflection or a general
 // canonicalizer (which builds a generic tree and costs many times the HMAC
-// it feeds): appendMessage
-// writes the signed message, the RFC 8785 (JCS) canonical form of the
-// document without issuer.signature. Members are in JCS order (names sorted
-// by UTF-16 code unit; all names here are ASCII, so that is byte order),
-// strings are escaped as JCS escapes them, numbers are in ECMAScript shortest
-// form. encode_test.go checks the bytes against jcs.Transform, the oracle,
-// over fuzzed passports.
+// it feeds): appendMessage writes the signed message, the RFC 8785 (JCS)
+// canonical form of the document without issuer.signature. Members are in
+// JCS order (names sorted by UTF-16 code unit; all names here are ASCII, so
+// that is byte order), strings are escaped as JCS escapes them, numbers are
+// in ECMAScript shortest form. encode_test.go checks the bytes against
+// jcs.Transform, the oracle, over fuzzed passports.
 //
 // The published document is that message with the signature member spliced
 // into issuer at its sorted place, last (computed_at < platform < signature):
