@@ -2,12 +2,10 @@ package passport
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -29,9 +27,7 @@ import (
 // verifies on the fast path, as issued and as json.Marshal writes it.
 func checkEncoding(t *testing.T, p *Passport, doc []byte) {
 	t.Helper()
-	var ns numbers
-	ns.fill(p)
-	msg, at := appendMessage(nil, p, &ns)
+	msg, at := appendMessage(nil, p)
 	canonical, err := jcs.Transform(msg)
 	if err != nil {
 		t.Fatalf("message is not JSON: %v\n%s", err, msg)
@@ -51,10 +47,6 @@ func checkEncoding(t *testing.T, p *Passport, doc []byte) {
 	}
 	if p.Issuer.Signature != hmacHex(testSecret, msg) {
 		t.Fatal("signature is not HMAC-SHA256 of the message")
-	}
-	// Verify reads what Sign issues on its quickest path.
-	if verifyIssued(doc, []Key{testKey(t)}, p.Issuer.ComputedAt) == nil {
-		t.Fatalf("the issued path does not read the issued document\n%s", doc)
 	}
 	marshalled := mustMarshal(t, p)
 	if want := naiveMessage(t, decodeTree(t, marshalled)); !bytes.Equal(msg, want) {
@@ -89,6 +81,7 @@ func signed(t *testing.T, agent, platform string, c score.Counts, at time.Time) 
 }
 
 func TestEncoding(t *testing.T) {
+	t.Parallel()
 	platforms := []string{"swarmsync.ai", `q"uo\te\\`, "<a&b>", "Zürich — 東京 😀", "line\u2028sep\u2029", "~ \u00a0", "x"}
 	counts := []score.Counts{testExample, {}, {ConduitTotal: 100, ConduitSuccess: 100, AP2Total: 50, AP2Success: 50},
 		{ConduitTotal: MaxCount, ConduitSuccess: 1, AP2Total: MaxCount, AP2Success: MaxCount - 1},
@@ -140,14 +133,14 @@ func FuzzEncoding(f *testing.F) {
 	})
 }
 
-// The shortcut for k/100 gives what the general ECMAScript formatter gives.
-func TestNumberShortcut(t *testing.T) {
-	var ns numbers
+// appendFloat's shortcut for k/100 gives what jcs gives, for every k, for
+// every rate s/t with t ≤ 400, and for random rates.
+func TestAppendFloat(t *testing.T) {
+	t.Parallel()
 	check := func(f float64) {
-		ns.set(0, f)
 		want, err := jcs.NumberToJSON(f)
-		if err != nil || string(ns.get(0)) != want || string(score.AppendJSONFloat(nil, f)) != want {
-			t.Fatalf("%v: got %s, AppendJSONFloat %s, jcs %s", f, ns.get(0), score.AppendJSONFloat(nil, f), want)
+		if got := appendFloat(nil, f); err != nil || string(got) != want {
+			t.Fatalf("%v: got %s, jcs %s", f, got, want)
 		}
 	}
 	for k := range 101 {
@@ -166,11 +159,13 @@ func TestNumberShortcut(t *testing.T) {
 	}
 	check(1.0 / MaxCount)
 	check(math.SmallestNonzeroFloat64)
+	check(0.29) // 0.29*100 is 28.999999999999996
 }
 
 // Every escrow modifier renders as its ECMAScript form, so the fast path may
 // compare text instead of parsing it.
 func TestModifierText(t *testing.T) {
+	t.Parallel()
 	for m := score.Modifier(0); m <= score.ModifierOne; m++ {
 		got, _ := m.AppendText(nil)
 		want, _ := jcs.NumberToJSON(float64(m) / 10000)
@@ -203,6 +198,7 @@ func FuzzWireChecks(f *testing.F) {
 // path and agree with the slow path: canonical member order, indentation,
 // whitespace anywhere, signature first.
 func TestFastPathLayouts(t *testing.T) {
+	t.Parallel()
 	p, doc := signed(t, "agent-7", `swarm "sync" \ Zürich`, testExample, testComputedAt)
 	canonical, err := jcs.Transform(doc)
 	if err != nil {
@@ -234,6 +230,7 @@ func TestFastPathLayouts(t *testing.T) {
 
 // Documents the fast path must hand to the slow path, which agrees.
 func TestFastPathDeclines(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	s := string(doc)
 	i := strings.Index(s, `"signature":"`) + len(`"signature":"`)
@@ -281,6 +278,7 @@ func TestFastPathDeclines(t *testing.T) {
 // accepts, every day (and impossible day) of leap, common and century years
 // and random instants over years 0–9999.
 func TestFastTime(t *testing.T) {
+	t.Parallel()
 	check := func(text string) {
 		t.Helper()
 		d := fastDoc{doc: []byte(`"` + text + `"`)}
@@ -317,52 +315,10 @@ func TestFastTime(t *testing.T) {
 	}
 }
 
-// nonPlain agrees with plainByte on every byte in every position, and on
-// random words: it is zero iff all 8 bytes are plain, and otherwise its lowest
-// flag is the first byte that is not; plainEnd finds that byte at every
-// alignment.
-func TestPlainWord(t *testing.T) {
-	check := func(b [8]byte) {
-		first := 8
-		for i, c := range b {
-			if !plainByte[c] {
-				first = i
-				break
-			}
-		}
-		m := nonPlain(binary.LittleEndian.Uint64(b[:]))
-		if got := bits.TrailingZeros64(m) >> 3; got != first || m&^0x8080808080808080 != 0 {
-			t.Fatalf("% x: mask %x gives byte %d, want %d", b, m, got, first)
-		}
-		for pad := range 9 {
-			doc := append(bytes.Repeat([]byte{'a'}, pad), b[:]...)
-			if got := plainEnd(doc, pad%3); got != pad+first {
-				t.Fatalf("plainEnd(%q, %d) = %d, want %d", doc, pad%3, got, pad+first)
-			}
-		}
-	}
-	for pos := range 8 {
-		for c := range 256 {
-			for _, fill := range []byte{'a', ' ', '~', 0x7f} {
-				b := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
-				b[pos] = byte(c)
-				check(b)
-				b[(pos+3)%8] = 0x1f
-				check(b)
-			}
-		}
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 1000000 {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], rng.Uint64()&0x7f7f7f7f7f7f7f7f|rng.Uint64()&rng.Uint64()&0x8080808080808080)
-		check(b)
-	}
-}
-
 // decodeSignature accepts exactly 64 lowercase hex digits and decodes them as
 // encoding/hex does.
 func TestDecodeSignature(t *testing.T) {
+	t.Parallel()
 	valid := strings.Repeat("0123456789abcdef", 4)
 	for pos := range 64 {
 		for c := range 256 {
@@ -387,6 +343,7 @@ func TestDecodeSignature(t *testing.T) {
 // ("0" or digits without a leading zero) and ends a number where the loose
 // number scan ends it, whatever follows.
 func TestNumVal(t *testing.T) {
+	t.Parallel()
 	check := func(text string) {
 		t.Helper()
 		var want int64 = -1
@@ -424,13 +381,14 @@ func TestNumVal(t *testing.T) {
 // isUUIDv4 agrees with uuid.Parse for every byte value in every position of
 // a valid version 4 UUID.
 func TestIsUUIDv4(t *testing.T) {
+	t.Parallel()
 	for pos := range 36 {
 		for c := range 256 {
 			b := []byte(testUUID)
 			b[pos] = byte(c)
 			u, err := uuid.Parse(string(b))
 			want := err == nil && u.String() == string(b) && u.Version() == 4 && u.Variant() == uuid.RFC4122
-			if isUUIDv4(string(b)) != want || isUUIDv4(b) != want {
+			if isUUIDv4(string(b)) != want {
 				t.Fatalf("isUUIDv4(%q) = %v", b, !want)
 			}
 		}
@@ -440,68 +398,9 @@ func TestIsUUIDv4(t *testing.T) {
 // A fuzz find from CI: a 256-byte platform with a quote, "&", "<" and
 // characters of every UTF-8 length, on a 2^40 AP2 count in year 8030.
 func TestEncodingLongPlatform(t *testing.T) {
+	t.Parallel()
 	platform := "p?Ro?M?????\"? *???&S?DZ???????+??93???`WL?m'H??Ƴ?UH??H?d?Hᓇ??.?:???=,??z?K?????V??ǐ*?9D??'ru??v?ŭ#Z?T????p^LAvY???Y??e?;????n?@2^?<?#????Tv??`Ώ ????X?1????t?99?DyQ???ΰ????????2;???n???Bp?{?r?/?b?Eo?N?֒[Q馁?F????%??K@?y??aX񗚣&)?2??l??RA?F????^g??"
 	at := time.Date(8030, 12, 25, 0, 0, 0, 0, time.UTC)
 	p, doc := signed(t, "agent-7", platform, score.Counts{ConduitTotal: 4, ConduitSuccess: 2, AP2Total: 1 << 40, AP2Success: 12313}, at)
 	checkEncoding(t, p, doc)
-}
-
-// civilFromDays is time's calendar over every year a passport can name, and
-// inverts daysFromCivil.
-func TestCivilFromDays(t *testing.T) {
-	first := daysFromCivil(0, 1, 1)
-	last := daysFromCivil(9999, 12, 31)
-	check := func(days int64) {
-		y, mo, d := civilFromDays(days)
-		ty, tmo, td := time.Unix(days*86400, 0).UTC().Date()
-		if y != int64(ty) || mo != int64(tmo) || d != int64(td) || daysFromCivil(int(y), int(mo), int(d)) != days {
-			t.Fatalf("civilFromDays(%d) = %d-%d-%d, time says %d-%d-%d", days, y, mo, d, ty, tmo, td)
-		}
-	}
-	for days := first; days <= last; days += 7 {
-		check(days)
-	}
-	for _, y := range []int{0, 1, 4, 100, 400, 1900, 1970, 2000, 2024, 2100, 2400, 9999} {
-		for _, md := range [][2]int{{1, 1}, {2, 28}, {2, 29}, {3, 1}, {12, 31}} {
-			if md[1] <= daysIn(md[0], y) {
-				check(daysFromCivil(y, md[0], md[1]))
-			}
-		}
-	}
-}
-
-// writer.int writes what strconv does, at every width.
-func TestWriterInt(t *testing.T) {
-	values := []int64{MaxCount, MaxCount - 1, 1 << 40, 999999, 1000, 1001}
-	for v := range int64(2100) {
-		values = append(values, v)
-	}
-	for _, v := range values {
-		w := writer{b: bytes.Repeat([]byte{'~'}, 32), n: 1}
-		w.int(v)
-		if got, want := string(w.b[1:w.n]), strconv.FormatInt(v, 10); got != want || w.b[0] != '~' {
-			t.Fatalf("int(%d) wrote %q", v, got)
-		}
-	}
-}
-
-// Sign's document ends at its capacity, so appending to it cannot reach the
-// signature text that Issuer.Signature shares its allocation with.
-func TestSignDocumentCapacity(t *testing.T) {
-	p := newPassport(t, testExample)
-	doc, err := p.Sign(testKey(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig := p.Issuer.Signature
-	if cap(doc) != len(doc) {
-		t.Fatalf("cap %d, len %d", cap(doc), len(doc))
-	}
-	doc = append(doc, bytes.Repeat([]byte{'x'}, 100)...)
-	for i := range doc {
-		doc[i] = 'y'
-	}
-	if p.Issuer.Signature != sig || len(sig) != 64 || strings.Trim(sig, "0123456789abcdef") != "" {
-		t.Fatalf("signature changed to %q", p.Issuer.Signature)
-	}
 }

@@ -2,21 +2,21 @@ package passport
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// The general fast path of Verify. The token walk in parse.go plus
-// jcs.Transform is precise but costs some 50 times the HMAC, because it
-// builds a generic tree. Documents exactly as issued take the issued path
-// (issued.go); the rest of the well-formed passports a verifier sees are
-// laid out otherwise by other issuers or by earlier versions of this package
-// (§6.1 member order, indentation, escapes in the platform), so Verify next
-// tries a single pass over the known schema:
+// The fast path of Verify. The token walk in parse.go plus jcs.Transform is
+// precise but costs many times the HMAC, because it builds a generic tree.
+// Almost every document a verifier sees is a well-formed passport: as Sign
+// issues it (canonical member order, compact), or as another issuer or an
+// earlier version of this package laid it out (§6.1 member order,
+// indentation, escapes in the platform). verifyFast reads those in a single
+// pass over the known schema:
 //
 //  1. scan the document with exactly the known members, each once, in any
 //     order, with insignificant whitespace anywhere JSON allows it. Every
@@ -32,22 +32,13 @@ import (
 //     the canonical form of the document minus the signature, the bytes the
 //     slow path would HMAC, without re-encoding anything.
 //  4. HMAC, constant-time compare, consistency and expiry with the same code
-//     as the slow path (the consistency checks the values read in step 2
-//     already settle are not repeated).
+//     as the slow path.
 //
 // Anything else (an unknown member, a duplicate, another type, an escape, a
-// non-canonical number, a value the slow parser would reject) returns nil
-// and the slow path decides, with its diagnostics. The tests and fuzz
-// targets check that the paths agree on every input.
-
-// Test hooks, only ever set by tests (before any concurrent use):
-// slowOnly makes Verify skip both fast paths (the issued path and this one),
-// so tests can compare the paths, and onFastPath, if set, is called when
-// either fast path decides.
-var (
-	slowOnly   bool
-	onFastPath func()
-)
+// non-canonical number, a value the slow parser would reject) makes
+// verifyFast return nil, and verifySlow decides, with its diagnostics. The
+// tests and fuzz targets check that the two agree on every input verifyFast
+// decides.
 
 // span is a value's bytes in the document: [lo, hi), strings with quotes.
 type span struct {
@@ -105,18 +96,41 @@ const (
 // AP2 requirements).
 const maxGaps = 3
 
-// Member names of each object in JCS order, and what each member holds: a
-// leaf index, or a negative object marker.
+// The members of each object, and what each top-level member holds: a leaf
+// index, or a negative object marker.
 var (
-	topNames = [...]string{"agent_id", "agent_passport_id", "dimensions", "escrow_modifier", "expires_at", "formula_version", "issuer", "qualification_gaps", "score", "swarmscore_version"}
-	topLeaf  = [...]int{lAgentID, lPassportID, objDimensions, lEscrow, lExpires, lFormula, objIssuer, objGaps, objScore, lVersion}
+	topMembers = members61("swarmscore_version", "agent_passport_id", "agent_id", "issuer", "score", "dimensions",
+		"escrow_modifier", "qualification_gaps", "formula_version", "expires_at")
+	topLeaf = [...]int{lAgentID, lPassportID, objDimensions, lEscrow, lExpires, lFormula, objIssuer, objGaps, objScore, lVersion}
 
-	issuerNames = [...]string{"computed_at", "platform", "signature"}
-	scoreNames  = [...]string{"ap2_contribution", "conduit_contribution", "tier", "value"}
-	dimsNames   = [...]string{"commercial_reliability", "technical_execution"}
-	dimNames    = [...]string{"actual_contribution", "label", "max_contribution", "sessions_90d", "success_rate", "successful_sessions_90d", "volume_factor"}
-	gapNames    = [...]string{"actual", "required", "requirement", "tier"}
+	issuerMembers = members61("platform", "computed_at", "signature")
+	scoreMembers  = members61("value", "tier", "conduit_contribution", "ap2_contribution")
+	dimsMembers   = members61("technical_execution", "commercial_reliability")
+	dimMembers    = members61("label", "sessions_90d", "successful_sessions_90d", "success_rate", "volume_factor",
+		"max_contribution", "actual_contribution")
+	gapMembers = members61("tier", "requirement", "required", "actual")
 )
+
+// members are an object's member names in JCS order (sorted: they are
+// ASCII), numbered as the leaves are. Documents list them in that order
+// (Sign's) or in §6.1's (json.Marshal's), so the scan tries the member after
+// the last one in each order before it tries them all: next61[j+1] is the
+// index of the member after member j in §6.1 order, next61[0] the first.
+type members struct {
+	names  []string
+	next61 []int
+}
+
+// members61 makes the members of an object from its names in §6.1 order.
+func members61(names61 ...string) *members {
+	m := &members{names: slices.Sorted(slices.Values(names61)), next61: make([]int, len(names61)+1)}
+	prev := -1
+	for _, name := range names61 {
+		j := slices.Index(m.names, name)
+		m.next61[prev+1], prev = j, j
+	}
+	return m
+}
 
 const (
 	objDimensions = -1 - iota
@@ -148,6 +162,10 @@ func (d *fastDoc) ws() {
 
 // next skips whitespace and consumes c.
 func (d *fastDoc) next(c byte) bool {
+	if d.i < len(d.doc) && d.doc[d.i] == c { // compact documents have no whitespace
+		d.i++
+		return true
+	}
 	d.ws()
 	if d.i < len(d.doc) && d.doc[d.i] == c {
 		d.i++
@@ -156,39 +174,51 @@ func (d *fastDoc) next(c byte) bool {
 	return false
 }
 
-// object scans an object whose members are exactly names, each once, in any
+// object scans an object whose members are exactly m's, each once, in any
 // order, calling member with each member's index once the colon is read.
-func (d *fastDoc) object(names []string, member func(j int) bool) bool {
+func (d *fastDoc) object(m *members, member func(j int) bool) bool {
 	if !d.next('{') {
 		return false
 	}
+	names := m.names
 	var seen uint32
+	prev := -1
 	for {
 		if !d.next('"') {
 			return false
 		}
-		end := bytes.IndexByte(d.doc[d.i:], '"')
-		if end < 0 {
-			return false
-		}
-		name := d.doc[d.i : d.i+end]
-		d.i += end + 1
-		j := 0
-		for j < len(names) && string(name) != names[j] {
-			j++
+		j := prev + 1 // the next in JCS order, then in §6.1 order, then any
+		if j == len(names) || !d.name(names[j]) {
+			if j = m.next61[prev+1]; !d.name(names[j]) {
+				for j = 0; j < len(names) && !d.name(names[j]); j++ {
+				}
+			}
 		}
 		if j == len(names) || seen&(1<<j) != 0 || !d.next(':') {
-			return false // unknown (or escaped) name, or a duplicate
+			return false // an unknown name, or a duplicate
 		}
 		seen |= 1 << j
 		if !member(j) {
 			return false
 		}
+		prev = j
 		if d.next(',') {
 			continue
 		}
 		return d.next('}') && seen == 1<<len(names)-1
 	}
+}
+
+// name consumes the rest of a member name, after the opening quote, if it is
+// n. No name contains a quote or a backslash, so a name that is n followed by
+// a quote is n, without escapes.
+func (d *fastDoc) name(n string) bool {
+	rest := d.doc[d.i:]
+	if len(rest) > len(n) && rest[len(n)] == '"' && string(rest[:len(n)]) == n {
+		d.i += len(n) + 1
+		return true
+	}
+	return false
 }
 
 // scalar scans a string or number into dst. Strings may hold only the escapes
@@ -248,16 +278,16 @@ var plainByte, numberByte = func() (p, n [256]bool) {
 }()
 
 func (d *fastDoc) scan() bool {
-	ok := d.object(topNames[:], func(j int) bool {
+	ok := d.object(topMembers, func(j int) bool {
 		switch l := topLeaf[j]; l {
 		case objIssuer:
-			return d.object(issuerNames[:], func(j int) bool { return d.scalar(&d.leaf[lComputed+j], j == 1) })
+			return d.object(issuerMembers, func(j int) bool { return d.scalar(&d.leaf[lComputed+j], j == 1) })
 		case objScore:
-			return d.object(scoreNames[:], func(j int) bool { return d.scalar(&d.leaf[lAP2+j], false) })
+			return d.object(scoreMembers, func(j int) bool { return d.scalar(&d.leaf[lAP2+j], false) })
 		case objDimensions:
-			return d.object(dimsNames[:], func(j int) bool {
+			return d.object(dimsMembers, func(j int) bool {
 				base := lCR + j*nDim
-				return d.object(dimNames[:], func(k int) bool { return d.scalar(&d.leaf[base+k], false) })
+				return d.object(dimMembers, func(k int) bool { return d.scalar(&d.leaf[base+k], false) })
 			})
 		case objGaps:
 			if !d.next('[') {
@@ -272,7 +302,7 @@ func (d *fastDoc) scan() bool {
 				}
 				g := &d.gaps[d.nGaps]
 				d.nGaps++
-				if !d.object(gapNames[:], func(k int) bool { return d.scalar(&g[k], false) }) {
+				if !d.object(gapMembers, func(k int) bool { return d.scalar(&g[k], false) }) {
 					return false
 				}
 				if d.next(']') {
@@ -304,36 +334,12 @@ func (d *fastDoc) numVal(dst *span) bool {
 }
 
 // plainEnd returns the index of the first byte at or after j that is not
-// plainByte, or len(doc): eight bytes at a time (nonPlain), then one at a
-// time near the end. The strings are short, so bytes.IndexByte's setup would
-// cost more.
+// plainByte, or len(doc).
 func plainEnd(doc []byte, j int) int {
-	for len(doc)-j >= 8 {
-		if m := nonPlain(binary.LittleEndian.Uint64(doc[j:])); m != 0 {
-			return j + bits.TrailingZeros64(m)>>3
-		}
-		j += 8
-	}
 	for j < len(doc) && plainByte[doc[j]] {
 		j++
 	}
 	return j
-}
-
-// nonPlain flags (with its high bit) each of the 8 bytes of w, the first in
-// the low byte, that is not plainByte: below 0x20, at or above 0x80, '"' or
-// '\\'. It uses the classic bit tricks that find a zero byte, or one below
-// n: a borrow can flag a byte above (after) a flagged one, never below, so
-// the mask is zero iff all 8 are plain and its lowest flag is exactly the
-// first byte that is not.
-func nonPlain(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	ctl := (w - ones*0x20) &^ w
-	q := w ^ ones*'"'
-	q = (q - ones) &^ q
-	bs := w ^ ones*'\\'
-	bs = (bs - ones) &^ bs
-	return (ctl | q | bs | w) & highs
 }
 
 func (d *fastDoc) text(s span) []byte { return d.doc[s.lo:s.hi] }
@@ -396,105 +402,60 @@ func (d *fastDoc) tier(s span) (score.Tier, bool) {
 // the slow path accepts (time.Parse with RFC 3339, formatted back unchanged).
 func (d *fastDoc) time(s span, dst *time.Time) bool {
 	b, ok := d.str(s)
-	if !ok {
+	if !ok || len(b) != len(timeLayout) {
 		return false
 	}
-	sec, ok := parseTime(b)
-	if ok {
-		// time.Date gives the same Time, at several times the cost.
-		*dst = time.Unix(sec, 0).UTC()
-	}
-	return ok
-}
-
-// parseTime reads b as "YYYY-MM-DDTHH:MM:SSZ" naming a real instant and
-// returns its Unix time. It reads b as three little-endian words (w0, w1, w2:
-// "YYYY-MM-", "DDTHH:MM", ":SSZ"), compares the separators under a mask, and
-// checks all 14 digits at once: c^'0' is at most 9 for exactly the digits,
-// and (c^'0')+0x76 sets the high bit of a byte iff c^'0' is above 9 (no
-// carry from a separator, whose values are fixed, or a digit; a byte with
-// the high bit already set fails the check itself).
-func parseTime(b []byte) (int64, bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	if len(b) != 20 {
-		return 0, false
-	}
-	w0 := binary.LittleEndian.Uint64(b[0:8])
-	w1 := binary.LittleEndian.Uint64(b[8:16])
-	w2 := uint64(binary.LittleEndian.Uint32(b[16:20]))
-	const (
-		sep0, sepMask0 = '-'<<32 | '-'<<56, 0xff<<32 | 0xff<<56
-		sep1, sepMask1 = 'T'<<16 | ':'<<40, 0xff<<16 | 0xff<<40
-		sep2, sepMask2 = ':' | 'Z'<<24, 0xff | 0xff<<24
-	)
-	if w0&sepMask0 != sep0 || w1&sepMask1 != sep1 || w2&sepMask2 != sep2 {
-		return 0, false
-	}
-	x0, x1, x2 := w0^ones*'0', w1^ones*'0', w2^ones*'0'
-	nonDigit := (x0|(x0+ones*0x76))&(highs&^sepMask0) |
-		(x1|(x1+ones*0x76))&(highs&^sepMask1) |
-		(x2|(x2+ones*0x76))&(highs&^sepMask2&0xffffffff)
-	if nonDigit != 0 {
-		return 0, false
-	}
-	digit := func(x uint64, k int) int { return int(x >> (8 * k) & 0xf) }
-	two := func(x uint64, k int) int { return digit(x, k)*10 + digit(x, k+1) }
-	y, mo, day := two(x0, 0)*100+two(x0, 2), two(x0, 5), two(x1, 0)
-	h, mi, sec := two(x1, 3), two(x1, 6), two(x2, 1)
-	if mo < 1 || mo > 12 || day < 1 || day > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
-		return 0, false // February 30th and the like are not instants
-	}
-	return daysFromCivil(y, mo, day)*86400 + int64(h*3600+mi*60+sec), true
-}
-
-// daysIn is the number of days of month mo of year y (proleptic Gregorian).
-func daysIn(mo, y int) int {
-	if mo == 2 {
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
+	for i, c := range b {
+		if timeLayout[i] == 'd' && c-'0' > 9 || timeLayout[i] != 'd' && c != timeLayout[i] {
+			return false
 		}
-		return 28
 	}
-	return 30 + (mo+mo/8)%2
+	num := func(i, n int) (v int) {
+		for _, c := range b[i : i+n] {
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, day, h, mi, sec := num(0, 4), time.Month(num(5, 2)), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	t := time.Date(y, mo, day, h, mi, sec, 0, time.UTC)
+	// time.Date normalises February 30th, 24:00 and the like, which are not
+	// instants as written.
+	if ty, tmo, tday := t.Date(); ty != y || tmo != mo || tday != day || h > 23 || mi > 59 || sec > 59 {
+		return false
+	}
+	*dst = t
+	return true
 }
 
-// daysFromCivil is the number of days from 1970-01-01 to y-mo-d, for y ≥ 0
-// (H. Hinnant's algorithm).
-func daysFromCivil(y, mo, d int) int64 {
-	if mo <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 {
-		era = (y - 399) / 400
-	}
-	yoe := y - era*400
-	doy := (153*((mo+9)%12)+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
-}
+// timeLayout is the one time format the fast path reads; 'd' is a digit.
+const timeLayout = "dddd-dd-ddTdd:dd:ddZ"
 
 // numberIs reports whether leaf s is exactly the text want.
 func (d *fastDoc) numberIs(s span, want []byte) bool { return bytes.Equal(d.text(s), want) }
 
+// floatIs reports whether leaf s is exactly f in ECMAScript form.
+func (d *fastDoc) floatIs(s span, f float64) bool {
+	var buf [32]byte
+	return d.numberIs(s, appendFloat(buf[:0], f))
+}
+
 // passport interprets the scanned leaves into p, which must have room for the
-// gaps (len(p.QualificationGaps) == maxGaps) and returns the signature and
-// the score result of the counts. ok
+// gaps (len(p.QualificationGaps) == maxGaps), and returns the signature. ok
 // is false for anything the slow path would read differently or report as a
 // parse error.
-func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool) {
-	var te, cr *Dimension = &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
+func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
+	te, cr := &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
 	if !d.is(d.leaf[lVersion], Version) || !d.is(d.leaf[lFormula], score.FormulaVersion) ||
 		!d.is(d.leaf[lTE+dLabel], LabelConduit) || !d.is(d.leaf[lCR+dLabel], LabelAP2) ||
 		!d.time(d.leaf[lComputed], &p.Issuer.ComputedAt) || !d.time(d.leaf[lExpires], &p.ExpiresAt) ||
 		!d.int(d.leaf[lValue], &p.Score.Value) || !d.int(d.leaf[lConduit], &p.Score.ConduitContribution) ||
 		!d.int(d.leaf[lAP2], &p.Score.AP2Contribution) {
-		return sig, res, false
+		return sig, false
 	}
 	p.SwarmScoreVersion, p.FormulaVersion = Version, score.FormulaVersion
 	te.Label, cr.Label = LabelConduit, LabelAP2
 	if p.Score.Tier, ok = d.tier(d.leaf[lTier]); !ok {
-		return sig, res, false
+		return sig, false
 	}
 	for _, x := range [2]struct {
 		dim  *Dimension
@@ -502,33 +463,31 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	}{{te, lTE}, {cr, lCR}} {
 		var total, success int64
 		if total, ok = d.integer(d.leaf[x.base+dSessions]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		if success, ok = d.integer(d.leaf[x.base+dSuccessful]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		x.dim.Sessions90d, x.dim.SuccessfulSessions90d = total, success
 		if !d.int(d.leaf[x.base+dMax], &x.dim.MaxContribution) || !d.int(d.leaf[x.base+dActual], &x.dim.ActualContribution) {
-			return sig, res, false
+			return sig, false
 		}
 	}
 	// The non-integer numbers must be the text the counts give; then their
 	// values are known without parsing them.
 	res, err := score.Compute(p.Counts())
-	if err != nil {
-		return sig, res, false
+	if err != nil { // the slow path says why
+		return sig, false
 	}
 	conduit, ap2 := res.Conduit(), res.AP2()
 	te.SuccessRate, te.VolumeFactor = conduit.Rate(), conduit.VolumeFactor()
 	cr.SuccessRate, cr.VolumeFactor = ap2.Rate(), ap2.VolumeFactor()
-	var ns numbers
-	ns.fill(p)
 	var esc [8]byte
 	escText, _ := res.Escrow.AppendText(esc[:0])
-	if !d.numberIs(d.leaf[lTE+dRate], ns.get(numTERate)) || !d.numberIs(d.leaf[lTE+dVolume], ns.get(numTEVolume)) ||
-		!d.numberIs(d.leaf[lCR+dRate], ns.get(numCRRate)) || !d.numberIs(d.leaf[lCR+dVolume], ns.get(numCRVolume)) ||
+	if !d.floatIs(d.leaf[lTE+dRate], te.SuccessRate) || !d.floatIs(d.leaf[lTE+dVolume], te.VolumeFactor) ||
+		!d.floatIs(d.leaf[lCR+dRate], cr.SuccessRate) || !d.floatIs(d.leaf[lCR+dVolume], cr.VolumeFactor) ||
 		!d.numberIs(d.leaf[lEscrow], escText) {
-		return sig, res, false
+		return sig, false
 	}
 	p.EscrowModifier = res.Escrow
 
@@ -536,13 +495,13 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	for i := range gaps {
 		g, q := &d.gaps[i], &gaps[i]
 		if q.Tier, ok = d.tier(g[gTier]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		if q.Required, ok = d.integer(g[gRequired]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		if q.Actual, ok = d.integer(g[gActual]); !ok {
-			return sig, res, false
+			return sig, false
 		}
 		switch r, _ := d.str(g[gRequirement]); string(r) {
 		case "score":
@@ -552,7 +511,7 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 		case "ap2_sessions_90d":
 			q.Requirement = "ap2_sessions_90d"
 		default:
-			return sig, res, false
+			return sig, false
 		}
 	}
 	p.QualificationGaps = gaps
@@ -564,11 +523,11 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, res score.Result, ok bool)
 	platform, ok4 := d.str(d.leaf[lPlatform])
 	raw, ok5 := decodeSignature(sigText)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
-		return sig, res, false // a malformed signature and the rest: let the slow path say
+		return sig, false // a malformed signature and the rest: let the slow path say
 	}
 	setStrings(p, sigText, pid, agent, platform, d.escaped)
-	sig = sigInfo{found: true, wellFormed: true, value: p.Issuer.Signature, raw: raw}
-	return sig, res, true
+	sig = sigInfo{found: true, wellFormed: true, raw: raw}
+	return sig, true
 }
 
 // message appends the signed message: the value spans in JCS member order,
@@ -630,10 +589,10 @@ type fastResult struct {
 	gaps [maxGaps]score.Gap
 }
 
-// fastVerify returns the verification, or nil if the document must take the
-// slow path.
-func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
-	if slowOnly {
+// verifyFast is Verify for a well-formed passport in any member order and
+// layout, or nil: then the document must take verifySlow.
+func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
+	if len(doc) > MaxDocumentSize {
 		return nil
 	}
 	d := fastDoc{doc: doc}
@@ -644,44 +603,49 @@ func fastVerify(doc []byte, keys []Key, at time.Time) *Verification {
 	// is wasted when the document takes the slow path after all.
 	r := new(fastResult)
 	r.p.QualificationGaps = r.gaps[:]
-	sig, res, ok := d.passport(&r.p)
+	sig, ok := d.passport(&r.p)
 	if !ok {
 		return nil
-	}
-	if onFastPath != nil {
-		onFastPath()
 	}
 	r.p.QualificationGaps = r.gaps[:d.nGaps:d.nGaps]
 	v := &r.v
 	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
-	buf := spliceBufs.Get().(*[]byte)
+	buf := msgBufs.Get().(*[]byte)
 	msg := d.message((*buf)[:0])
-	v.SignatureValid = v.checkSignature(&sig, msg, nil, keys)
+	v.SignatureValid = v.checkSignature(&sig, msg, keys)
 	*buf = msg
-	spliceBufs.Put(buf)
-	v.finish(&r.p, nil, true, at, d.consistent(&r.p, &res))
+	msgBufs.Put(buf)
+	v.finish(&r.p, nil, true, at)
 	return v
 }
 
-// consistent reports whether p, read by the fast path from d with res the
-// result of its counts, passes checkPassport: it checks only what the fast
-// path has not established already (versions, labels, wire times, rates,
-// volume factors and the escrow modifier are). When
-// false, checkPassport runs and says why, so the findings are the slow
-// path's.
-func (d *fastDoc) consistent(p *Passport, res *score.Result) bool {
-	if !isUUIDv4(p.AgentPassportID) || checkAgentID(p.AgentID) != nil || checkPlatform(p.Issuer.Platform) != nil ||
-		!p.ExpiresAt.Equal(p.Issuer.ComputedAt.Add(Validity)) ||
-		p.Score.Value != res.Score || p.Score.Tier != res.Tier ||
-		p.Score.ConduitContribution != res.ConduitContribution || p.Score.AP2Contribution != res.AP2Contribution {
-		return false
+// setStrings sets the passport's strings from the document's text (the
+// platform with its \" and \\ escapes if escaped), copied into one
+// allocation.
+func setStrings(p *Passport, sig, pid, agent, platform []byte, escaped bool) {
+	if escaped {
+		var buf [2 * maxPlatformLen]byte // most platforms; a longer one is copied to the heap
+		platform = unescape(buf[:0], platform)
 	}
-	te, cr := &p.Dimensions.TechnicalExecution, &p.Dimensions.CommercialReliability
-	c, a := res.Conduit(), res.AP2()
-	if te.ActualContribution != c.Contribution || te.MaxContribution != c.MaxContribution ||
-		cr.ActualContribution != a.Contribution || cr.MaxContribution != a.MaxContribution {
-		return false
+	var b strings.Builder // a string built in place, with no copy
+	b.Grow(len(sig) + len(pid) + len(agent) + len(platform))
+	b.Write(sig)
+	b.Write(pid)
+	b.Write(agent)
+	b.Write(platform)
+	all := b.String()
+	p.Issuer.Signature, all = all[:len(sig)], all[len(sig):]
+	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
+	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
+}
+
+// unescape appends s with its \" and \\ escapes resolved to dst.
+func unescape(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+		}
+		dst = append(dst, s[i])
 	}
-	var gapsBuf [3]score.Gap
-	return equalGaps(p.QualificationGaps, res.AppendGaps(gapsBuf[:0]))
+	return dst
 }

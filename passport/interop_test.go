@@ -162,6 +162,7 @@ func goSigned(t *testing.T) []json.RawMessage {
 }
 
 func TestInteropGoSignsNodeVerifies(t *testing.T) {
+	t.Parallel()
 	node := interpreter(t, "node")
 	docs := goSigned(t)
 	for _, d := range goSigned(t) {
@@ -175,6 +176,7 @@ func TestInteropGoSignsNodeVerifies(t *testing.T) {
 }
 
 func TestInteropNodeSignsGoVerifies(t *testing.T) {
+	t.Parallel()
 	node := interpreter(t, "node")
 	var inputs []json.RawMessage
 	for _, c := range interopCounts {
@@ -205,6 +207,7 @@ func TestInteropNodeSignsGoVerifies(t *testing.T) {
 // Python verifier must format floats as JCS does (docs/ERRATA.md). The test
 // pins both the agreement and that one known divergence.
 func TestInteropPython(t *testing.T) {
+	t.Parallel()
 	python := interpreter(t, "python3")
 	docs := goSigned(t)
 	differs := func(i int) bool { return interopCounts[i].ConduitTotal == 20000 }

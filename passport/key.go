@@ -59,15 +59,10 @@ type macState struct {
 }
 
 // mac appends HMAC-SHA256(k, msg) to dst.
-func (k Key) mac(dst []byte, msg []byte) []byte { return k.mac2(dst, msg, nil) }
-
-// mac2 appends HMAC-SHA256(k, msg followed by more) to dst, so a message in
-// two pieces need not be copied into one.
-func (k Key) mac2(dst []byte, msg, more []byte) []byte {
+func (k Key) mac(dst []byte, msg []byte) []byte {
 	s := k.k.macs.Get().(*macState)
 	s.h.Reset()
 	s.h.Write(msg)
-	s.h.Write(more)
 	dst = append(dst, s.h.Sum(s.sum[:0])...)
 	k.k.macs.Put(s)
 	return dst

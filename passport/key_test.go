@@ -14,6 +14,7 @@ import (
 )
 
 func TestNewKeyLength(t *testing.T) {
+	t.Parallel()
 	secret := []byte(strings.Repeat("Q", MinKeySize))
 	if _, err := NewKey(secret); err != nil {
 		t.Fatalf("a %d-byte key: %v", MinKeySize, err)
@@ -32,6 +33,7 @@ func TestNewKeyLength(t *testing.T) {
 // The key is the literal bytes of the configured string: a key that looks
 // like hex is not decoded, exactly as Node and Python use a string key.
 func TestKeyIsLiteralBytes(t *testing.T) {
+	t.Parallel()
 	secret := strings.Repeat("ab", 32) // 64 "hex" characters
 	k, err := NewKey([]byte(secret))
 	if err != nil {
@@ -50,6 +52,7 @@ func TestKeyIsLiteralBytes(t *testing.T) {
 }
 
 func TestNewKeyCopies(t *testing.T) {
+	t.Parallel()
 	secret := []byte(testSecret)
 	k, err := NewKey(secret)
 	if err != nil {
@@ -63,6 +66,7 @@ func TestNewKeyCopies(t *testing.T) {
 }
 
 func TestKeyNeverPrints(t *testing.T) {
+	t.Parallel()
 	k := testKey(t)
 	leaks := []string{testSecret, hex.EncodeToString([]byte(testSecret)), strings.ToUpper(hex.EncodeToString([]byte(testSecret))), testSecret[:16]}
 	holder := struct {

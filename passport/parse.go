@@ -2,7 +2,6 @@ package passport
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +59,6 @@ const maxDepth = 64
 type sigInfo struct {
 	found      bool
 	wellFormed bool     // a string of 64 lowercase hex characters
-	value      string   // when wellFormed
 	raw        [32]byte // value decoded, when wellFormed
 	first      bool     // it is issuer's first member
 	start, end int64    // the byte span to cut so that the rest is the signed document
@@ -418,52 +416,38 @@ func (ps *parser) signature(path string, tok json.Token) error {
 	}
 	ps.p.Issuer.Signature = s
 	if raw, ok := decodeSignature(s); ok {
-		ps.sig.wellFormed, ps.sig.value, ps.sig.raw = true, s, raw
+		ps.sig.wellFormed, ps.sig.raw = true, raw
 	}
 	return nil
 }
 
 // decodeSignature decodes a signature of 64 lowercase hex digits; ok is
-// false for anything else. It runs on every verification, so it decodes
-// eight digits at a time (see lowerHex); a digit's value is its low nibble,
-// a letter's its low nibble + 9.
+// false for anything else.
 func decodeSignature[S string | []byte](s S) (raw [32]byte, ok bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	if len(s) != 64 {
+	if len(s) != 2*len(raw) {
 		return raw, false
 	}
-	for i := 0; i < 8; i++ {
-		w := le64(s, 8*i)
-		if w&highs != 0 || lowerHex(w) != highs {
+	for i := range raw {
+		hi, lo := lowerHexValue[s[2*i]], lowerHexValue[s[2*i+1]]
+		if hi|lo > 0xf {
 			return raw, false
 		}
-		letters := (w + ones*(0x80-'a')) & highs // those bytes at or above 'a'
-		nib := w&(ones*0x0f) + letters>>7*9
-		// Pair the nibbles (the first digit high), then pack the 4 bytes.
-		t := (nib<<4 | nib>>8) & 0x00ff00ff00ff00ff
-		t = (t | t>>8) & 0x0000ffff0000ffff
-		binary.LittleEndian.PutUint32(raw[4*i:], uint32(t|t>>16))
+		raw[i] = hi<<4 | lo
 	}
 	return raw, true
 }
 
-// le64 is the little-endian word at s[i:i+8]: its first byte is the low one.
-func le64[S string | []byte](s S, i int) uint64 {
-	b := s[i : i+8]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-// lowerHex flags, with its high bit, each byte of w that is a lowercase hex
-// digit, provided no byte of w has its high bit set (callers check). Per
-// byte c, with no addition carrying into the next byte, c+0x80-lo has its
-// high bit set iff c >= lo, which bounds the ranges '0'-'9' and 'a'-'f'.
-func lowerHex(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	digit := (w + ones*(0x80-'0')) &^ (w + ones*(0x80-'9'-1))
-	letter := (w + ones*(0x80-'a')) &^ (w + ones*(0x80-'f'-1))
-	return (digit | letter) & highs
-}
+// lowerHexValue is the value of each lowercase hex digit, and 0xff for any
+// other byte.
+var lowerHexValue = func() (t [256]byte) {
+	for c := range t {
+		t[c] = 0xff
+	}
+	for i, c := range hexDigits {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
 // number reads a number and passes on its RFC 8785 text: the document means
 // what its canonical form, the signed message, says. So 80, 80.0 and 8e1 are

@@ -19,13 +19,13 @@ package passport
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 	"unicode"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/google/uuid"
 
@@ -226,29 +226,17 @@ func (p *Passport) Sign(k Key) ([]byte, error) {
 	if p.QualificationGaps == nil {
 		p.QualificationGaps = []score.Gap{}
 	}
-	var ns numbers
-	ns.fill(p)
-	buf := spliceBufs.Get().(*[]byte)
-	msg, at := appendMessage((*buf)[:0], p, &ns)
-	var mac [32]byte
-	var sum [2 * 32]byte
-	hex.Encode(sum[:], k.mac(mac[:0], msg))
-	// The document is the message with the signature member spliced in,
-	// allocated at its exact size and not zeroed first (bytes.Join), with
-	// the signature's text once more after it: Issuer.Signature is that
-	// tail, beyond the capacity of the slice returned, so nothing can
-	// change it, and one allocation serves both (allocating is a large part
-	// of Sign's cost).
-	var member [len(`,"signature":""`) + len(sum)]byte
-	copy(member[:], `,"signature":"`)
-	copy(member[len(`,"signature":"`):], sum[:])
-	member[len(member)-1] = '"'
-	all := bytes.Join([][]byte{msg[:at], member[:], msg[at:], sum[:]}, nil)
+	buf := msgBufs.Get().(*[]byte)
+	msg, at := appendMessage((*buf)[:0], p)
+	var mac [sha256.Size]byte
+	var sig [2 * sha256.Size]byte
+	hex.Encode(sig[:], k.mac(mac[:0], msg))
+	// The document is the message with the signature member spliced in.
+	doc := bytes.Join([][]byte{msg[:at], []byte(`,"signature":"`), sig[:], []byte(`"`), msg[at:]}, nil)
 	*buf = msg
-	spliceBufs.Put(buf)
-	n := len(all) - len(sum)
-	p.Issuer.Signature = unsafe.String(&all[n], len(sum))
-	return all[:n:n], nil
+	msgBufs.Put(buf)
+	p.Issuer.Signature = string(sig[:])
+	return doc, nil
 }
 
 // check is what Sign requires of a passport: everything Verify checks except

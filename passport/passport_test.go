@@ -17,12 +17,13 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/passport")
+var update = flag.Bool("update", false, "rewrite the golden files in passport/testdata (go test ./passport -run TestGolden -update)")
 
 // The §6.1 example's dimension counts, 80/76 and 40/38, give 304 + 456 = 760
 // and escrow 0.392; the example's own 455, 759 and 0.3928 are inconsistent
 // with its dimensions (docs/ERRATA.md).
 func TestExampleCounts(t *testing.T) {
+	t.Parallel()
 	p := newPassport(t, testExample)
 	te, cr := p.Dimensions.TechnicalExecution, p.Dimensions.CommercialReliability
 	checks := []struct {
@@ -83,6 +84,7 @@ func TestExampleCounts(t *testing.T) {
 }
 
 func TestGapsAreAnArrayAtElite(t *testing.T) {
+	t.Parallel()
 	p := newPassport(t, score.Counts{ConduitTotal: 100, ConduitSuccess: 100, AP2Total: 50, AP2Success: 50})
 	if p.Score.Tier != score.TierElite {
 		t.Fatalf("tier = %v", p.Score.Tier)
@@ -93,6 +95,7 @@ func TestGapsAreAnArrayAtElite(t *testing.T) {
 }
 
 func TestZeroSessions(t *testing.T) {
+	t.Parallel()
 	doc, err := newPassport(t, score.Counts{}).Sign(testKey(t))
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +111,7 @@ func TestZeroSessions(t *testing.T) {
 }
 
 func TestNewNormalisesTime(t *testing.T) {
+	t.Parallel()
 	r, _ := score.Compute(testExample)
 	at := time.Date(2026, 3, 17, 16, 30, 0, 999_999_999, time.FixedZone("CEST", 2*3600))
 	p, err := New("a", "p", r, at)
@@ -123,6 +127,7 @@ func TestNewNormalisesTime(t *testing.T) {
 }
 
 func TestNewIssuesFreshIDs(t *testing.T) {
+	t.Parallel()
 	a, b := newPassport(t, testExample), newPassport(t, testExample)
 	if a.AgentPassportID == b.AgentPassportID {
 		t.Fatalf("two passports share the ID %s", a.AgentPassportID)
@@ -130,6 +135,7 @@ func TestNewIssuesFreshIDs(t *testing.T) {
 }
 
 func TestNewRejects(t *testing.T) {
+	t.Parallel()
 	good, _ := score.Compute(testExample)
 	forged := good
 	forged.Score = 759
@@ -169,6 +175,7 @@ func TestNewRejects(t *testing.T) {
 // over the same content as json.Marshal of the signed passport, which
 // verifies too: member order and escaping are not signed.
 func TestSignOutputIsCanonical(t *testing.T) {
+	t.Parallel()
 	for _, c := range []score.Counts{testExample, {}, {ConduitTotal: 1000, ConduitSuccess: 999, AP2Total: 77, AP2Success: 70}} {
 		r, _ := score.Compute(c)
 		p, err := New("agent-7", `swarm "sync" Z"},"score": <&>`, r, testComputedAt)
@@ -191,6 +198,7 @@ func TestSignOutputIsCanonical(t *testing.T) {
 }
 
 func TestSignRefuses(t *testing.T) {
+	t.Parallel()
 	if _, err := newPassport(t, testExample).Sign(Key{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("zero key: err = %v", err)
 	}
@@ -258,11 +266,8 @@ func TestGolden(t *testing.T) {
 		"verification.json":  append(verification, '\n'),
 	}
 	for name, got := range files {
-		path := filepath.Join("..", "testdata", "passport", name)
+		path := filepath.Join("testdata", name)
 		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
 			if err := os.WriteFile(path, got, 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -129,34 +129,38 @@ func (v *Verification) Warn(code, message string) {
 // qualification gaps are exactly what score.Compute gives for its own counts,
 // with supported versions and expires_at = computed_at + 7 days.
 func Verify(doc []byte, keys []Key, at time.Time) *Verification {
+	if v := verifyFast(doc, keys, at); v != nil {
+		return v
+	}
+	return verifySlow(doc, keys, at)
+}
+
+// verifySlow is Verify for any document: the strict token walk (parse.go),
+// then the RFC 8785 form computed by jcs from the bytes received. It decides
+// every input, with the specific diagnostics; verifyFast must agree with it
+// wherever verifyFast decides.
+func verifySlow(doc []byte, keys []Key, at time.Time) *Verification {
+	v := newVerification(doc)
 	if len(doc) > MaxDocumentSize {
-		v := newVerification(doc)
 		v.Fail(CodeTooLarge, fmt.Sprintf("document is %d bytes, the limit is %d", len(doc), MaxDocumentSize), false)
 		return v
 	}
-	if v := verifyIssued(doc, keys, at); v != nil {
-		return v
-	}
-	if v := fastVerify(doc, keys, at); v != nil {
-		return v
-	}
-	v := newVerification(doc)
 	var ps parser
 	ps.parse(doc)
 	if ps.fatal != nil {
 		v.Errors = append(v.Errors, *ps.fatal)
 		return v
 	}
-	buf := spliceBufs.Get().(*[]byte)
-	defer spliceBufs.Put(buf)
+	buf := msgBufs.Get().(*[]byte)
+	defer msgBufs.Put(buf)
 	canonical, err := canonicalize(doc, &ps.sig, buf)
 	if err != nil {
 		v.Errors = append(v.Errors, *err)
 		return v
 	}
 	v.Warnings = append(v.Warnings, ps.rep.warns...)
-	v.SignatureValid = v.checkSignature(&ps.sig, canonical, nil, keys)
-	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at, false)
+	v.SignatureValid = v.checkSignature(&ps.sig, canonical, keys)
+	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at)
 	return v
 }
 
@@ -171,15 +175,11 @@ func newVerification(doc []byte) *Verification {
 
 // finish records the parse errors, or the consistency of the well-formed
 // passport p, and expiry, then decides validity. The signature is checked.
-// consistent says the caller has established what checkPassport would (so it
-// need not run again).
-func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time, consistent bool) {
+func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time) {
 	r := report{errs: parseErrs}
 	if len(parseErrs) == 0 {
 		v.Passport = p
-		if !consistent {
-			r.checkPassport(p)
-		}
+		r.checkPassport(p)
 	}
 	v.Errors = append(v.Errors, r.errs...)
 	v.ScoreValid = len(r.errs) == 0
@@ -196,8 +196,8 @@ func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool,
 }
 
 // checkSignature reports whether a key in keys made the signature over the
-// canonical message, msg followed by more, recording why not.
-func (v *Verification) checkSignature(sig *sigInfo, msg, more []byte, keys []Key) bool {
+// canonical message msg, recording why not.
+func (v *Verification) checkSignature(sig *sigInfo, msg []byte, keys []Key) bool {
 	switch {
 	case !sig.found:
 		v.Errors = append(v.Errors, Problem{CodeSignatureMissing, "issuer.signature is missing"})
@@ -215,7 +215,7 @@ func (v *Verification) checkSignature(sig *sigInfo, msg, more []byte, keys []Key
 		usable++
 		// Every key is tried, matched or not, so timing says nothing about
 		// which key (if any) matched.
-		if hmac.Equal(k.mac2(got[:0], msg, more), sig.raw[:]) && v.KeyIndex < 0 {
+		if hmac.Equal(k.mac(got[:0], msg), sig.raw[:]) && v.KeyIndex < 0 {
 			v.KeyIndex = i
 		}
 	}
@@ -231,8 +231,8 @@ func (v *Verification) checkSignature(sig *sigInfo, msg, more []byte, keys []Key
 	return true
 }
 
-// spliceBufs recycles the buffer holding the document minus its signature.
-var spliceBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// msgBufs recycles the buffers that hold a signed message while it is MACed.
+var msgBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // canonicalize returns the RFC 8785 form of doc with the issuer.signature
 // member (located by the parser) cut out of the bytes as received. It is also
@@ -376,24 +376,17 @@ func wireTime(t time.Time) bool {
 // isUUIDv4 reports whether s is what uuid.Parse accepts as a version 4,
 // RFC 4122 variant UUID and uuid.UUID.String writes back unchanged: 36
 // lowercase hex digits and hyphens, 8-4-4-4-12, version nibble 4, variant
-// nibble 8, 9, a or b. The digits are checked eight at a time, in words
-// that cover all 32 (those at 9 and 17 span hyphens, which are masked out;
-// those at 25 and 28 overlap).
-func isUUIDv4[S string | []byte](s S) bool {
-	const highs = 0x8080808080808080
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' || s[14] != '4' {
+// nibble 8, 9, a or b.
+func isUUIDv4(s string) bool {
+	if len(s) != 36 || s[14] != '4' || s[19] != '8' && s[19] != '9' && s[19] != 'a' && s[19] != 'b' {
 		return false
 	}
-	switch s[19] {
-	case '8', '9', 'a', 'b':
-	default:
-		return false
-	}
-	for _, x := range [...]struct {
-		at  int
-		hex uint64 // the bytes that must be hex digits
-	}{{0, highs}, {9, highs &^ (0x80 << 32)}, {17, highs &^ (0x80<<8 | 0x80<<48)}, {25, highs}, {28, highs}} {
-		if w := le64(s, x.at); w&highs != 0 || lowerHex(w)&x.hex != x.hex {
+	for i := range len(s) {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return false
+			}
+		} else if lowerHexValue[s[i]] > 0xf {
 			return false
 		}
 	}

@@ -58,6 +58,7 @@ func TestVerifyValid(t *testing.T) {
 }
 
 func TestVerifyExpiry(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	expires := testComputedAt.Add(Validity)
 	if v := Verify(doc, []Key{testKey(t)}, expires.Add(-time.Second)); !v.Valid {
@@ -70,6 +71,7 @@ func TestVerifyExpiry(t *testing.T) {
 }
 
 func TestVerifyKeyring(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	other, _ := NewKey([]byte(strings.Repeat("o", 40)))
 	v := Verify(doc, []Key{other, testKey(t)}, testComputedAt)
@@ -92,6 +94,7 @@ func TestVerifyKeyring(t *testing.T) {
 // independent canonical form, breaks the signature; changing only layout
 // does not.
 func TestVerifyLayoutIsNotSigned(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	tree := decodeTree(t, doc)
 	p, err := Parse(doc)
@@ -127,6 +130,7 @@ func TestVerifyLayoutIsNotSigned(t *testing.T) {
 }
 
 func TestVerifyTampering(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	for name, d := range map[string][]byte{
 		"score":     bytes.Replace(doc, []byte(`"value":760`), []byte(`"value":761`), 1),
@@ -146,6 +150,7 @@ func TestVerifyTampering(t *testing.T) {
 // (re-signed with the right key when the point is the content, not the
 // signature), and states the code and the three flags expected.
 func TestVerifyProblems(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	sig := decodeTree(t, doc)["issuer"].(map[string]any)["signature"].(string)
 	edit := func(f func(m map[string]any)) []byte { // change content, keep a valid signature
@@ -252,6 +257,7 @@ func TestVerifyProblems(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			v, fast := verifyBoth(t, c.doc, []Key{testKey(t)}, testComputedAt)
 			if fast && (v.Passport == nil || len(v.Warnings) > 0 || hasAny(v.Errors, CodeSignatureMissing, CodeSignatureMalformed)) {
 				t.Errorf("the fast path decided a malformed document: %v %v", v.Errors, v.Warnings)
@@ -300,6 +306,7 @@ func hasAny(ps []Problem, codes ...string) bool {
 // The §6.1 example document, given an agent_id and signed, is not internally
 // consistent: its dimensions give 304 + 456 = 760 and escrow 0.392.
 func TestSpecExampleIsInconsistent(t *testing.T) {
+	t.Parallel()
 	const example = `{
      "swarmscore_version": "1.0",
      "agent_passport_id": "3f1c9a52-7d4e-4b8a-9c61-2e5f0a7b8d90",
@@ -325,6 +332,7 @@ func TestSpecExampleIsInconsistent(t *testing.T) {
 }
 
 func TestVerificationJSON(t *testing.T) {
+	t.Parallel()
 	for _, doc := range [][]byte{signedExample(t), []byte("garbage")} {
 		b := mustMarshal(t, Verify(doc, []Key{testKey(t)}, testComputedAt))
 		var m map[string]json.RawMessage
@@ -350,6 +358,7 @@ func TestVerificationJSON(t *testing.T) {
 }
 
 func TestFail(t *testing.T) {
+	t.Parallel()
 	v := Verify(signedExample(t), []Key{testKey(t)}, testComputedAt)
 	v.Warn("ledger_unavailable", "no ledger")
 	if !v.Valid {
@@ -366,6 +375,7 @@ func TestFail(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	doc := signedExample(t)
 	p, err := Parse(doc)
 	if err != nil {
@@ -390,6 +400,7 @@ func TestParse(t *testing.T) {
 
 // Documents the fast path cannot decide exactly still verify, on the slow path.
 func TestVerifySlowPathDocuments(t *testing.T) {
+	t.Parallel()
 	r, _ := score.Compute(testExample)
 	p, err := New("agent-7", "swarm\u2028sync", r, testComputedAt)
 	if err != nil {
@@ -415,6 +426,7 @@ func TestVerifySlowPathDocuments(t *testing.T) {
 
 // Keys and Verify are safe for concurrent use (run with -race).
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	k := testKey(t)
 	doc := signedExample(t)
 	done := make(chan error)
@@ -438,6 +450,44 @@ func TestConcurrentUse(t *testing.T) {
 	for range 4 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// Issue 12: a comma where JSON allows none is invalid JSON, never tampering.
+// The issued path (since removed) accepted a trailing comma in
+// qualification_gaps, MACed it as content and reported a signature
+// mismatch; the inputs are in testdata/fuzz/FuzzVerify too. Every sibling
+// (trailing and leading commas in each object and array, doubled commas,
+// with and without whitespace) must leave the fast path and be reported by
+// the slow path as CodeInvalidJSON.
+func TestVerifyStrayCommas(t *testing.T) {
+	t.Parallel()
+	doc := string(signedExample(t))
+	elite := string(signedElite(t))
+	cases := []struct{ name, doc, old, new string }{
+		{"trailing comma in qualification_gaps", doc, `}],"score"`, `},],"score"`},
+		{"trailing comma in a gap", doc, `"tier":"ELITE"}]`, `"tier":"ELITE",}]`},
+		{"trailing comma at top level", doc, `"1.0"}`, `"1.0",}`},
+		{"trailing comma in issuer", doc, `"},"qualification_gaps"`, `",},"qualification_gaps"`},
+		{"trailing comma in score", doc, `"value":760}`, `"value":760,}`},
+		{"trailing comma in a dimension", doc, `"volume_factor":0.8}}`, `"volume_factor":0.8,}}`},
+		{"trailing comma in dimensions", doc, `0.8}},"escrow_modifier"`, `0.8},},"escrow_modifier"`},
+		{"trailing comma in gaps, spaced", doc, `}],"score"`, "} ,\n],\"score\""},
+		{"leading comma in qualification_gaps", doc, `[{"actual"`, `[,{"actual"`},
+		{"leading comma at top level", doc, `{"agent_id"`, `{,"agent_id"`},
+		{"doubled comma between gaps", doc, `},{"actual"`, `},,{"actual"`},
+		{"doubled comma between members", doc, `,"agent_passport_id"`, `,,"agent_passport_id"`},
+		{"comma in empty qualification_gaps", elite, `"qualification_gaps":[]`, `"qualification_gaps":[,]`},
+	}
+	for _, c := range cases {
+		d := strings.Replace(c.doc, c.old, c.new, 1)
+		if d == c.doc {
+			t.Fatalf("%s: %q not in the document", c.name, c.old)
+		}
+		v, fast := verifyBoth(t, []byte(d), []Key{testKey(t)}, testComputedAt)
+		if fast || v.DetectedTampering || !slices.Equal(codes(v.Errors), []string{CodeInvalidJSON}) {
+			t.Errorf("%s: fast=%v tampering=%v errors %v", c.name, fast, v.DetectedTampering, v.Errors)
 		}
 	}
 }
