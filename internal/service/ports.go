@@ -48,6 +48,16 @@ type LedgerStore interface {
 	// Agent returns what the ledger knows about an agent (ErrNotFound if
 	// nothing).
 	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
+	// Correct records a correction (ledger.DecideCorrection decides it)
+	// and, in the same transaction, recomputes the affected agents' cache
+	// entries as of the correction, signing their passports when issue is
+	// not nil. It returns the stored correction and whether it is new:
+	// the same correction again writes nothing and returns the first.
+	// Errors: as DecideCorrection (ErrInvalid, ErrNotFound, ErrConflict),
+	// an error of issue unchanged, ErrUnavailable.
+	Correct(ctx context.Context, req ledger.CorrectionRequest, issue ledger.IssueFunc) (ledger.Correction, bool, error)
+	// Corrections returns an event's corrections, oldest first.
+	Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error)
 	// VerifyLedger walks every hash chain and event row; the error is only
 	// for failing to read.
 	VerifyLedger(ctx context.Context) (ledger.VerifyReport, error)

@@ -30,7 +30,12 @@
 //     buyer_id, operator_id, status, escrow_amount_cents BIGINT,
 //     escrow_modifier_bp INTEGER NULL, started_at, settled_at NULL, seq, ...).
 //     One row per event holding its current state; seq is the position in
-//     the agent's chain of the record that produced that state. Event ids
+//     the agent's chain of the record that produced that state. A
+//     correction (migration SQLite 00005, PostgreSQL 00006) changes the
+//     agent, the status or voided_at in place and first keeps the reported
+//     values in reported_agent_id / reported_status, which later reports
+//     are classified against; counts read the current columns and skip
+//     voided rows. Event ids
 //     are unique per type; an event belongs to the operator that first
 //     reported it. Indexes: (agent_id, completed_at) and (provider_id,
 //     settled_at) restricted to the counted statuses.
@@ -42,7 +47,13 @@
 //     A record keeps only what the event row cannot give back (SQLite
 //     migration 00003, PostgreSQL 00004): ledger.RebuildRecord rebuilds its
 //     content from the record and its event row. Duplicates, superseded and
-//     rejected reports leave no record.
+//     rejected reports leave no record. A correction's record names its
+//     row in corrections (correction_id) and is appended to the chain of
+//     the event's agent, and of its new agent for a re-attribution.
+//   - corrections(id PK, event_type, event_id, action, from/to agent and
+//     status, reason, appeal_id, actor, created_at, reissued_at NULL): one
+//     row per correction (ledger.Correction); reissued_at records when the
+//     affected passports were re-issued (§11.3's 7 days).
 //   - swarmscore_cache(agent_id PK → agents, the four counts, score, tier,
 //     the two contributions, escrow_modifier_bp, computed_at, expires_at =
 //     computed_at + 7 days, valid_until, passport_json NULL,

@@ -69,13 +69,10 @@ func load(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (ledger.State, err
 			})
 			return err
 		})
-	if ids := p.IDs(ledger.ConduitSession); len(ids) > 0 {
-		b.Queue(`SELECT id, agent_id, coalesce(buyer_id, ''), operator_id, status, 0::bigint, started_at, completed_at, seq
-			FROM conduit_sessions WHERE id = ANY($1)`, ids).Query(scanEvents(ledger.ConduitSession, st.Events))
-	}
-	if ids := p.IDs(ledger.AP2Transaction); len(ids) > 0 {
-		b.Queue(`SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq
-			FROM ap2_transactions WHERE id = ANY($1)`, ids).Query(scanEvents(ledger.AP2Transaction, st.Events))
+	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
+		if ids := p.IDs(t); len(ids) > 0 {
+			b.Queue(eventSelect(t)+` WHERE id = ANY($1)`, ids).Query(scanEvents(t, st.Events))
+		}
 	}
 	return st, tx.SendBatch(ctx, b).Close()
 }
@@ -84,16 +81,21 @@ func load(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (ledger.State, err
 func scanEvents(typ ledger.Type, events map[ledger.EventKey]ledger.StoredEvent) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
 		var (
-			se      ledger.StoredEvent
-			status  string
-			started time.Time
-			ended   *time.Time
+			se                            ledger.StoredEvent
+			status                        string
+			started                       time.Time
+			ended                         *time.Time
+			reportedAgent, reportedStatus *string
+			voided                        bool
 		)
 		e := &se.Event
 		_, err := pgx.ForEachRow(rows,
-			[]any{&e.ID, &e.AgentID, &e.BuyerID, &se.Operator, &status, &e.EscrowAmountCents, &started, &ended, &se.Seq},
+			[]any{&e.ID, &e.AgentID, &e.BuyerID, &se.Operator, &status, &e.EscrowAmountCents, &started, &ended, &se.Seq,
+				&reportedAgent, &reportedStatus, &voided},
 			func() error {
 				e.Type, e.Status, e.StartedAt, e.EndedAt = typ, ledger.Status(status), utc(started), timeOrZero(ended)
+				se.Corrected = nil
+				correctedRow(&se, reportedAgent, reportedStatus, voided)
 				events[ledger.EventKey{Type: typ, ID: e.ID}] = se
 				return nil
 			})
@@ -293,5 +295,21 @@ func (c *eventColumns) add(w *ledger.EventWrite) {
 	} else {
 		t := e.EndedAt
 		c.ended = append(c.ended, &t)
+	}
+}
+
+// correctedRow turns a row read with its current agent and status in
+// se.Event into the reported event and its corrected state, when a
+// correction changed it (the reported columns are set, or it is voided).
+func correctedRow(se *ledger.StoredEvent, reportedAgent, reportedStatus *string, voided bool) {
+	if reportedAgent == nil && reportedStatus == nil && !voided {
+		return
+	}
+	se.Corrected = &ledger.Current{AgentID: se.Event.AgentID, Status: se.Event.Status, Voided: voided}
+	if reportedAgent != nil {
+		se.Event.AgentID = *reportedAgent
+	}
+	if reportedStatus != nil {
+		se.Event.Status = ledger.Status(*reportedStatus)
 	}
 }

@@ -28,13 +28,13 @@ FROM (SELECT count(*) FILTER (WHERE completed_at <= $3) AS total,
 		min(completed_at) FILTER (WHERE completed_at <= $3) AS oldest,
 		min(completed_at) FILTER (WHERE completed_at > $3) AS next
 	FROM conduit_sessions
-	WHERE agent_id = $1 AND status IN ('VERIFIED', 'FAILED') AND completed_at >= $2) c,
+	WHERE agent_id = $1 AND status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at >= $2) c,
 	(SELECT count(*) FILTER (WHERE settled_at <= $3) AS total,
 		count(*) FILTER (WHERE settled_at <= $3 AND status = 'SETTLED') AS success,
 		min(settled_at) FILTER (WHERE settled_at <= $3) AS oldest,
 		min(settled_at) FILTER (WHERE settled_at > $3) AS next
 	FROM ap2_transactions
-	WHERE provider_id = $1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= $2) a`
+	WHERE provider_id = $1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at >= $2) a`
 
 type windowResult struct {
 	counts       score.Counts
@@ -179,55 +179,8 @@ func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreSta
 func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
 	var entry ledger.ScoreEntry
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// The entry holds the counts as of exactly ComputedAt, the instant
-		// a verifier recomputes them at (§7.3 L2).
-		computed := asOf.UTC().Truncate(ledger.Resolution)
-		w, err := queryWindow(ctx, tx, agentID, computed)
-		if err != nil {
-			return err
-		}
-		r, err := score.Compute(w.counts)
-		if err != nil {
-			return fmt.Errorf("agent %s: stored counts: %w", agentID, err)
-		}
-		entry = ledger.ScoreEntry{
-			AgentID:    agentID,
-			Result:     r,
-			ComputedAt: computed,
-			ExpiresAt:  computed.Add(ledger.CacheLifetime),
-			ValidUntil: ledger.ValidUntil(computed, w.oldest, w.next),
-		}
-		var passport *string
-		var sig *string
-		if issue != nil {
-			p, sg, err := issue(&entry)
-			if err != nil {
-				return issueError{err}
-			}
-			entry.Passport, entry.Signature = p, sg
-			if p != nil {
-				ps := string(p)
-				passport = &ps
-			}
-			if sg != "" {
-				sig = &sg
-			}
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
-				ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
-				computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-			ON CONFLICT (agent_id) DO UPDATE SET score = EXCLUDED.score, tier = EXCLUDED.tier,
-				conduit_sessions_90d = EXCLUDED.conduit_sessions_90d, conduit_successful_90d = EXCLUDED.conduit_successful_90d,
-				ap2_sessions_90d = EXCLUDED.ap2_sessions_90d, ap2_successful_90d = EXCLUDED.ap2_successful_90d,
-				conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
-				escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
-				expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
-				passport_json = EXCLUDED.passport_json, passport_signature = EXCLUDED.passport_signature,
-				ledger_seq = EXCLUDED.ledger_seq`,
-			agentID, r.Score, r.Tier.String(), r.Counts.ConduitTotal, r.Counts.ConduitSuccess,
-			r.Counts.AP2Total, r.Counts.AP2Success, r.ConduitContribution, r.AP2Contribution, int32(r.Escrow),
-			entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig, w.version)
+		var err error
+		entry, err = refreshIn(ctx, tx, agentID, asOf, issue)
 		return err
 	})
 	var ie issueError
@@ -236,6 +189,65 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 	}
 	if err != nil {
 		return ledger.ScoreEntry{}, fmt.Errorf("postgres: refresh score: %w", err)
+	}
+	return entry, nil
+}
+
+// refreshIn computes the agent's score as of asOf inside tx and replaces
+// its cache entry, with a passport when issue is not nil. An error of
+// issue comes back as an issueError.
+func refreshIn(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
+	// The entry holds the counts as of exactly ComputedAt, the instant a
+	// verifier recomputes them at (§7.3 L2).
+	computed := asOf.UTC().Truncate(ledger.Resolution)
+	w, err := queryWindow(ctx, tx, agentID, computed)
+	if err != nil {
+		return ledger.ScoreEntry{}, err
+	}
+	r, err := score.Compute(w.counts)
+	if err != nil {
+		return ledger.ScoreEntry{}, fmt.Errorf("agent %s: stored counts: %w", agentID, err)
+	}
+	entry := ledger.ScoreEntry{
+		AgentID:    agentID,
+		Result:     r,
+		ComputedAt: computed,
+		ExpiresAt:  computed.Add(ledger.CacheLifetime),
+		ValidUntil: ledger.ValidUntil(computed, w.oldest, w.next),
+	}
+	var passport *string
+	var sig *string
+	if issue != nil {
+		p, sg, err := issue(&entry)
+		if err != nil {
+			return ledger.ScoreEntry{}, issueError{err}
+		}
+		entry.Passport, entry.Signature = p, sg
+		if p != nil {
+			ps := string(p)
+			passport = &ps
+		}
+		if sg != "" {
+			sig = &sg
+		}
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
+			ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
+			computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		ON CONFLICT (agent_id) DO UPDATE SET score = EXCLUDED.score, tier = EXCLUDED.tier,
+			conduit_sessions_90d = EXCLUDED.conduit_sessions_90d, conduit_successful_90d = EXCLUDED.conduit_successful_90d,
+			ap2_sessions_90d = EXCLUDED.ap2_sessions_90d, ap2_successful_90d = EXCLUDED.ap2_successful_90d,
+			conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
+			escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
+			expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
+			passport_json = EXCLUDED.passport_json, passport_signature = EXCLUDED.passport_signature,
+			ledger_seq = EXCLUDED.ledger_seq`,
+		agentID, r.Score, r.Tier.String(), r.Counts.ConduitTotal, r.Counts.ConduitSuccess,
+		r.Counts.AP2Total, r.Counts.AP2Success, r.ConduitContribution, r.AP2Contribution, int32(r.Escrow),
+		entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig, w.version)
+	if err != nil {
+		return ledger.ScoreEntry{}, err
 	}
 	return entry, nil
 }
@@ -318,7 +330,7 @@ func recomputeSQL(onlyStale bool) string {
 				min(completed_at) FILTER (WHERE completed_at <= $2) AS oldest,
 				min(completed_at) FILTER (WHERE completed_at > $2) AS next
 			FROM conduit_sessions
-			WHERE status IN ('VERIFIED', 'FAILED') AND completed_at >= $1
+			WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at >= $1
 			GROUP BY agent_id) c ON c.agent_id = ag.id
 		LEFT JOIN (SELECT provider_id,
 				count(*) FILTER (WHERE settled_at <= $2) AS total,
@@ -326,7 +338,7 @@ func recomputeSQL(onlyStale bool) string {
 				min(settled_at) FILTER (WHERE settled_at <= $2) AS oldest,
 				min(settled_at) FILTER (WHERE settled_at > $2) AS next
 			FROM ap2_transactions
-			WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= $1
+			WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at >= $1
 			GROUP BY provider_id) a ON a.provider_id = ag.id
 		` + stale + `
 	) s

@@ -32,12 +32,19 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // missing (ledger_records has no foreign key) and agents without records.
 const chainQuery = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesce(a.head_seq, 0), a.head_hash,
     r.seq IS NOT NULL, coalesce(r.seq, 0), coalesce(r.event_type, ''), coalesce(r.event_id, ''), coalesce(r.status, ''), r.hash,
+    coalesce(r.correction_id, ''),
     c.id IS NOT NULL OR t.id IS NOT NULL, coalesce(c.agent_id, t.provider_id, ''), coalesce(c.buyer_id, t.buyer_id, ''),
     coalesce(c.operator_id, t.operator_id, ''), coalesce(t.escrow_amount_cents, 0), coalesce(c.started_at, t.started_at),
-    coalesce(c.completed_at, t.settled_at), coalesce(c.status, t.status, ''), coalesce(c.seq, t.seq, 0)
+    coalesce(c.completed_at, t.settled_at), coalesce(c.status, t.status, ''), coalesce(c.seq, t.seq, 0),
+    coalesce(c.reported_agent_id, t.reported_agent_id), coalesce(c.reported_status, t.reported_status),
+    coalesce(c.voided_at, t.voided_at) IS NOT NULL,
+    k.id IS NOT NULL, coalesce(k.id, ''), coalesce(k.event_type, ''), coalesce(k.event_id, ''), coalesce(k.action, ''),
+    coalesce(k.from_agent, ''), coalesce(k.to_agent, ''), coalesce(k.from_status, ''), coalesce(k.to_status, ''),
+    coalesce(k.reason, ''), coalesce(k.appeal_id, ''), coalesce(k.actor, ''), k.created_at
   FROM agents a FULL JOIN ledger_records r ON r.agent_id = a.id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
+  LEFT JOIN corrections k ON k.id = r.correction_id
   ORDER BY 1, r.seq`
 
 // chainRows streams chainQuery. The yielded row is reused.
@@ -50,13 +57,20 @@ func chainRows(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.ChainRow, error
 		}
 		defer rows.Close()
 		var (
-			r                      ledger.ChainRow
-			typ, status, rowStatus string
-			started, ended         *time.Time
+			r                             ledger.ChainRow
+			typ, status, rowStatus        string
+			started, ended, corrected     *time.Time
+			reportedAgent, reportedStatus *string
+			voided                        bool
+			corType, action, from, to     string
 		)
-		rec, ev := &r.Record, &r.Event
+		rec, ev, cor := &r.Record, &r.Event, &r.Correction
 		dest := []any{&r.AgentID, &r.Registered, &r.HeadSeq, &r.HeadHash, &r.HasRecord, &rec.Seq, &typ, &rec.EventID, &status, &r.StoredHash,
-			&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq}
+			&rec.CorrectionID,
+			&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq,
+			&reportedAgent, &reportedStatus, &voided,
+			&r.HasCorrection, &cor.ID, &corType, &cor.EventID, &action, &cor.FromAgent, &cor.ToAgent, &from, &to,
+			&cor.Reason, &cor.AppealID, &cor.By, &corrected}
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
 				yield(nil, err)
@@ -65,6 +79,10 @@ func chainRows(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.ChainRow, error
 			rec.AgentID, rec.Type, rec.Status = r.AgentID, ledger.Type(typ), ledger.Status(status)
 			ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 			ev.Event.StartedAt, ev.Event.EndedAt = timeOrZero(started), timeOrZero(ended)
+			ev.Corrected = nil
+			correctedRow(ev, reportedAgent, reportedStatus, voided)
+			cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
+			cor.At = timeOrZero(corrected)
 			if !yield(&r, nil) {
 				return
 			}

@@ -83,29 +83,17 @@ func (it *ingestTx) load(ctx context.Context, p *ledger.Prepared) (ledger.State,
 	if err != nil {
 		return st, err
 	}
-	for _, t := range []struct {
-		typ ledger.Type
-		q   string
-	}{
-		{ledger.ConduitSession, `SELECT e.id, e.agent_id, COALESCE(e.buyer_id, ''), e.operator_id, e.status, 0, e.started_at, e.completed_at, e.seq
-		  FROM json_each(?) j JOIN conduit_sessions e ON e.id = j.value`},
-		{ledger.AP2Transaction, `SELECT e.id, e.provider_id, e.buyer_id, e.operator_id, e.status, e.escrow_amount_cents, e.started_at, e.settled_at, e.seq
-		  FROM json_each(?) j JOIN ap2_transactions e ON e.id = j.value`},
-	} {
-		ids := p.IDs(t.typ)
+	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
+		ids := p.IDs(t)
 		if len(ids) == 0 {
 			continue
 		}
-		err := it.query(ctx, "read events", t.q, ids, func(rows *sql.Rows) error {
-			se := ledger.StoredEvent{Event: ledger.Event{Type: t.typ}}
-			var status string
-			var started int64
-			var ended sql.NullInt64
-			if err := rows.Scan(&se.Event.ID, &se.Event.AgentID, &se.Event.BuyerID, &se.Operator, &status, &se.Event.EscrowAmountCents, &started, &ended, &se.Seq); err != nil {
+		err := it.query(ctx, "read events", eventSelect(t)+` WHERE id IN (SELECT value FROM json_each(?))`, ids, func(rows *sql.Rows) error {
+			se, err := scanEvent(t, rows.Scan)
+			if err != nil {
 				return err
 			}
-			se.Event.Status, se.Event.StartedAt, se.Event.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
-			st.Events[ledger.EventKey{Type: t.typ, ID: se.Event.ID}] = se
+			st.Events[ledger.EventKey{Type: t, ID: se.Event.ID}] = se
 			return nil
 		})
 		if err != nil {
@@ -113,6 +101,22 @@ func (it *ingestTx) load(ctx context.Context, p *ledger.Prepared) (ledger.State,
 		}
 	}
 	return st, nil
+}
+
+// correctedRow turns a row read with its current agent and status in
+// se.Event into the reported event and its corrected state, when a
+// correction changed it (the reported columns are set, or it is voided).
+func correctedRow(se *ledger.StoredEvent, reportedAgent, reportedStatus sql.NullString, voided bool) {
+	if !reportedAgent.Valid && !reportedStatus.Valid && !voided {
+		return
+	}
+	se.Corrected = &ledger.Current{AgentID: se.Event.AgentID, Status: se.Event.Status, Voided: voided}
+	if reportedAgent.Valid {
+		se.Event.AgentID = reportedAgent.String
+	}
+	if reportedStatus.Valid {
+		se.Event.Status = ledger.Status(reportedStatus.String)
+	}
 }
 
 // query runs q with ids as its one JSON-array argument and calls scan for

@@ -27,14 +27,14 @@ type queryer interface {
 const windowQuery = `
 SELECT
   (SELECT terminal_seq FROM agents WHERE id = ?1),
-  (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at BETWEEN ?2 AND ?3),
-  (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at BETWEEN ?2 AND ?3 AND status = 'VERIFIED'),
-  (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at BETWEEN ?2 AND ?3),
-  (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at BETWEEN ?2 AND ?3 AND status = 'SETTLED'),
-  (SELECT MIN(completed_at) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at >= ?2),
-  (SELECT MIN(settled_at) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= ?2),
-  (SELECT MIN(completed_at) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND completed_at > ?3),
-  (SELECT MIN(settled_at) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at > ?3)`
+  (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN ?2 AND ?3),
+  (SELECT COUNT(*) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN ?2 AND ?3 AND status = 'VERIFIED'),
+  (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at BETWEEN ?2 AND ?3),
+  (SELECT COUNT(*) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at BETWEEN ?2 AND ?3 AND status = 'SETTLED'),
+  (SELECT MIN(completed_at) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at >= ?2),
+  (SELECT MIN(settled_at) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at >= ?2),
+  (SELECT MIN(completed_at) FROM conduit_sessions WHERE agent_id = ?1 AND status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at > ?3),
+  (SELECT MIN(settled_at) FROM ap2_transactions WHERE provider_id = ?1 AND status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at > ?3)`
 
 // window is one agent's counts as of an instant and the validity bounds.
 type window struct {
@@ -181,12 +181,25 @@ ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tie
 // RefreshScore implements service.ScoreStore. The write transaction (BEGIN
 // IMMEDIATE on the single writer) excludes every concurrent ingest.
 func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
-	asOf = asOf.UTC().Truncate(ledger.Resolution)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return ledger.ScoreEntry{}, dbErr("begin refresh", err)
 	}
 	defer tx.Rollback()
+	e, err := refreshIn(ctx, tx, agentID, asOf, issue)
+	if err != nil {
+		return ledger.ScoreEntry{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return ledger.ScoreEntry{}, dbErr("commit refresh", err)
+	}
+	return e, nil
+}
+
+// refreshIn computes the agent's score as of asOf inside tx and replaces
+// its cache entry, with a passport when issue is not nil.
+func refreshIn(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error) {
+	asOf = asOf.UTC().Truncate(ledger.Resolution)
 	w, err := readWindow(ctx, tx, agentID, asOf)
 	if err != nil {
 		return ledger.ScoreEntry{}, err
@@ -212,9 +225,6 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig, w.version); err != nil {
 		return ledger.ScoreEntry{}, dbErr("write cache", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return ledger.ScoreEntry{}, dbErr("commit refresh", err)
-	}
 	return e, nil
 }
 
@@ -231,10 +241,10 @@ func recomputeSQL(onlyStale bool) string {
 	return `
 WITH ev AS (
   SELECT agent_id AS a, 0 AS k, completed_at AS t, status = 'VERIFIED' AS ok FROM conduit_sessions
-    WHERE status IN ('VERIFIED', 'FAILED') AND completed_at >= ?1
+    WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at >= ?1
   UNION ALL
   SELECT provider_id, 1, settled_at, status = 'SETTLED' FROM ap2_transactions
-    WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND settled_at >= ?1
+    WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at >= ?1
 ), agg AS MATERIALIZED (
   SELECT a,
     SUM(k = 0 AND t <= ?2) AS ct, SUM(k = 0 AND t <= ?2 AND ok) AS cs,

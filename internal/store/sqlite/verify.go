@@ -21,19 +21,28 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 }
 
 // chainQuery lists every record in chain order with its agent's head (NULL
-// when the agents row is missing) and its event row (NULL when deleted),
-// then the agents that have no record.
+// when the agents row is missing), its event row (NULL when deleted) and,
+// for a correction's record, the correction (NULL when deleted); then the
+// agents that have no record.
 const chainQuery = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0), a.head_hash, 1, r.seq, r.event_type, r.event_id, r.status, r.hash,
+    COALESCE(r.correction_id, ''),
     c.id IS NOT NULL OR t.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, ''), COALESCE(c.buyer_id, t.buyer_id, ''),
     COALESCE(c.operator_id, t.operator_id, ''), COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, 0),
-    COALESCE(c.completed_at, t.settled_at), COALESCE(c.status, t.status, ''), COALESCE(c.seq, t.seq, 0)
+    COALESCE(c.completed_at, t.settled_at), COALESCE(c.status, t.status, ''), COALESCE(c.seq, t.seq, 0),
+    COALESCE(c.reported_agent_id, t.reported_agent_id), COALESCE(c.reported_status, t.reported_status),
+    COALESCE(c.voided_at, t.voided_at) IS NOT NULL,
+    k.id IS NOT NULL, COALESCE(k.id, ''), COALESCE(k.event_type, ''), COALESCE(k.event_id, ''), COALESCE(k.action, ''),
+    COALESCE(k.from_agent, ''), COALESCE(k.to_agent, ''), COALESCE(k.from_status, ''), COALESCE(k.to_status, ''),
+    COALESCE(k.reason, ''), COALESCE(k.appeal_id, ''), COALESCE(k.actor, ''), COALESCE(k.created_at, 0)
   FROM ledger_records r
   LEFT JOIN agents a ON a.id = r.agent_id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
+  LEFT JOIN corrections k ON k.id = r.correction_id
   ORDER BY r.agent_id, r.seq`
 
-const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, 0, '', '', '', 0, 0, NULL, '', 0
+const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, '', 0, '', '', '', 0, 0, NULL, '', 0, NULL, NULL, 0,
+    0, '', '', '', '', '', '', '', '', '', '', '', 0
   FROM agents a WHERE NOT EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id)`
 
 // chainRows yields the rows of chainQuery, then of emptyQuery. The yielded
@@ -49,13 +58,21 @@ func chainRows(ctx context.Context, tx *sql.Tx) iter.Seq2[*ledger.ChainRow, erro
 			}
 			for rows.Next() {
 				var (
-					typ, status, rowStatus string
-					started                int64
-					ended                  sql.NullInt64
+					typ, status, rowStatus        string
+					started, corrected            int64
+					ended                         sql.NullInt64
+					reportedAgent, reportedStatus sql.NullString
+					voided                        bool
+					corType, action, from, to     string
 				)
-				rec, ev := &r.Record, &r.Event
+				rec, ev, cor := &r.Record, &r.Event, &r.Correction
+				ev.Corrected = nil
 				if err := rows.Scan(&r.AgentID, &r.Registered, &r.HeadSeq, &r.HeadHash, &r.HasRecord, &rec.Seq, &typ, &rec.EventID, &status, &r.StoredHash,
-					&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq); err != nil {
+					&rec.CorrectionID,
+					&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq,
+					&reportedAgent, &reportedStatus, &voided,
+					&r.HasCorrection, &cor.ID, &corType, &cor.EventID, &action, &cor.FromAgent, &cor.ToAgent, &from, &to,
+					&cor.Reason, &cor.AppealID, &cor.By, &corrected); err != nil {
 					rows.Close()
 					yield(nil, dbErr("verify chains", err))
 					return
@@ -63,6 +80,9 @@ func chainRows(ctx context.Context, tx *sql.Tx) iter.Seq2[*ledger.ChainRow, erro
 				rec.AgentID, rec.Type, rec.Status = r.AgentID, ledger.Type(typ), ledger.Status(status)
 				ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 				ev.Event.StartedAt, ev.Event.EndedAt = fromMicros(started), nullMicros(ended)
+				correctedRow(ev, reportedAgent, reportedStatus, voided)
+				cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
+				cor.At = fromMicros(corrected)
 				if !yield(&r, nil) {
 					rows.Close()
 					return

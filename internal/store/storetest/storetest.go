@@ -80,6 +80,8 @@ func Run(t *testing.T, h Harness) {
 		{"Verify", testVerify},
 		{"VerifyTampering", testVerifyTampering},
 		{"VerifyTamperingLayout", testVerifyTamperingLayout},
+		{"Corrections", testCorrections},
+		{"VerifyCorrectionTampering", testVerifyCorrectionTampering},
 		{"Tokens", testTokens},
 		{"Keys", testKeys},
 		{"Concurrent", testConcurrent},
