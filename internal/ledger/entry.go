@@ -26,6 +26,12 @@ type ScoreEntry struct {
 	// if none was issued for this entry.
 	Passport  []byte
 	Signature string
+	// PassportID and KeyID are the passport's agent_passport_id and the
+	// id of the key that signed it, set by the IssueFunc; the store keeps
+	// a history of issued passports by PassportID and finds passports
+	// signed by a retired key by KeyID. Empty when unknown.
+	PassportID string
+	KeyID      string
 }
 
 // Answers reports whether the entry holds the score as of asOf.
@@ -55,7 +61,8 @@ func (s *ScoreStamp) Answers(asOf time.Time) bool {
 }
 
 // IssueFunc produces the passport for a freshly computed entry, inside the
-// transaction that stores it.
+// transaction that stores it. It may set e.PassportID and e.KeyID, which
+// the store records with the passport.
 type IssueFunc func(e *ScoreEntry) (passport []byte, signature string, err error)
 
 // ListQuery selects ranked entries. Limit must be 1..MaxListLimit.
@@ -90,4 +97,15 @@ func (q *ListQuery) Validate() error {
 		return fmt.Errorf("%w: cursor agent id", errkind.ErrInvalid)
 	}
 	return nil
+}
+
+// IssuedPassport is a passport the server signed, as its history keeps it.
+type IssuedPassport struct {
+	ID         string // agent_passport_id
+	AgentID    string
+	ComputedAt time.Time
+	ExpiresAt  time.Time
+	KeyID      string // "" when the key was not recorded
+	Signature  string
+	Document   []byte
 }

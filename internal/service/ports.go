@@ -126,4 +126,5 @@ type Backend interface {
 	ConsentStore
 	TokenStore
 	KeyStore
+	PassportStore
 }

@@ -63,6 +63,11 @@
 //     report an entry at another version as invalidated. Invalidation sets
 //     valid_until = computed_at and keeps the row (so ranking still sees the
 //     agent until the next refresh).
+//   - passports(id PK = agent_passport_id, agent_id, computed_at,
+//     expires_at, key_id, signature, document; SQLite 00006, PostgreSQL
+//     00007): every passport issued with an id, kept after its cache entry
+//     moves on; swarmscore_cache.passport_kid names the key of the
+//     entry's passport.
 //   - api_tokens(id PK, operator_id, token_sha256 UNIQUE, created_at,
 //     revoked_at NULL): only the SHA-256 of a token is stored.
 //   - signing_keys(id PK, alg, environment, state, created_at,

@@ -88,7 +88,7 @@ const cacheColumns = `c.agent_id, c.score, c.tier, c.conduit_sessions_90d, c.con
 	c.ap2_sessions_90d, c.ap2_successful_90d, c.conduit_contribution, c.ap2_contribution,
 	c.escrow_modifier_bp, c.computed_at, c.expires_at,
 	CASE WHEN c.ledger_seq = a.terminal_seq THEN c.valid_until ELSE c.computed_at END,
-	c.passport_json, c.passport_signature`
+	c.passport_json, c.passport_signature, coalesce(c.passport_kid, '')`
 
 // scanEntry reads cacheColumns.
 func scanEntry(row pgx.Row) (ledger.ScoreEntry, error) {
@@ -103,7 +103,7 @@ func scanEntry(row pgx.Row) (ledger.ScoreEntry, error) {
 	r := &e.Result
 	err := row.Scan(&e.AgentID, &r.Score, &tier, &r.Counts.ConduitTotal, &r.Counts.ConduitSuccess,
 		&r.Counts.AP2Total, &r.Counts.AP2Success, &r.ConduitContribution, &r.AP2Contribution,
-		&bp, &computed, &expires, &until, &passport, &sig)
+		&bp, &computed, &expires, &until, &passport, &sig, &e.KeyID)
 	if err != nil {
 		return e, err
 	}
@@ -215,8 +215,7 @@ func refreshIn(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time, i
 		ExpiresAt:  computed.Add(ledger.CacheLifetime),
 		ValidUntil: ledger.ValidUntil(computed, w.oldest, w.next),
 	}
-	var passport *string
-	var sig *string
+	var passport, sig, kid *string
 	if issue != nil {
 		p, sg, err := issue(&entry)
 		if err != nil {
@@ -230,11 +229,14 @@ func refreshIn(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time, i
 		if sg != "" {
 			sig = &sg
 		}
+		if entry.KeyID != "" {
+			kid = &entry.KeyID
+		}
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
 			ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
-			computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq, passport_kid)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		ON CONFLICT (agent_id) DO UPDATE SET score = EXCLUDED.score, tier = EXCLUDED.tier,
 			conduit_sessions_90d = EXCLUDED.conduit_sessions_90d, conduit_successful_90d = EXCLUDED.conduit_successful_90d,
 			ap2_sessions_90d = EXCLUDED.ap2_sessions_90d, ap2_successful_90d = EXCLUDED.ap2_successful_90d,
@@ -242,12 +244,19 @@ func refreshIn(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time, i
 			escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
 			expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
 			passport_json = EXCLUDED.passport_json, passport_signature = EXCLUDED.passport_signature,
-			ledger_seq = EXCLUDED.ledger_seq`,
+			ledger_seq = EXCLUDED.ledger_seq, passport_kid = EXCLUDED.passport_kid`,
 		agentID, r.Score, r.Tier.String(), r.Counts.ConduitTotal, r.Counts.ConduitSuccess,
 		r.Counts.AP2Total, r.Counts.AP2Success, r.ConduitContribution, r.AP2Contribution, int32(r.Escrow),
-		entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig, w.version)
+		entry.ComputedAt, entry.ExpiresAt, entry.ValidUntil, passport, sig, w.version, kid)
 	if err != nil {
 		return ledger.ScoreEntry{}, err
+	}
+	if entry.PassportID != "" && entry.Passport != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO passports (id, agent_id, computed_at, expires_at, key_id, signature, document)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, entry.PassportID, agentID, entry.ComputedAt, entry.ExpiresAt, entry.KeyID,
+			entry.Signature, string(entry.Passport)); err != nil {
+			return ledger.ScoreEntry{}, err
+		}
 	}
 	return entry, nil
 }
@@ -315,9 +324,9 @@ func recomputeSQL(onlyStale bool) string {
 	}
 	return `INSERT INTO swarmscore_cache AS t (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d,
 		ap2_sessions_90d, ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp,
-		computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq)
+		computed_at, expires_at, valid_until, passport_json, passport_signature, ledger_seq, passport_kid)
 	SELECT s.agent_id, ` + total + `, ` + store.TierNameSQL(tier) + `, s.ct, s.cs, s.at, s.as, ` + conduit + `, ` + ap2 + `, ` + modifier + `,
-		$3, $4, least($4, s.oldest + $5::interval, s.next), NULL, NULL, s.version
+		$3, $4, least($4, s.oldest + $5::interval, s.next), NULL, NULL, s.version, NULL
 	FROM (
 		SELECT ag.id AS agent_id, ag.terminal_seq AS version,
 			coalesce(c.total, 0) AS ct, coalesce(c.success, 0) AS cs,
@@ -348,7 +357,7 @@ func recomputeSQL(onlyStale bool) string {
 		conduit_contribution = EXCLUDED.conduit_contribution, ap2_contribution = EXCLUDED.ap2_contribution,
 		escrow_modifier_bp = EXCLUDED.escrow_modifier_bp, computed_at = EXCLUDED.computed_at,
 		expires_at = EXCLUDED.expires_at, valid_until = EXCLUDED.valid_until,
-		passport_json = NULL, passport_signature = NULL, ledger_seq = EXCLUDED.ledger_seq`
+		passport_json = NULL, passport_signature = NULL, ledger_seq = EXCLUDED.ledger_seq, passport_kid = NULL`
 }
 
 // ListScores returns ranked cache entries; see service.ScoreStore.

@@ -91,7 +91,7 @@ func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (sco
 const cacheColumns = `c.conduit_sessions_90d, c.conduit_successful_90d, c.ap2_sessions_90d, c.ap2_successful_90d,
   c.score, c.computed_at, c.expires_at,
   CASE WHEN c.ledger_seq = a.terminal_seq THEN c.valid_until ELSE c.computed_at END,
-  c.passport_json, c.passport_signature`
+  c.passport_json, c.passport_signature, COALESCE(c.passport_kid, '')`
 
 // scanEntry reads cacheColumns (prefixed by agent id) into an entry. ok is
 // false when the stored score disagrees with the formula over the stored
@@ -102,7 +102,7 @@ func scanEntry(scan func(...any) error) (e ledger.ScoreEntry, ok bool, err error
 	var computed, expires, valid int64
 	var passport, sig sql.NullString
 	if err := scan(&e.AgentID, &c.ConduitTotal, &c.ConduitSuccess, &c.AP2Total, &c.AP2Success,
-		&stored, &computed, &expires, &valid, &passport, &sig); err != nil {
+		&stored, &computed, &expires, &valid, &passport, &sig, &e.KeyID); err != nil {
 		return e, false, err
 	}
 	r, err := score.Compute(c)
@@ -168,15 +168,15 @@ func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreSta
 const upsertCache = `
 INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
   ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,
-  passport_json, passport_signature, ledger_seq)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  passport_json, passport_signature, ledger_seq, passport_kid)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tier,
   conduit_sessions_90d = excluded.conduit_sessions_90d, conduit_successful_90d = excluded.conduit_successful_90d,
   ap2_sessions_90d = excluded.ap2_sessions_90d, ap2_successful_90d = excluded.ap2_successful_90d,
   conduit_contribution = excluded.conduit_contribution, ap2_contribution = excluded.ap2_contribution,
   escrow_modifier_bp = excluded.escrow_modifier_bp, computed_at = excluded.computed_at, expires_at = excluded.expires_at,
   valid_until = excluded.valid_until, passport_json = excluded.passport_json, passport_signature = excluded.passport_signature,
-  ledger_seq = excluded.ledger_seq`
+  ledger_seq = excluded.ledger_seq, passport_kid = excluded.passport_kid`
 
 // RefreshScore implements service.ScoreStore. The write transaction (BEGIN
 // IMMEDIATE on the single writer) excludes every concurrent ingest.
@@ -210,7 +210,7 @@ func refreshIn(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time, 
 	}
 	e := ledger.ScoreEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime),
 		ValidUntil: ledger.ValidUntil(asOf, w.oldest, w.next)}
-	var passport, sig any
+	var passport, sig, kid any
 	if issue != nil {
 		p, sg, err := issue(&e)
 		if err != nil {
@@ -218,12 +218,21 @@ func refreshIn(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time, 
 		}
 		e.Passport, e.Signature = p, sg
 		passport, sig = string(p), sg
+		if e.KeyID != "" {
+			kid = e.KeyID
+		}
 	}
 	c := r.Counts
 	if _, err := tx.ExecContext(ctx, upsertCache, agentID, r.Score, r.Tier.String(), c.ConduitTotal, c.ConduitSuccess,
 		c.AP2Total, c.AP2Success, r.ConduitContribution, r.AP2Contribution, int64(r.Escrow),
-		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig, w.version); err != nil {
+		micros(e.ComputedAt), micros(e.ExpiresAt), micros(e.ValidUntil), passport, sig, w.version, kid); err != nil {
 		return ledger.ScoreEntry{}, dbErr("write cache", err)
+	}
+	if e.PassportID != "" && e.Passport != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO passports (id, agent_id, computed_at, expires_at, key_id, signature, document)
+		  VALUES (?, ?, ?, ?, ?, ?, ?)`, e.PassportID, agentID, micros(e.ComputedAt), micros(e.ExpiresAt), e.KeyID, e.Signature, string(e.Passport)); err != nil {
+			return ledger.ScoreEntry{}, dbErr("record passport", err)
+		}
 	}
 	return e, nil
 }
@@ -258,16 +267,17 @@ WITH ev AS (
 )
 INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,
   ap2_successful_90d, conduit_contribution, ap2_contribution, escrow_modifier_bp, computed_at, expires_at, valid_until,
-  passport_json, passport_signature, ledger_seq)
+  passport_json, passport_signature, ledger_seq, passport_kid)
 SELECT id, ` + total + `, ` + store.TierNameSQL(tier) + `, ct, cs, at, asx, ` + conduit + `, ` + ap2 + `, ` + mod + `,
-  ?2, ?3, MIN(?3, COALESCE(oldest + ?4, ?3), COALESCE(nxt, ?3)), NULL, NULL, version
+  ?2, ?3, MIN(?3, COALESCE(oldest + ?4, ?3), COALESCE(nxt, ?3)), NULL, NULL, version, NULL
 FROM x WHERE true
 ON CONFLICT (agent_id) DO UPDATE SET score = excluded.score, tier = excluded.tier,
   conduit_sessions_90d = excluded.conduit_sessions_90d, conduit_successful_90d = excluded.conduit_successful_90d,
   ap2_sessions_90d = excluded.ap2_sessions_90d, ap2_successful_90d = excluded.ap2_successful_90d,
   conduit_contribution = excluded.conduit_contribution, ap2_contribution = excluded.ap2_contribution,
   escrow_modifier_bp = excluded.escrow_modifier_bp, computed_at = excluded.computed_at, expires_at = excluded.expires_at,
-  valid_until = excluded.valid_until, passport_json = NULL, passport_signature = NULL, ledger_seq = excluded.ledger_seq`
+  valid_until = excluded.valid_until, passport_json = NULL, passport_signature = NULL, ledger_seq = excluded.ledger_seq,
+  passport_kid = NULL`
 }
 
 // RecomputeAll implements service.ScoreStore with one INSERT … SELECT … GROUP BY.

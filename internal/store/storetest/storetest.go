@@ -84,6 +84,7 @@ func Run(t *testing.T, h Harness) {
 		{"VerifyCorrectionTampering", testVerifyCorrectionTampering},
 		{"Tokens", testTokens},
 		{"Keys", testKeys},
+		{"Passports", testPassports},
 		{"Concurrent", testConcurrent},
 		{"Property", testProperty},
 	}
