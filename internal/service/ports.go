@@ -127,4 +127,5 @@ type Backend interface {
 	TokenStore
 	KeyStore
 	PassportStore
+	AppealStore
 }

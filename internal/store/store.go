@@ -75,8 +75,14 @@
 //     PostgreSQL 00005): the keyring (internal/keyring). The secret is
 //     sealed under a master key the database never sees; at most one key is
 //     active (a partial unique index).
-//   - appeals (§11.3) and consent (§11.1: agent_id PK, visibility public |
-//     unlisted, consented_at).
+//   - appeals(id PK, agent_id, passport_id, grounds, statement, state, the
+//     filing, acknowledgement, decision, escalation and re-issue times,
+//     decision; SQLite 00007, PostgreSQL 00008) with appeal_events (the
+//     disputed events) and appeal_actions (who did what, when, why): the
+//     appeals of §11.3 (internal/appeal). An uphold's corrections name
+//     their appeal in corrections.appeal_id.
+//   - consent (§11.1: agent_id PK, visibility public | unlisted,
+//     consented_at).
 //
 // Timestamps are UTC with microsecond precision (ledger.Validate refuses
 // finer ones, so nothing is rounded). SQLite stores them as INTEGER unix

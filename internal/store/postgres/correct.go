@@ -32,6 +32,25 @@ func (s *Store) Correct(ctx context.Context, req ledger.CorrectionRequest, issue
 	}
 	var plan ledger.CorrectionPlan
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		plan, err = correctIn(ctx, tx, req, issue)
+		return err
+	})
+	var ie issueError
+	if errors.As(err, &ie) {
+		return ledger.Correction{}, false, ie.err
+	}
+	if err != nil {
+		return ledger.Correction{}, false, fmt.Errorf("postgres: correct: %w", err)
+	}
+	return plan.Correction, !plan.Existing, nil
+}
+
+// correctIn decides and writes a correction inside tx; an error of issue
+// comes back as an issueError.
+func correctIn(ctx context.Context, tx pgx.Tx, req ledger.CorrectionRequest, issue ledger.IssueFunc) (ledger.CorrectionPlan, error) {
+	var plan ledger.CorrectionPlan
+	err := func() error {
 		st := ledger.CorrectionState{Heads: map[string]ledger.Head{}}
 		existing, ok, err := readCorrection(ctx, tx, req.ID())
 		if err != nil {
@@ -75,15 +94,8 @@ func (s *Store) Correct(ctx context.Context, req ledger.CorrectionRequest, issue
 			return err
 		}
 		return writeCorrection(ctx, tx, &plan, issue)
-	})
-	var ie issueError
-	if errors.As(err, &ie) {
-		return ledger.Correction{}, false, ie.err
-	}
-	if err != nil {
-		return ledger.Correction{}, false, fmt.Errorf("postgres: correct: %w", err)
-	}
-	return plan.Correction, !plan.Existing, nil
+	}()
+	return plan, err
 }
 
 func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan, issue ledger.IssueFunc) error {

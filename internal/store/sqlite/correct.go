@@ -52,6 +52,19 @@ func (s *Store) Correct(ctx context.Context, req ledger.CorrectionRequest, issue
 		return ledger.Correction{}, false, dbErr("begin correction", err)
 	}
 	defer tx.Rollback()
+	c, created, err := s.correctIn(ctx, tx, req, issue)
+	if err != nil || !created {
+		return c, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return ledger.Correction{}, false, dbErr("commit correction", err)
+	}
+	return c, true, nil
+}
+
+// correctIn is Correct inside tx, which the caller commits.
+func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.CorrectionRequest, issue ledger.IssueFunc) (ledger.Correction, bool, error) {
+	var err error
 	st := ledger.CorrectionState{Heads: map[string]ledger.Head{}}
 	if existing, ok, err := readCorrection(ctx, tx, req.ID()); err != nil {
 		return ledger.Correction{}, false, err
@@ -135,9 +148,6 @@ func (s *Store) Correct(ctx context.Context, req ledger.CorrectionRequest, issue
 		if _, err := tx.ExecContext(ctx, `UPDATE corrections SET reissued_at = ? WHERE id = ?`, micros(c.At), c.ID); err != nil {
 			return ledger.Correction{}, false, dbErr("record re-issue", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return ledger.Correction{}, false, dbErr("commit correction", err)
 	}
 	return *c, true, nil
 }

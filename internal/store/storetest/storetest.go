@@ -85,6 +85,7 @@ func Run(t *testing.T, h Harness) {
 		{"Tokens", testTokens},
 		{"Keys", testKeys},
 		{"Passports", testPassports},
+		{"Appeals", testAppeals},
 		{"Concurrent", testConcurrent},
 		{"Property", testProperty},
 	}
