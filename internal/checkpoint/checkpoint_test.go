@@ -175,6 +175,9 @@ func TestGoldenVerifies(t *testing.T) {
 		if err := c.Verify(v); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		if err := Extends(c, testLeaves(5)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }
 
