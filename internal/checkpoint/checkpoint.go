@@ -22,8 +22,9 @@ const (
 	Type = "swarmscore-checkpoint/v1"
 	// TimeLayout is the document's "time": RFC 3339 in UTC, whole seconds.
 	TimeLayout = "2006-01-02T15:04:05Z"
-	// MaxDocumentSize bounds a document Parse accepts (a real one is under
-	// 600 bytes), so that parsing untrusted input costs bounded work.
+	// MaxDocumentSize bounds a document Parse accepts, so that parsing
+	// untrusted input costs bounded work. The largest valid document is
+	// 1,129 bytes in canonical form; the rest is room for indentation.
 	MaxDocumentSize = 16 << 10
 
 	// HS256 and EdDSA are the signature algorithms, named as keyring

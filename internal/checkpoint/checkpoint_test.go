@@ -178,6 +178,19 @@ func TestGoldenVerifies(t *testing.T) {
 		if err := Extends(c, testLeaves(5)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		// Audit bundles: each agent's head is provably in the archived tree.
+		leaves := testLeaves(5)
+		tr, _ := NewTree(leaves)
+		for i, l := range leaves {
+			p, _ := tr.Prove(int64(i))
+			if err := c.VerifyInclusion(l, p); err != nil {
+				t.Fatalf("%s: leaf %d: %v", name, i, err)
+			}
+			p.Index = (p.Index + 1) % 5
+			if err := c.VerifyInclusion(l, p); !errors.Is(err, ErrProof) || !strings.HasPrefix(err.Error(), "checkpoint 17: ") {
+				t.Fatalf("%s: leaf %d at another index: %v", name, i, err)
+			}
+		}
 	}
 }
 
@@ -309,6 +322,11 @@ func TestSignRefuses(t *testing.T) {
 	if err := c.Verify(testHMAC(t)); !errors.Is(err, ErrSignature) {
 		t.Errorf("verifying an unsigned checkpoint: %v", err)
 	}
+	c = signed(t, testHMAC(t))
+	c.Environment = ""
+	if err := c.Verify(testHMAC(t)); !errors.Is(err, errkind.ErrInvalid) || errors.Is(err, ErrSignature) {
+		t.Errorf("verifying an invalid checkpoint: %v", err)
+	}
 }
 
 // TestPlatformCanonical: platforms that need JSON escapes or are not ASCII
@@ -334,6 +352,29 @@ func TestPlatformCanonical(t *testing.T) {
 			if err != nil || back.Issuer.Platform != p || back.Verify(testHMAC(t)) != nil {
 				t.Errorf("%q: %s parsed %q, %v", p, doc, back.Issuer.Platform, err)
 			}
+		}
+	}
+}
+
+// TestLargestDocument: every member at its longest (a platform of quotes,
+// each escaped) still fits MaxDocumentSize and reads back.
+func TestLargestDocument(t *testing.T) {
+	c := Checkpoint{Number: MaxInteger, Agents: MaxInteger, Time: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		Environment: strings.Repeat("e", 128), Issuer: Issuer{Platform: strings.Repeat(`"`, maxPlatformLen)}}
+	s, err := NewEd25519Signer(strings.Repeat("k", 128), ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sign(s); err != nil {
+		t.Fatal(err)
+	}
+	doc := marshal(t, c)
+	var pretty bytes.Buffer
+	_ = json.Indent(&pretty, doc, "", "    ")
+	for _, b := range [][]byte{doc, pretty.Bytes()} {
+		got, err := Parse(b)
+		if err != nil || got.Verify(s.Verifier()) != nil {
+			t.Fatalf("%d-byte document: %v", len(b), err)
 		}
 	}
 }

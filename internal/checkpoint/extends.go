@@ -28,15 +28,22 @@ type Divergence struct {
 func (d *Divergence) Error() string {
 	switch {
 	case d.Leaves < d.Agents:
-		return fmt.Sprintf("checkpoint %d committed to %d agents, the leaves name %d: %d agents dropped",
-			d.Checkpoint, d.Agents, d.Leaves, d.Agents-d.Leaves)
+		return fmt.Sprintf("checkpoint %d committed to %d agents, the leaves name %d: %s dropped",
+			d.Checkpoint, d.Agents, d.Leaves, agents(d.Agents-d.Leaves))
 	case d.Leaves > d.Agents:
-		return fmt.Sprintf("checkpoint %d committed to %d agents, the leaves name %d: %d agents it did not name added",
-			d.Checkpoint, d.Agents, d.Leaves, d.Leaves-d.Agents)
+		return fmt.Sprintf("checkpoint %d committed to %d agents, the leaves name %d: %s it did not name added",
+			d.Checkpoint, d.Agents, d.Leaves, agents(d.Leaves-d.Agents))
 	}
 	return fmt.Sprintf("checkpoint %d committed to root %s over %d agents, the leaves give root %s: "+
 		"at least one agent's chain was rewritten or truncated before its checkpointed seq, or an agent was replaced by another",
 		d.Checkpoint, d.Root, d.Agents, d.LeavesRoot)
+}
+
+func agents(n int64) string {
+	if n == 1 {
+		return "1 agent"
+	}
+	return fmt.Sprintf("%d agents", n)
 }
 
 // Unwrap returns ErrDiverged.

@@ -165,7 +165,7 @@ func TestAddedAgent(t *testing.T) {
 	c := checkpointOf(t, archived)
 	current := slices.Insert(slices.Clone(archived), 2, Leaf{AgentID: "agent-00000001x", Seq: 2})
 	var d *Divergence
-	if err := Extends(c, current); !errors.As(err, &d) || d.Leaves != 5 || !strings.Contains(err.Error(), "1 agents it did not name added") {
+	if err := Extends(c, current); !errors.As(err, &d) || d.Leaves != 5 || !strings.Contains(err.Error(), "1 agent it did not name added") {
 		t.Fatalf("Extends: %v", err)
 	}
 	changes, err := Diff(c, archived, current)
@@ -232,7 +232,7 @@ func TestExtendsEmptyLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d *Divergence
-	if err := Extends(c, testLeaves(1)); !errors.As(err, &d) || d.Leaves != 1 {
+	if err := Extends(c, testLeaves(2)); !errors.As(err, &d) || d.Leaves != 2 || !strings.Contains(err.Error(), "2 agents it did not name added") {
 		t.Fatalf("an agent appearing in an empty checkpoint: %v", err)
 	}
 	if changes, err := Diff(c, nil, nil); err != nil || len(changes) != 0 {

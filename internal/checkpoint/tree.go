@@ -77,7 +77,8 @@ func hashNode(left, right *Hash) Hash {
 
 // Tree is the RFC 6962 Merkle tree over a checkpoint's leaves, kept whole so
 // that an inclusion proof for any leaf costs O(log n). Obtain one from
-// NewTree; a Tree is immutable and safe for concurrent use.
+// NewTree (the zero Tree is not usable); a Tree is immutable and safe for
+// concurrent use.
 type Tree struct {
 	// levels[0] holds the leaf hashes; levels[k+1][i] is the parent of
 	// levels[k][2i] and levels[k][2i+1], or levels[k][2i] itself when that
