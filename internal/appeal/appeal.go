@@ -84,8 +84,8 @@ type Appeal struct {
 	// Statement is the agent's account of the error.
 	Statement string
 	// Events are the events the appeal disputes.
-	Events []ledger.EventKey
-	State  State
+	Events  []ledger.EventKey
+	State   State
 	FiledBy string
 	FiledAt time.Time
 	// AcknowledgedAt, DecidedAt and EscalatedAt are zero until they happen.

@@ -17,7 +17,7 @@ var (
 func filing() Filing {
 	return Filing{ID: "apl-1", PassportID: pp.ID, Grounds: IncorrectStatus, Statement: "session s-1 was verified by the buyer",
 		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "s-2"}, {Type: ledger.ConduitSession, ID: "s-1"}, {Type: ledger.ConduitSession, ID: "s-1"}},
-		By: "op", At: t0.Add(24 * time.Hour)}
+		By:     "op", At: t0.Add(24 * time.Hour)}
 }
 
 func TestNew(t *testing.T) {
