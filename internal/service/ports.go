@@ -128,4 +128,5 @@ type Backend interface {
 	KeyStore
 	PassportStore
 	AppealStore
+	CheckpointStore
 }

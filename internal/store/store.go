@@ -81,6 +81,10 @@
 //     disputed events) and appeal_actions (who did what, when, why): the
 //     appeals of §11.3 (internal/appeal). An uphold's corrections name
 //     their appeal in corrections.appeal_id.
+//   - checkpoints(number PK, created_at, agents, root, document) and
+//     checkpoint_leaves(number, agent_id, seq, hash; SQLite 00008,
+//     PostgreSQL 00009): the signed checkpoints of internal/checkpoint and
+//     the chain heads each committed to.
 //   - consent (§11.1: agent_id PK, visibility public | unlisted,
 //     consented_at).
 //

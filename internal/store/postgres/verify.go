@@ -18,7 +18,7 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 	var rep ledger.VerifyReport
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
-		rep, err = ledger.VerifyChains(chainRows(ctx, tx), eventLinks(ctx, tx))
+		rep, err = ledger.VerifyChains(chainRows(ctx, tx, chainQuery), eventLinks(ctx, tx))
 		return err
 	})
 	if err != nil {
@@ -30,7 +30,7 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // chainQuery lists every record in chain order with its agent's head and
 // its event row; the FULL JOIN also yields records whose agents row is
 // missing (ledger_records has no foreign key) and agents without records.
-const chainQuery = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesce(a.head_seq, 0), a.head_hash,
+const chainSelect = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesce(a.head_seq, 0), a.head_hash,
     r.seq IS NOT NULL, coalesce(r.seq, 0), coalesce(r.event_type, ''), coalesce(r.event_id, ''), coalesce(r.status, ''), r.hash,
     coalesce(r.correction_id, ''),
     c.id IS NOT NULL OR t.id IS NOT NULL, coalesce(c.agent_id, t.provider_id, ''), coalesce(c.buyer_id, t.buyer_id, ''),
@@ -44,13 +44,15 @@ const chainQuery = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesc
   FROM agents a FULL JOIN ledger_records r ON r.agent_id = a.id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
-  LEFT JOIN corrections k ON k.id = r.correction_id
-  ORDER BY 1, r.seq`
+  LEFT JOIN corrections k ON k.id = r.correction_id`
 
-// chainRows streams chainQuery. The yielded row is reused.
-func chainRows(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.ChainRow, error] {
+const chainQuery = chainSelect + ` ORDER BY 1, r.seq`
+
+// chainRows streams query (chainSelect's columns). The yielded row is
+// reused.
+func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.Seq2[*ledger.ChainRow, error] {
 	return func(yield func(*ledger.ChainRow, error) bool) {
-		rows, err := tx.Query(ctx, chainQuery)
+		rows, err := tx.Query(ctx, query, args...)
 		if err != nil {
 			yield(nil, err)
 			return

@@ -17,14 +17,14 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 		return ledger.VerifyReport{}, dbErr("begin verify", err)
 	}
 	defer tx.Rollback()
-	return ledger.VerifyChains(chainRows(ctx, tx), eventLinks(ctx, tx))
+	return ledger.VerifyChains(chainRows(ctx, tx, []string{chainQuery, emptyQuery}), eventLinks(ctx, tx))
 }
 
 // chainQuery lists every record in chain order with its agent's head (NULL
 // when the agents row is missing), its event row (NULL when deleted) and,
 // for a correction's record, the correction (NULL when deleted); then the
 // agents that have no record.
-const chainQuery = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0), a.head_hash, 1, r.seq, r.event_type, r.event_id, r.status, r.hash,
+const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0), a.head_hash, 1, r.seq, r.event_type, r.event_id, r.status, r.hash,
     COALESCE(r.correction_id, ''),
     c.id IS NOT NULL OR t.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, ''), COALESCE(c.buyer_id, t.buyer_id, ''),
     COALESCE(c.operator_id, t.operator_id, ''), COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, 0),
@@ -38,20 +38,21 @@ const chainQuery = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0)
   LEFT JOIN agents a ON a.id = r.agent_id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
-  LEFT JOIN corrections k ON k.id = r.correction_id
-  ORDER BY r.agent_id, r.seq`
+  LEFT JOIN corrections k ON k.id = r.correction_id`
+
+const chainQuery = chainSelect + ` ORDER BY r.agent_id, r.seq`
 
 const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, '', 0, '', '', '', 0, 0, NULL, '', 0, NULL, NULL, 0,
     0, '', '', '', '', '', '', '', '', '', '', '', 0
   FROM agents a WHERE NOT EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id)`
 
-// chainRows yields the rows of chainQuery, then of emptyQuery. The yielded
-// row is reused.
-func chainRows(ctx context.Context, tx *sql.Tx) iter.Seq2[*ledger.ChainRow, error] {
+// chainRows yields the rows of each query in turn (chainSelect's columns),
+// all run with args. The yielded row is reused.
+func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) iter.Seq2[*ledger.ChainRow, error] {
 	return func(yield func(*ledger.ChainRow, error) bool) {
 		var r ledger.ChainRow
-		for _, q := range []string{chainQuery, emptyQuery} {
-			rows, err := tx.QueryContext(ctx, q)
+		for _, q := range queries {
+			rows, err := tx.QueryContext(ctx, q, args...)
 			if err != nil {
 				yield(nil, dbErr("verify chains", err))
 				return

@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"Keys", testKeys},
 		{"Passports", testPassports},
 		{"Appeals", testAppeals},
+		{"Checkpoints", testCheckpoints},
 		{"Concurrent", testConcurrent},
 		{"Property", testProperty},
 	}
