@@ -14,12 +14,17 @@ const HashSize = sha256.Size
 type Hash [HashSize]byte
 
 // Record is one accepted report in an agent's hash chain: the event as
-// accepted (a first report or a transition), who reported it and its
-// 1-based position in the agent's chain.
+// accepted (a first report or a transition), who reported it, its 1-based
+// position in the agent's chain, and when the server received it.
 type Record struct {
 	Event    Event
 	Operator string
 	Seq      int64
+	// ReceivedAt is the server's clock when the report arrived, recorded
+	// in the chain so that a report back-dated far behind its arrival is
+	// visible (§8.3, §15.2). Zero for records written before it was kept:
+	// their content, and so their hash, has no received_at member.
+	ReceivedAt time.Time
 }
 
 // canonicalRecord lists the hashed fields in the byte order of their names,
@@ -33,6 +38,7 @@ type canonicalRecord struct {
 	Escrow    int64  `json:"escrow_amount_cents"`
 	ID        string `json:"id"`
 	Operator  string `json:"operator"`
+	Received  string `json:"received_at,omitempty"`
 	Seq       int64  `json:"seq"`
 	StartedAt string `json:"started_at"`
 	Status    Status `json:"status"`
@@ -40,8 +46,8 @@ type canonicalRecord struct {
 }
 
 // Canonical is the record's hashed content: RFC 8785 canonical JSON of its
-// fields (absent buyer and end time as ""), with the type-independent names
-// agent_id and ended_at. It is stable across versions: changing it breaks
+// fields (absent buyer and end time as "", an absent received_at
+// omitted), with the type-independent names agent_id and ended_at. It is stable across versions: changing it breaks
 // every stored chain. The bytes are those encoding/json produces for
 // canonicalRecord, for every Record, valid or not (verification rebuilds
 // records from rows an attacker may have edited).
@@ -67,6 +73,10 @@ func (r *Record) AppendCanonical(dst []byte) []byte {
 	dst = appendJSONString(dst, r.Event.ID)
 	dst = append(dst, `,"operator":`...)
 	dst = appendJSONString(dst, r.Operator)
+	if !r.ReceivedAt.IsZero() {
+		dst = append(dst, `,"received_at":`...)
+		dst = appendJSONTime(dst, r.ReceivedAt)
+	}
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, r.Seq, 10)
 	dst = append(dst, `,"started_at":`...)
@@ -177,6 +187,11 @@ func ParseCanonical(b []byte) (Record, error) {
 	}
 	if c.EndedAt != "" {
 		if r.Event.EndedAt, err = ParseTime("ended_at", c.EndedAt); err != nil {
+			return Record{}, err
+		}
+	}
+	if c.Received != "" {
+		if r.ReceivedAt, err = ParseTime("received_at", c.Received); err != nil {
 			return Record{}, err
 		}
 	}

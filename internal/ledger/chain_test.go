@@ -20,6 +20,9 @@ func referenceCanonical(r *Record) []byte {
 	if !r.Event.EndedAt.IsZero() {
 		c.EndedAt = FormatTime(r.Event.EndedAt)
 	}
+	if !r.ReceivedAt.IsZero() {
+		c.Received = FormatTime(r.ReceivedAt)
+	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic(err)
@@ -82,7 +85,7 @@ func randomRecord(rng *rand.Rand) Record {
 	return Record{
 		Event: Event{Type: types[rng.IntN(len(types))], ID: randomString(rng), AgentID: randomString(rng), BuyerID: randomString(rng),
 			Status: statuses[rng.IntN(len(statuses))], EscrowAmountCents: ints(), StartedAt: randomTime(rng), EndedAt: randomTime(rng)},
-		Operator: randomString(rng), Seq: ints(),
+		Operator: randomString(rng), Seq: ints(), ReceivedAt: randomTime(rng),
 	}
 }
 

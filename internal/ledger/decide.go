@@ -216,6 +216,10 @@ type ChainRecord struct {
 	Hash    Hash
 	// CorrectionID names the correction a record records; "" for a report.
 	CorrectionID string
+	// ReceivedAt is when the report reached the server (Record.ReceivedAt;
+	// zero for reports recorded before it was kept, and for corrections,
+	// whose content has its own time).
+	ReceivedAt time.Time
 }
 
 // Empty reports whether the plan writes nothing (every report was a
@@ -267,6 +271,10 @@ func (p *Prepared) Decide(st State) Plan {
 	events := make([]decision, len(p.Events))
 	heads := make([]head, len(p.Agents))
 	var chain Chainer
+	received := b.ReceivedAt.UTC().Truncate(Resolution)
+	if b.ReceivedAt.IsZero() {
+		received = time.Time{}
+	}
 	var moved []int32    // the events the batch changed, in the order of their first change
 	var recAgent []int32 // the agent index of each record, for the sort below
 	plan.Records = make([]ChainRecord, 0, len(p.Events))
@@ -303,9 +311,10 @@ func (p *Prepared) Decide(st State) Plan {
 			stored, ok := st.Heads[e.AgentID]
 			h.loaded, h.HeadMove = true, HeadMove{AgentID: e.AgentID, Head: stored, New: !ok}
 		}
-		rec := Record{Event: *e, Operator: b.Operator, Seq: h.Head.Seq + 1}
+		rec := Record{Event: *e, Operator: b.Operator, Seq: h.Head.Seq + 1, ReceivedAt: received}
 		hash, _ := chain.Link(h.Head.Hash, &rec)
-		plan.Records = append(plan.Records, ChainRecord{AgentID: e.AgentID, Seq: rec.Seq, Type: e.Type, EventID: e.ID, Status: e.Status, Hash: hash})
+		plan.Records = append(plan.Records, ChainRecord{AgentID: e.AgentID, Seq: rec.Seq, Type: e.Type, EventID: e.ID, Status: e.Status, Hash: hash,
+			ReceivedAt: received})
 		recAgent = append(recAgent, p.agentOf[i])
 		h.Head, h.moved = Head{Seq: rec.Seq, Hash: hash}, true
 		if e.Status.Terminal() {
@@ -376,7 +385,7 @@ func byAgent(records []ChainRecord, rank []int32, agents int) []ChainRecord {
 func RebuildRecord(r *ChainRecord, row *StoredEvent) Record {
 	// The agent is the chain's: an event re-attributed since was reported
 	// for the agent whose chain holds the report.
-	rec := Record{Seq: r.Seq, Operator: row.Operator, Event: Event{
+	rec := Record{Seq: r.Seq, Operator: row.Operator, ReceivedAt: r.ReceivedAt, Event: Event{
 		Type: r.Type, ID: r.EventID, AgentID: r.AgentID, BuyerID: row.Event.BuyerID, Status: r.Status,
 		EscrowAmountCents: row.Event.EscrowAmountCents, StartedAt: row.Event.StartedAt,
 	}}

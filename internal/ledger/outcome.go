@@ -53,8 +53,9 @@ type Batch struct {
 	Operator string
 	Events   []Event
 	// ReceivedAt is when the batch reached the ledger (the server's clock).
-	// A report dated after ReceivedAt + MaxSkew is rejected; a zero
-	// ReceivedAt turns that check off.
+	// It is recorded in each accepted report's chain record. A report
+	// dated after ReceivedAt + MaxSkew is rejected; a zero ReceivedAt turns
+	// that check off and records no time.
 	ReceivedAt time.Time
 	MaxSkew    time.Duration
 }

@@ -228,13 +228,14 @@ func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []ledge
 	ri := make([]string, len(records))
 	rst := make([]string, len(records))
 	rh := make([][]byte, len(records))
+	rr := make([]*time.Time, len(records))
 	for k := range records {
 		r := &records[k]
-		ra[k], rs[k], rt[k], ri[k], rst[k], rh[k] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:]
+		ra[k], rs[k], rt[k], ri[k], rst[k], rh[k], rr[k] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt)
 	}
-	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[])`,
-		ra, rs, rt, ri, rst, rh)
+	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])`,
+		ra, rs, rt, ri, rst, rh, rr)
 }
 
 // copyNew inserts new events and chain records by COPY.
@@ -264,10 +265,10 @@ func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns
 		}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_records"},
-		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash"},
+		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash", "received_at"},
 		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
 			r := &records[i]
-			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:]}, nil
+			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt)}, nil
 		}))
 	return err
 }
@@ -312,4 +313,12 @@ func correctedRow(se *ledger.StoredEvent, reportedAgent, reportedStatus *string,
 	if reportedStatus != nil {
 		se.Event.Status = ledger.Status(*reportedStatus)
 	}
+}
+
+// optTime is t, or NULL when t is zero.
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

@@ -32,7 +32,7 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // missing (ledger_records has no foreign key) and agents without records.
 const chainSelect = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesce(a.head_seq, 0), a.head_hash,
     r.seq IS NOT NULL, coalesce(r.seq, 0), coalesce(r.event_type, ''), coalesce(r.event_id, ''), coalesce(r.status, ''), r.hash,
-    coalesce(r.correction_id, ''),
+    coalesce(r.correction_id, ''), r.received_at,
     c.id IS NOT NULL OR t.id IS NOT NULL, coalesce(c.agent_id, t.provider_id, ''), coalesce(c.buyer_id, t.buyer_id, ''),
     coalesce(c.operator_id, t.operator_id, ''), coalesce(t.escrow_amount_cents, 0), coalesce(c.started_at, t.started_at),
     coalesce(c.completed_at, t.settled_at), coalesce(c.status, t.status, ''), coalesce(c.seq, t.seq, 0),
@@ -62,13 +62,14 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 			r                             ledger.ChainRow
 			typ, status, rowStatus        string
 			started, ended, corrected     *time.Time
+			received                      *time.Time
 			reportedAgent, reportedStatus *string
 			voided                        bool
 			corType, action, from, to     string
 		)
 		rec, ev, cor := &r.Record, &r.Event, &r.Correction
 		dest := []any{&r.AgentID, &r.Registered, &r.HeadSeq, &r.HeadHash, &r.HasRecord, &rec.Seq, &typ, &rec.EventID, &status, &r.StoredHash,
-			&rec.CorrectionID,
+			&rec.CorrectionID, &received,
 			&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq,
 			&reportedAgent, &reportedStatus, &voided,
 			&r.HasCorrection, &cor.ID, &corType, &cor.EventID, &action, &cor.FromAgent, &cor.ToAgent, &from, &to,
@@ -78,7 +79,7 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 				yield(nil, err)
 				return
 			}
-			rec.AgentID, rec.Type, rec.Status = r.AgentID, ledger.Type(typ), ledger.Status(status)
+			rec.AgentID, rec.Type, rec.Status, rec.ReceivedAt = r.AgentID, ledger.Type(typ), ledger.Status(status), timeOrZero(received)
 			ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 			ev.Event.StartedAt, ev.Event.EndedAt = timeOrZero(started), timeOrZero(ended)
 			ev.Corrected = nil

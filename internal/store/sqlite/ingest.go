@@ -187,10 +187,10 @@ func (it *ingestTx) write(ctx context.Context, plan *ledger.Plan) error {
 	if err := it.update(ctx, plan.Updates); err != nil {
 		return err
 	}
-	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES `,
-		"(?, ?, ?, ?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
+	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at) VALUES `,
+		"(?, ?, ?, ?, ?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
 			r := &plan.Records[i]
-			a[0], a[1], a[2], a[3], a[4], a[5] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:]
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], nullTime(r.ReceivedAt)
 		})
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // for a correction's record, the correction (NULL when deleted); then the
 // agents that have no record.
 const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0), a.head_hash, 1, r.seq, r.event_type, r.event_id, r.status, r.hash,
-    COALESCE(r.correction_id, ''),
+    COALESCE(r.correction_id, ''), r.received_at,
     c.id IS NOT NULL OR t.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, ''), COALESCE(c.buyer_id, t.buyer_id, ''),
     COALESCE(c.operator_id, t.operator_id, ''), COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, 0),
     COALESCE(c.completed_at, t.settled_at), COALESCE(c.status, t.status, ''), COALESCE(c.seq, t.seq, 0),
@@ -42,7 +42,7 @@ const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0
 
 const chainQuery = chainSelect + ` ORDER BY r.agent_id, r.seq`
 
-const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, '', 0, '', '', '', 0, 0, NULL, '', 0, NULL, NULL, 0,
+const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, '', NULL, 0, '', '', '', 0, 0, NULL, '', 0, NULL, NULL, 0,
     0, '', '', '', '', '', '', '', '', '', '', '', 0
   FROM agents a WHERE NOT EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id)`
 
@@ -61,7 +61,7 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 				var (
 					typ, status, rowStatus        string
 					started, corrected            int64
-					ended                         sql.NullInt64
+					ended, received               sql.NullInt64
 					reportedAgent, reportedStatus sql.NullString
 					voided                        bool
 					corType, action, from, to     string
@@ -69,7 +69,7 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 				rec, ev, cor := &r.Record, &r.Event, &r.Correction
 				ev.Corrected = nil
 				if err := rows.Scan(&r.AgentID, &r.Registered, &r.HeadSeq, &r.HeadHash, &r.HasRecord, &rec.Seq, &typ, &rec.EventID, &status, &r.StoredHash,
-					&rec.CorrectionID,
+					&rec.CorrectionID, &received,
 					&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq,
 					&reportedAgent, &reportedStatus, &voided,
 					&r.HasCorrection, &cor.ID, &corType, &cor.EventID, &action, &cor.FromAgent, &cor.ToAgent, &from, &to,
@@ -78,7 +78,7 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 					yield(nil, dbErr("verify chains", err))
 					return
 				}
-				rec.AgentID, rec.Type, rec.Status = r.AgentID, ledger.Type(typ), ledger.Status(status)
+				rec.AgentID, rec.Type, rec.Status, rec.ReceivedAt = r.AgentID, ledger.Type(typ), ledger.Status(status), nullMicros(received)
 				ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 				ev.Event.StartedAt, ev.Event.EndedAt = fromMicros(started), nullMicros(ended)
 				correctedRow(ev, reportedAgent, reportedStatus, voided)

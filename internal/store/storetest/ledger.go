@@ -473,3 +473,31 @@ func testConcurrent(t *testing.T, h Harness) {
 	}
 	mustVerify(t, s)
 }
+
+// testReceivedAt: the server's clock is recorded in each accepted report's
+// chain record, hashed with it, and an edit to it breaks the chain.
+func testReceivedAt(t *testing.T, h Harness) {
+	s := h.Open(t)
+	at := base.Add(123456 * time.Microsecond)
+	e := conduit("c1", "a", ledger.Verified, base.Add(-2*time.Hour), base.Add(-time.Hour))
+	out, err := s.Ingest(ctx(t), ledger.Batch{Operator: "op-a", Events: []ledger.Event{e}, ReceivedAt: at, MaxSkew: time.Minute})
+	if err != nil || out[0].Status != ledger.OutcomeAccepted {
+		t.Fatalf("ingest: %+v %v", out, err)
+	}
+	a, err := s.Agent(ctx(t), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ledger.Link(ledger.Hash{}, (&ledger.Record{Event: e, Operator: "op-a", Seq: 1, ReceivedAt: at}).Canonical()); a.ChainHead != want {
+		t.Errorf("chain head %x, want the hash of the record with its received_at %x", a.ChainHead, want)
+	}
+	chain, err := s.Chain(ctx(t), "a")
+	if err != nil || len(chain) != 1 || !chain[0].Record.ReceivedAt.Equal(at) {
+		t.Fatalf("chain %+v %v", chain, err)
+	}
+	mustVerify(t, s)
+	h.Tamper.Exec(t, s, "UPDATE ledger_records SET received_at = "+h.Tamper.Time(at.Add(48*time.Hour))+" WHERE agent_id = 'a'")
+	if r, err := s.VerifyLedger(ctx(t)); err != nil || len(r.Broken) != 1 || r.Broken[0].Seq != 1 {
+		t.Errorf("a moved received_at: %+v %v", r, err)
+	}
+}

@@ -64,6 +64,7 @@ func Run(t *testing.T, h Harness) {
 		{"Conflicts", testConflicts},
 		{"Superseded", testSuperseded},
 		{"ClockSkew", testClockSkew},
+		{"ReceivedAt", testReceivedAt},
 		{"Invalid", testInvalid},
 		{"BatchAtomicity", testBatchAtomicity},
 		{"UnknownAgent", testUnknownAgent},
