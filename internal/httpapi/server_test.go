@@ -901,10 +901,14 @@ func refs(v any) []string {
 }
 
 // TestClientMaxEvents: the public client (which imports nothing internal)
-// states the server's batch limit.
+// states the server's limits, which IngestStream batches within.
 func TestClientMaxEvents(t *testing.T) {
 	if client.MaxEvents != service.MaxBatchSize {
 		t.Fatalf("client.MaxEvents = %d, service.MaxBatchSize = %d", client.MaxEvents, service.MaxBatchSize)
+	}
+	if client.MaxBodyBytes != MaxEventsBody || client.MaxLineBytes != ledger.MaxLineBytes {
+		t.Fatalf("client.MaxBodyBytes = %d, MaxEventsBody = %d; client.MaxLineBytes = %d, ledger.MaxLineBytes = %d",
+			client.MaxBodyBytes, MaxEventsBody, client.MaxLineBytes, ledger.MaxLineBytes)
 	}
 }
 
