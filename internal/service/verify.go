@@ -110,8 +110,9 @@ func (cs Checks) Result(name string) CheckResult {
 	return ""
 }
 
-// set replaces the named check's result.
-func (cs Checks) set(name string, r CheckResult) {
+// Set replaces the named check's result (a check cs does not list is
+// not added).
+func (cs Checks) Set(name string, r CheckResult) {
 	for i := range cs {
 		if cs[i].Name == name {
 			cs[i].Result = r
@@ -189,10 +190,10 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 		case p.AgentID == "":
 			v.Warn(CodeAgentUnbound, fmt.Sprintf("the passport names no agent, so nothing binds it to agent %q", agentID))
 		case p.AgentID != agentID:
-			checks.set(CheckAgent, CheckMismatch)
+			checks.Set(CheckAgent, CheckMismatch)
 			v.Fail(CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", p.AgentID, agentID), true)
 		default:
-			checks.set(CheckAgent, CheckOK)
+			checks.Set(CheckAgent, CheckOK)
 		}
 		if p.AgentID != "" {
 			counts, err := u.ledgerCounts(ctx, p.AgentID, p.Issuer.ComputedAt)
@@ -202,7 +203,7 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 			case err != nil:
 				return Verification{}, err
 			case counts != p.Counts():
-				checks.set(CheckLedger, CheckMismatch)
+				checks.Set(CheckLedger, CheckMismatch)
 				v.Fail(CodeLedgerMismatch, fmt.Sprintf(
 					"the ledger as of %s counts conduit %d/%d and ap2 %d/%d (success/total); the passport says %d/%d and %d/%d",
 					p.Issuer.ComputedAt.UTC().Format(time.RFC3339),
@@ -210,7 +211,7 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 					p.Counts().ConduitSuccess, p.Counts().ConduitTotal, p.Counts().AP2Success, p.Counts().AP2Total), false)
 				v.ScoreValid = false
 			default:
-				checks.set(CheckLedger, CheckConfirmed)
+				checks.Set(CheckLedger, CheckConfirmed)
 			}
 		}
 	}
