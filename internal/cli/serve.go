@@ -154,19 +154,18 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 			return err
 		}
 	}
-	// The key comes before the database: a misconfigured server fails
-	// fast and leaves nothing behind.
-	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), dbFile, log)
-	if err != nil {
-		return err
-	}
-	// The address next, before the database is touched: a second server
-	// started by mistake fails at once.
+	// The address and the key come before the database: a second server
+	// started by mistake or a misconfigured one fails at once and leaves
+	// nothing behind (not even a generated key).
 	ln, err := listen(cfg.addr)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), dbFile, log)
+	if err != nil {
+		return err
+	}
 
 	st, err := drv.Open(ctx, dsn)
 	if err != nil {
