@@ -120,7 +120,7 @@ const verifyExpected = `a passport, or {"certificate": <passport>, "agent_id": "
 // passport is still a 200 with valid false and the reasons; only a request
 // that is neither form is a problem.
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	doc, agent, err := readVerifyRequest(r.Body)
+	doc, agent, err := readVerifyRequest(r.Body, r.ContentLength)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -168,15 +168,20 @@ var passportMembers = map[string]bool{
 	"escrow_modifier": true, "qualification_gaps": true, "formula_version": true, "expires_at": true,
 }
 
-// readVerifyRequest reads a verify body: the wrapper, whose certificate is
-// returned as received with its agent_id ("" when absent), or a bare
-// passport, returned whole with agent "". A UTF-8 byte-order mark before it
-// is skipped. Its errors are problems naming what was expected.
-func readVerifyRequest(body io.Reader) (doc []byte, agent string, err error) {
-	b, err := io.ReadAll(body)
-	if err != nil {
+// readVerifyRequest reads a verify body of size bytes (-1 when unknown):
+// the wrapper, whose certificate is returned as received with its agent_id
+// ("" when absent), or a bare passport, returned whole with agent "". A
+// UTF-8 byte-order mark before it is skipped. Its errors are problems
+// naming what was expected.
+func readVerifyRequest(body io.Reader, size int64) (doc []byte, agent string, err error) {
+	var buf bytes.Buffer
+	if size > 0 && size <= maxVerifyBody {
+		buf.Grow(int(size) + bytes.MinRead) // one read past the end sees EOF
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
 		return nil, "", err // *http.MaxBytesError: body-too-large
 	}
+	b := buf.Bytes()
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	var req verifyRequest
 	if err := decodeObject(bytes.NewReader(b), &req); err != nil {
