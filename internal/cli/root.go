@@ -47,11 +47,13 @@ Exit status:
   2  usage: unknown command or flag, missing or malformed value, impossible
      counts, missing or short SWARMSCORE_SIGNING_KEY, unreadable input file
   3  not found (e.g. an unknown agent)
-  4  unavailable: a database or service could not be reached; retrying may help
+  4  unavailable: a database or server could not be reached, or serve's port
+     is in use; retrying may help
   5  conflict with stored state
   6  unauthorized or forbidden
 
-Errors are reported as one line on standard error: "swarmscore: <message>".`
+Errors are reported as one line on standard error: "swarmscore: <message>".
+Commands that report something print JSON with --json.`
 
 // newRoot builds the command tree.
 func newRoot() *cobra.Command {
