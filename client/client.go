@@ -7,8 +7,12 @@
 //
 //	c, _ := client.New("http://127.0.0.1:8080", client.WithToken(token))
 //	res, err := c.IngestEvents(ctx, events)
+//	res, err = c.IngestStream(ctx, file, client.StreamOptions{}) // any size, batched, retried
 //	cert, err := c.Certificate(ctx, "agent-1")
 //	v, err := c.Verify(ctx, cert.Raw, "agent-1")
+//
+// The package imports nothing of the server's: a marketplace vendors it
+// alone.
 package client
 
 import (
@@ -156,10 +160,23 @@ func problemFrom(resp *http.Response, b []byte) error {
 		p = &Problem{Type: "about:blank", Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(detail)}
 	}
 	p.Status = resp.StatusCode
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs >= 0 {
-		p.RetryAfter = time.Duration(secs) * time.Second
-	}
+	p.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return p
+}
+
+// retryAfter reads a Retry-After header (RFC 9110: seconds, or an HTTP
+// date) as a wait from now; zero when absent, unreadable or past.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(h); err == nil {
+		return time.Duration(max(secs, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func decode(b []byte, v any) error {
@@ -212,7 +229,8 @@ func (c *Client) CertificateIfNoneMatch(ctx context.Context, agentID, etag strin
 	return cert, nil
 }
 
-// Verification is the §7.3 verdict.
+// Verification is the §7.3 verdict, the reasons behind it, and what each
+// level of verification found.
 type Verification struct {
 	Valid             bool          `json:"valid"`
 	SignatureValid    bool          `json:"signature_valid"`
@@ -220,7 +238,32 @@ type Verification struct {
 	ExpiresAt         *time.Time    `json:"expires_at"`
 	DetectedTampering bool          `json:"detected_tampering"`
 	Errors            []VerifyError `json:"errors"`
+	// Warnings do not affect validity (a member the server's version does
+	// not know, a passport that names no agent).
+	Warnings []VerifyError `json:"warnings"`
+	// Checks maps each level the server ran to its result (the Check*
+	// names and results below); a server may report more levels.
+	Checks map[string]string `json:"checks"`
 }
+
+// The checks a server reports in Verification.Checks, and their results.
+const (
+	CheckSignature   = "signature"   // CheckOK or CheckFailed
+	CheckConsistency = "consistency" // CheckOK or CheckFailed
+	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, or CheckFailed (no readable expires_at)
+	// CheckLedger: CheckConfirmed by the server's ledger, CheckMismatch, or
+	// CheckNotApplicable when the server has no ledger for the agent (one
+	// it has never seen).
+	CheckLedger = "ledger"
+	CheckAgent  = "agent" // CheckOK, CheckMismatch, or CheckNotApplicable when no agent was asked about
+
+	CheckOK            = "ok"
+	CheckFailed        = "failed"
+	CheckExpired       = "expired"
+	CheckConfirmed     = "confirmed"
+	CheckMismatch      = "mismatch"
+	CheckNotApplicable = "not_applicable"
+)
 
 // VerifyError is one reason a passport is not valid, with a stable code.
 type VerifyError struct {
@@ -229,22 +272,26 @@ type VerifyError struct {
 }
 
 // Verify asks the server to verify a passport for agentID (POST
-// /swarmscore/verify). certificate must be the JSON document as received.
+// /swarmscore/verify), or for the agent the passport names when agentID
+// is "". certificate must be the JSON document as received.
 func (c *Client) Verify(ctx context.Context, certificate []byte, agentID string) (*Verification, error) {
 	if !json.Valid(certificate) {
 		return nil, errors.New("client: the certificate is not valid JSON")
 	}
-	id, err := json.Marshal(agentID)
-	if err != nil {
-		return nil, err
-	}
 	// Built by hand: json.Marshal would compact the certificate, and it is
 	// sent byte for byte as received.
-	body := make([]byte, 0, len(certificate)+len(id)+32)
+	body := make([]byte, 0, len(certificate)+len(agentID)+32)
 	body = append(body, `{"certificate":`...)
 	body = append(body, certificate...)
-	body = append(body, `,"agent_id":`...)
-	body = append(append(body, id...), '}')
+	if agentID != "" {
+		id, err := json.Marshal(agentID)
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, `,"agent_id":`...)
+		body = append(body, id...)
+	}
+	body = append(body, '}')
 	_, b, err := c.do(ctx, http.MethodPost, "/swarmscore/verify", nil, bytes.NewReader(body), "application/json", false, nil)
 	if err != nil {
 		return nil, err
@@ -313,25 +360,35 @@ type Event struct {
 }
 
 // ConduitSession builds a Conduit session event; completed is ignored when
-// zero (a non-terminal status).
+// zero (a non-terminal status). Times are taken as they come (time.Now()
+// included): they are converted to UTC and truncated to the microsecond,
+// the precision the ledger keeps (it refuses finer times rather than
+// rounding them).
 func ConduitSession(id, agentID, status string, started, completed time.Time) Event {
-	e := Event{Type: "conduit_session", ID: id, AgentID: agentID, Status: status, StartedAt: started}
+	e := Event{Type: "conduit_session", ID: id, AgentID: agentID, Status: status, StartedAt: ledgerTime(started)}
 	if !completed.IsZero() {
-		e.CompletedAt = &completed
+		t := ledgerTime(completed)
+		e.CompletedAt = &t
 	}
 	return e
 }
 
 // AP2Transaction builds an AP2 transaction event; settled is ignored when
-// zero (a non-terminal status).
+// zero (a non-terminal status). Times are converted to UTC and truncated
+// to the microsecond, as ConduitSession's are.
 func AP2Transaction(id, providerID, buyerID, status string, escrowCents int64, started, settled time.Time) Event {
 	e := Event{Type: "ap2_transaction", ID: id, ProviderID: providerID, BuyerID: buyerID, Status: status,
-		EscrowAmountCents: &escrowCents, StartedAt: started}
+		EscrowAmountCents: &escrowCents, StartedAt: ledgerTime(started)}
 	if !settled.IsZero() {
-		e.SettledAt = &settled
+		t := ledgerTime(settled)
+		e.SettledAt = &t
 	}
 	return e
 }
+
+// ledgerTime is t at the ledger's precision: UTC, whole microseconds (and
+// without a monotonic clock reading, which JSON ignores anyway).
+func ledgerTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // IngestResult says what the server did with a batch: every event is
 // counted once.
@@ -358,7 +415,10 @@ type Rejection struct {
 }
 
 // IngestEvents sends events as a JSON array (POST /swarmscore/events) with
-// the operator token. At most MaxEvents events per call.
+// the operator token, in one request: at most MaxEvents events and
+// MaxBodyBytes (IngestStream has no such limit). Build events with
+// ConduitSession and AP2Transaction, or give their times at most
+// microsecond precision.
 func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResult, error) {
 	body, err := json.Marshal(events)
 	if err != nil {
@@ -367,8 +427,9 @@ func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResul
 	return c.ingest(ctx, bytes.NewReader(body), "application/json")
 }
 
-// IngestNDJSON streams NDJSON events (one object per line) from r; at most
-// MaxEvents of them.
+// IngestNDJSON sends the NDJSON events (one object per line) of r in one
+// request: at most MaxEvents of them and MaxBodyBytes. IngestStream sends
+// input of any size.
 func (c *Client) IngestNDJSON(ctx context.Context, r io.Reader) (*IngestResult, error) {
 	return c.ingest(ctx, r, "application/x-ndjson")
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -97,7 +98,7 @@ func TestRequests(t *testing.T) {
 	ctx := context.Background()
 	c, s := newTest(t, map[string]reply{
 		"GET /swarmscore/a:1/certificate": {200, `{"agent_id":"a:1", "x":1}`, http.Header{"Etag": {`"e1"`}}},
-		"POST /swarmscore/verify":         {200, `{"valid":false,"signature_valid":false,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":true,"errors":[{"code":"signature_mismatch","message":"m"}]}`, nil},
+		"POST /swarmscore/verify":         {200, `{"valid":false,"signature_valid":false,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":true,"errors":[{"code":"signature_mismatch","message":"m"}],"warnings":[{"code":"unknown_field","message":"w"}],"checks":{"signature":"failed","consistency":"ok","expiry":"ok","ledger":"not_applicable","agent":"ok"}}`, nil},
 		"GET /swarmscore/a:1":             {200, `{"agent_id":"a:1","computed_at":"2026-03-17T14:30:00Z","expires_at":"2026-03-24T14:30:00Z","formula_version":"1.0","score":760,"tier":"STANDARD","escrow_modifier":0.392,"conduit":{"total":80,"success":76,"rate":0.95,"volume_factor":0.8,"contribution":304,"max_contribution":400},"ap2":{"total":40,"success":38,"rate":0.95,"volume_factor":0.8,"contribution":456,"max_contribution":600},"qualification_gaps":[{"tier":"ELITE","requirement":"score","required":850,"actual":760}]}`, nil},
 		"POST /swarmscore/events":         {200, `{"accepted":1,"duplicates":0,"superseded":2,"rejected":[{"index":1,"id":"t1","reason":"conflict"}]}`, nil},
 		"POST /swarmscore/a:1/escrow":     {200, `{"score":760,"escrow_modifier":0.392,"hold_cents":39200,"released_cents":60800}`, nil},
@@ -111,11 +112,16 @@ func TestRequests(t *testing.T) {
 		t.Fatal("the token was sent to a public route")
 	}
 	v, err := c.Verify(ctx, cert.Raw, "a:1")
-	if err != nil || !v.DetectedTampering || v.Valid || v.ExpiresAt == nil || len(v.Errors) != 1 {
+	if err != nil || !v.DetectedTampering || v.Valid || v.ExpiresAt == nil || len(v.Errors) != 1 || len(v.Warnings) != 1 ||
+		v.Checks[CheckSignature] != CheckFailed || v.Checks[CheckLedger] != CheckNotApplicable || v.Checks[CheckAgent] != CheckOK {
 		t.Fatalf("verify %+v %v", v, err)
 	}
 	if s.gotBody != `{"certificate":{"agent_id":"a:1", "x":1},"agent_id":"a:1"}` {
 		t.Fatalf("verify sent %s (the certificate must go as received)", s.gotBody)
+	}
+	// Without an agent: the passport's own.
+	if _, err := c.Verify(ctx, cert.Raw, ""); err != nil || s.gotBody != `{"certificate":{"agent_id":"a:1", "x":1}}` {
+		t.Fatalf("verify without an agent sent %s: %v", s.gotBody, err)
 	}
 	if _, err := c.Verify(ctx, []byte("{"), "a"); err == nil {
 		t.Fatal("invalid JSON certificate accepted")
@@ -150,5 +156,40 @@ func TestRequests(t *testing.T) {
 	}
 	if q := s.got.URL.Query(); q.Get("tier") != "STANDARD" || q.Get("min_score") != "700" || q.Get("limit") != "10" || q.Get("cursor") != "xyz" {
 		t.Fatalf("query %v", q)
+	}
+}
+
+// TestEventTimes: the builders take time.Now() as it is: any zone,
+// nanoseconds, a monotonic reading.
+func TestEventTimes(t *testing.T) {
+	zone := time.FixedZone("X", -5*3600)
+	start := time.Date(2026, 3, 1, 7, 0, 0, 123456789, zone)
+	e := ConduitSession("s", "a", "VERIFIED", start, time.Now())
+	if !e.StartedAt.Equal(time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)) || e.StartedAt.Location() != time.UTC {
+		t.Fatalf("started_at %v", e.StartedAt)
+	}
+	if e.CompletedAt.Nanosecond()%1000 != 0 || e.CompletedAt.Location() != time.UTC {
+		t.Fatalf("completed_at %v", e.CompletedAt)
+	}
+	b, _ := json.Marshal(e)
+	if !strings.Contains(string(b), `"started_at":"2026-03-01T12:00:00.123456Z"`) {
+		t.Fatalf("JSON %s", b)
+	}
+	a := AP2Transaction("t", "a", "b", "SETTLED", 1, start, start.Add(time.Nanosecond))
+	if !a.SettledAt.Equal(a.StartedAt) || a.SettledAt.Location() != time.UTC {
+		t.Fatalf("settled_at %v", a.SettledAt)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for h, want := range map[string]time.Duration{
+		"": 0, "3": 3 * time.Second, "-1": 0, "soon": 0,
+		"Sun, 01 Mar 2026 00:00:10 GMT": 10 * time.Second,
+		"Sat, 28 Feb 2026 23:59:00 GMT": 0,
+	} {
+		if got := retryAfter(h, now); got != want {
+			t.Errorf("Retry-After %q: %v, want %v", h, got, want)
+		}
 	}
 }

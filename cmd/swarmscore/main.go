@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	pg := cli.Driver{Open: cli.Opener(postgres.Open), Redact: postgres.Redact}
+	pg := cli.Driver{Open: cli.Opener(postgres.Open), Redact: postgres.Redact, KeywordValue: true}
 	drivers := cli.Drivers{
 		"sqlite":     {Open: cli.Opener(sqlite.Open), File: sqlite.Path},
 		"postgres":   pg,

@@ -52,3 +52,12 @@ func TestMainWiring(t *testing.T) {
 		t.Errorf("unknown command: exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	for _, flag := range []string{"--version", "-v"} {
+		code, out, errOut := run(t, "", flag)
+		if code != 0 || !strings.HasPrefix(out, "swarmscore ") || !strings.Contains(out, "go1.") || strings.Count(out, "\n") != 1 || errOut != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", flag, code, out, errOut)
+		}
+	}
+}

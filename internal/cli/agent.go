@@ -52,7 +52,7 @@ used, otherwise it is computed from the ledger without caching ("bypassed").`,
 				}
 				at = t
 			}
-			return withUseCases(cmd, db, false, func(u *service.UseCases) error {
+			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				info, err := u.Agent(cmd.Context(), args[0])
 				if err != nil {
 					return err

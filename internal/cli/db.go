@@ -19,7 +19,7 @@ import (
 // the working directory, so a fresh clone runs with nothing installed.
 const DefaultDSN = "sqlite:swarmscore.db"
 
-const dbFlagUsage = "database DSN: sqlite:PATH or postgres://… (default $SWARMSCORE_DB, else " + DefaultDSN + ")"
+const dbFlagUsage = "database DSN: sqlite:PATH, postgres://… or 'host=… dbname=…' (default $SWARMSCORE_DB, else " + DefaultDSN + ")"
 
 // Driver is one kind of database as the CLI uses it. cmd/swarmscore wires
 // one per DSN scheme from the back ends it is built with; the CLI imports
@@ -37,6 +37,10 @@ type Driver struct {
 	// Redact returns dsn with its secrets hidden, for logs and messages;
 	// nil when the back end's DSNs hold none.
 	Redact func(dsn string) string
+	// KeywordValue is set for the back end that also takes connection
+	// strings of libpq's keyword/value form ("host=db user=app
+	// password=… dbname=ledger"), which have no scheme.
+	KeywordValue bool
 }
 
 // Opener adapts a back end's Open, which returns its own store type, to
@@ -56,27 +60,73 @@ func Opener[S service.Backend](open func(context.Context, string) (S, error)) fu
 type Drivers map[string]Driver
 
 // lookup returns the driver for dsn's scheme (DefaultDSN's for an empty
-// dsn). An unknown or missing scheme is errkind.ErrInvalid naming the
-// known ones; the message never repeats the DSN, which may hold a
-// password.
+// dsn), or the KeywordValue driver for a keyword/value string. An unknown
+// or missing scheme is errkind.ErrInvalid naming the known ones; the
+// message never repeats the DSN, which may hold a password, and names the
+// scheme only when it is one (letters, digits, + - .) and is not followed
+// by user information (user:password@host).
 func (d Drivers) lookup(dsn string) (Driver, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
-	scheme, _, ok := strings.Cut(dsn, ":")
+	names := make([]string, 0, len(d))
+	for k := range d {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if isKeywordValue(dsn) {
+		for _, k := range names {
+			if drv := d[k]; drv.KeywordValue && drv.Open != nil {
+				return drv, nil
+			}
+		}
+	}
+	scheme, rest, ok := strings.Cut(dsn, ":")
 	drv, known := d[strings.ToLower(scheme)]
 	if ok && known && drv.Open != nil {
 		return drv, nil
 	}
-	names := make([]string, 0, len(d))
-	for k := range d {
-		names = append(names, k+":")
+	want := make([]string, len(names))
+	for i, k := range names {
+		want[i] = k + ":"
 	}
-	slices.Sort(names)
-	if !ok {
-		return Driver{}, invalidf("the database DSN has no scheme (want one of %s)", strings.Join(names, ", "))
+	switch {
+	case !ok:
+		return Driver{}, invalidf("the database DSN has no scheme (want one of %s)", strings.Join(want, ", "))
+	case !isScheme(scheme) || strings.Contains(rest, "@"):
+		// user:password@host without a scheme: the "scheme" is a user
+		// name, and what follows it a password.
+		return Driver{}, invalidf("the database DSN does not start with a scheme (want one of %s)", strings.Join(want, ", "))
 	}
-	return Driver{}, invalidf("unknown database scheme %q (want one of %s)", scheme+":", strings.Join(names, ", "))
+	return Driver{}, invalidf("unknown database scheme %q (want one of %s)", scheme+":", strings.Join(want, ", "))
+}
+
+// isKeywordValue reports whether dsn starts like a keyword/value
+// connection string: a keyword, optional blanks, '='. No URL or path does.
+func isKeywordValue(dsn string) bool {
+	s := strings.TrimLeft(dsn, " \t\n\r")
+	i := 0
+	for i < len(s) && (s[i] == '_' || 'a' <= s[i] && s[i] <= 'z' || 'A' <= s[i] && s[i] <= 'Z' || i > 0 && '0' <= s[i] && s[i] <= '9') {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	s = strings.TrimLeft(s[i:], " \t\n\r")
+	return strings.HasPrefix(s, "=")
+}
+
+// isScheme reports whether s is a URI scheme (RFC 3986: a letter, then
+// letters, digits, '+', '-', '.').
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Open opens dsn (DefaultDSN when empty) with the driver of its scheme.
@@ -112,30 +162,45 @@ func dbDSN(cmd *cobra.Command, flag string) string {
 	return DefaultDSN
 }
 
+// dbMode says what a command may do to its database.
+type dbMode int
+
+const (
+	// readOnly: the database must exist and be fully migrated.
+	readOnly dbMode = iota
+	// existing: the database must exist; pending migrations are applied.
+	// For commands whose writes only a server reading the same database
+	// makes use of (tokens): a mistyped path must not create a new file
+	// that no server reads.
+	existing
+	// create: the database is created if missing, and migrated.
+	create
+)
+
 // withUseCases opens the database named by the --db flag value (or its
-// defaults), migrates it when migrate is set or otherwise requires it to be
-// migrated already, runs f over it and closes it. A command that does not
-// migrate never creates a database file: a missing one is ErrNotFound.
-func withUseCases(cmd *cobra.Command, db string, migrate bool, f func(*service.UseCases) error) error {
-	return withMigrated(cmd, db, migrate, func(u *service.UseCases, _ []string) error { return f(u) })
+// defaults) as mode allows, runs f over it and closes it. A database kept
+// in a file that must exist and does not is ErrNotFound, and no file is
+// created.
+func withUseCases(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error) error {
+	return withMigrated(cmd, db, mode, func(u *service.UseCases, _ []string) error { return f(u) })
 }
 
 // withMigrated is withUseCases that also hands f the names of the
 // migrations it applied.
-func withMigrated(cmd *cobra.Command, db string, migrate bool, f func(u *service.UseCases, applied []string) error) error {
+func withMigrated(cmd *cobra.Command, db string, mode dbMode, f func(u *service.UseCases, applied []string) error) error {
 	ctx := cmd.Context()
 	dsn := dbDSN(cmd, db)
 	drv, err := process(cmd).Drivers.lookup(dsn)
 	if err != nil {
 		return err
 	}
-	if !migrate && drv.File != nil {
+	if mode != create && drv.File != nil {
 		path, err := drv.File(dsn)
 		if err != nil {
 			return err
 		}
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: database file %s does not exist (run 'swarmscore migrate' or 'swarmscore ingest' first)", errkind.ErrNotFound, path)
+			return fmt.Errorf("%w: database file %s does not exist (check --db or SWARMSCORE_DB; 'swarmscore migrate' creates it)", errkind.ErrNotFound, path)
 		}
 	}
 	st, err := drv.Open(ctx, dsn)
@@ -145,10 +210,10 @@ func withMigrated(cmd *cobra.Command, db string, migrate bool, f func(u *service
 	defer st.Close()
 	u := &service.UseCases{Store: st}
 	var applied []string
-	if migrate {
-		applied, err = u.Migrate(ctx)
-	} else {
+	if mode == readOnly {
 		err = u.Ready(ctx)
+	} else {
+		applied, err = u.Migrate(ctx)
 	}
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
@@ -19,6 +20,8 @@ func newLedgerCmd() *cobra.Command {
 		},
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
+	var asJSON bool
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "verify",
 		Short: "Walk every agent's hash chain and report the first broken link",
@@ -28,22 +31,32 @@ of its latest chain record (spec §8.2, §15.2). A row edited, back-dated or
 deleted outside SwarmScore, or a chain record altered or removed, is reported
 as the first broken link of that agent's chain.
 
+With --json: {"agents","records","events","broken":[{"agent_id","seq","event_id","reason"}]}.
+
 Exit status: 0 when every chain is intact, 1 when any is broken.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUseCases(cmd, db, false, func(u *service.UseCases) error {
+			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				r, err := u.VerifyLedger(cmd.Context())
 				if err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%d agents, %d chain records, %d events checked\n", r.Agents, r.Records, r.Events)
-				if len(r.Broken) == 0 {
-					fmt.Fprintln(out, "every chain is intact")
-					return nil
+				if asJSON {
+					if err := printJSON(cmd, verifyJSON(r)); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(out, "%d agents, %d chain records, %d events checked\n", r.Agents, r.Records, r.Events)
+					if len(r.Broken) == 0 {
+						fmt.Fprintln(out, "every chain is intact")
+					}
+					for _, b := range r.Broken {
+						fmt.Fprintf(out, "BROKEN %s\n", b)
+					}
 				}
-				for _, b := range r.Broken {
-					fmt.Fprintf(out, "BROKEN %s\n", b)
+				if len(r.Broken) == 0 {
+					return nil
 				}
 				return withStatus(ExitFailure, fmt.Errorf("%d of %d chains broken", len(r.Broken), r.Agents))
 			})
@@ -58,10 +71,13 @@ Exit status: 0 when every chain is intact, 1 when any is broken.`,
 replaced entries are dropped and re-issued on their next request.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUseCases(cmd, db, false, func(u *service.UseCases) error {
+			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				n, err := u.RecomputeAll(cmd.Context(), stale)
 				if err != nil {
 					return err
+				}
+				if asJSON {
+					return printJSON(cmd, map[string]int64{"recomputed": n})
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%d agents recomputed\n", n)
 				return nil
@@ -71,4 +87,27 @@ replaced entries are dropped and re-issued on their next request.`,
 	recompute.Flags().BoolVar(&stale, "stale", false, "only agents without a valid cached score")
 	cmd.AddCommand(recompute)
 	return cmd
+}
+
+// ledgerVerifyJSON is `ledger verify --json`.
+type ledgerVerifyJSON struct {
+	Agents  int64        `json:"agents"`
+	Records int64        `json:"records"`
+	Events  int64        `json:"events"`
+	Broken  []brokenJSON `json:"broken"`
+}
+
+type brokenJSON struct {
+	AgentID string `json:"agent_id"`
+	Seq     int64  `json:"seq"`
+	EventID string `json:"event_id,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+func verifyJSON(r ledger.VerifyReport) ledgerVerifyJSON {
+	out := ledgerVerifyJSON{Agents: r.Agents, Records: r.Records, Events: r.Events, Broken: make([]brokenJSON, len(r.Broken))}
+	for i, b := range r.Broken {
+		out.Broken[i] = brokenJSON{AgentID: b.AgentID, Seq: b.Seq, EventID: b.EventID, Reason: b.Reason}
+	}
+	return out
 }

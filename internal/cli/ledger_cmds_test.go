@@ -130,6 +130,12 @@ func TestLedgerCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "1 agents, 3 chain records, 3 events checked") || !strings.Contains(out, "intact") {
 		t.Errorf("verify: %d %s", code, out)
 	}
+	if code, out, _ := runLedgerCLI(t, db, "", "ledger", "verify", "--json"); code != 0 || out != `{"agents":1,"records":3,"events":3,"broken":[]}`+"\n" {
+		t.Errorf("verify --json: %d %s", code, out)
+	}
+	if code, out, _ := runLedgerCLI(t, db, "", "ledger", "recompute", "--json"); code != 0 || out != `{"recomputed":1}`+"\n" {
+		t.Errorf("recompute --json: %d %q", code, out)
+	}
 	// Back-date a session behind the ledger's back.
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -142,6 +148,20 @@ func TestLedgerCommands(t *testing.T) {
 	code, out, stderr = runLedgerCLI(t, db, "", "ledger", "verify")
 	if code != ExitFailure || !strings.Contains(out, "BROKEN agent agent-1 seq 2 event s-2") || !strings.Contains(stderr, "1 of 1 chains broken") {
 		t.Errorf("verify after tampering: %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runLedgerCLI(t, db, "", "ledger", "verify", "--json")
+	var rep struct {
+		Agents int64
+		Broken []struct {
+			AgentID string `json:"agent_id"`
+			Seq     int64
+			EventID string `json:"event_id"`
+			Reason  string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != ExitFailure || len(rep.Broken) != 1 || rep.Broken[0].AgentID != "agent-1" ||
+		rep.Broken[0].Seq != 2 || rep.Broken[0].EventID != "s-2" || rep.Broken[0].Reason == "" || !strings.Contains(stderr, "1 of 1 chains broken") {
+		t.Errorf("verify --json after tampering: %d %v\n%s%s", code, err, out, stderr)
 	}
 }
 
@@ -156,5 +176,15 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 	code, out, _ = runLedgerCLI(t, db, "", "migrate")
 	if code != 0 || strings.Contains(out, "applied 0") || !strings.Contains(out, "(0 migration(s) applied)") {
 		t.Fatalf("second migrate: %d\n%s", code, out)
+	}
+	code, out, _ = runLedgerCLI(t, db, "", "migrate", "--json")
+	if code != 0 || out != `{"applied":[],"database":"`+db+`"}`+"\n" {
+		t.Fatalf("migrate --json: %d %s", code, out)
+	}
+	db2 := "sqlite:" + filepath.Join(t.TempDir(), "m2.db")
+	code, out, _ = runLedgerCLI(t, db2, "", "migrate", "--json")
+	var m struct{ Applied []string }
+	if err := json.Unmarshal([]byte(out), &m); code != 0 || err != nil || len(m.Applied) < 4 || m.Applied[0] != "00001_ledger.sql" {
+		t.Fatalf("first migrate --json: %d %v %s", code, err, out)
 	}
 }

@@ -153,11 +153,16 @@ func newPassportVerifyCmd() *cobra.Command {
 "-" or absent, with the key in SWARMSCORE_SIGNING_KEY, at the instant --at
 (default now). Print the verification as JSON:
   {"valid","signature_valid","score_valid","expires_at","detected_tampering",
-   "errors":[{"code","message"}],"warnings":[{"code","message"}]}
+   "errors":[{"code","message"}],"warnings":[{"code","message"}],
+   "checks":{"signature","consistency","expiry","ledger","agent"}}
 
 valid = signature valid AND score internally consistent AND not expired (AND,
 with --agent-id, issued for that agent). Error codes are stable (see the
-passport package).
+passport package). checks says what each level found: signature and
+consistency "ok" or "failed", expiry "ok", "expired" or "failed" (no readable
+expires_at), agent "ok", "mismatch" or "not_applicable" (no --agent-id), and
+ledger always "not_applicable" here: only a server holding the agent's ledger
+(POST /swarmscore/verify) can confirm the counts.
 
 Exit status: 0 valid, 1 not valid, 2 usage error, missing or short key, or
 unreadable input.`,
@@ -183,10 +188,19 @@ unreadable input.`,
 				return err
 			}
 			v := passport.Verify(doc, []passport.Key{key}, at.time())
-			if agentID != "" && v.Passport != nil && v.Passport.AgentID != agentID {
-				v.Fail(service.CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", v.Passport.AgentID, agentID), true)
+			checks := service.L1Checks(v)
+			if agentID != "" && v.Passport != nil {
+				switch v.Passport.AgentID {
+				case agentID:
+					checks.Set(service.CheckAgent, service.CheckOK)
+				case "":
+					v.Warn(service.CodeAgentUnbound, fmt.Sprintf("the passport names no agent, so nothing binds it to agent %q", agentID))
+				default:
+					checks.Set(service.CheckAgent, service.CheckMismatch)
+					v.Fail(service.CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", v.Passport.AgentID, agentID), true)
+				}
 			}
-			out, err := json.Marshal(v)
+			out, err := json.Marshal(verifyOutput{v, checks})
 			if err != nil {
 				return err
 			}
@@ -206,6 +220,13 @@ unreadable input.`,
 	cmd.Flags().Var(&at, "at", "verify as of this RFC 3339 instant (default now)")
 	cmd.Flags().StringVar(&agentID, "agent-id", "", "also require the passport to be for this agent")
 	return cmd
+}
+
+// verifyOutput is what `passport verify` prints: the verification and its
+// checks.
+type verifyOutput struct {
+	*passport.Verification
+	Checks service.Checks `json:"checks"`
 }
 
 // readDocument reads at most one byte more than a passport may have, so that

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,11 +47,13 @@ Exit status:
   2  usage: unknown command or flag, missing or malformed value, impossible
      counts, missing or short SWARMSCORE_SIGNING_KEY, unreadable input file
   3  not found (e.g. an unknown agent)
-  4  unavailable: a database or service could not be reached; retrying may help
+  4  unavailable: a database or server could not be reached, or serve's port
+     is in use; retrying may help
   5  conflict with stored state
   6  unauthorized or forbidden
 
-Errors are reported as one line on standard error: "swarmscore: <message>".`
+Errors are reported as one line on standard error: "swarmscore: <message>".
+Commands that report something print JSON with --json.`
 
 // newRoot builds the command tree.
 func newRoot() *cobra.Command {
@@ -63,6 +66,8 @@ func newRoot() *cobra.Command {
 		// Without RunE the root prints its help when run with no arguments.
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
+	root.Version = version()
+	root.SetVersionTemplate("swarmscore {{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	for _, c := range commands() {
 		root.AddCommand(c)
@@ -133,3 +138,37 @@ func process(cmd *cobra.Command) *Process {
 
 // getenv returns the value of the environment variable name as given to Run.
 func getenv(cmd *cobra.Command, name string) string { return process(cmd).Getenv(name) }
+
+// version describes the binary for --version: the module version (a
+// release tag, or "(devel)" when built from a checkout), the commit and
+// whether the tree had uncommitted changes, and the Go release, all from
+// the build information the Go toolchain embeds.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown build)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " commit " + rev
+		if modified == "true" {
+			v += " (modified)"
+		}
+	}
+	return v + " " + bi.GoVersion
+}

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,7 +45,12 @@ SWARMSCORE_ADMIN_TOKEN (at least 32 characters) is accepted as the bearer
 token of the operator "admin"; mint more with 'swarmscore token create'.
 
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
-(up to --shutdown-timeout) and closes the database.`
+(up to --shutdown-timeout) and closes the database.
+
+An event dated later than the server's clock by more than --max-clock-skew is
+rejected (once stored, it could never be corrected). /metrics answers only to
+the networks given with --metrics-allow (default loopback). A port already in
+use exits with status 4 (unavailable).`
 
 func newServeCmd() *cobra.Command {
 	var cfg serveConfig
@@ -65,6 +71,9 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
 	f.StringSliceVar(&cfg.proxies, "trusted-proxy", nil, "CIDR or address of a reverse proxy whose X-Forwarded-For names the client (repeatable)")
 	f.DurationVar(&cfg.shutdown, "shutdown-timeout", 20*time.Second, "how long in-flight requests may run after SIGTERM")
+	f.DurationVar(&cfg.skew, "max-clock-skew", service.DefaultMaxClockSkew, "how far past the server's clock a reported event may be dated")
+	f.StringSliceVar(&cfg.metricsAllow, "metrics-allow", nil, "CIDR or address of a network /metrics answers to (repeatable; default loopback)")
+	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	return cmd
 }
 
@@ -74,21 +83,41 @@ type serveConfig struct {
 	burst              int
 	proxies            []string
 	shutdown           time.Duration
+	skew               time.Duration
+	metricsAllow       []string
+	logLevel           string
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
-// pipe) and text for a person at a terminal.
-func newLogger(w io.Writer) *slog.Logger {
+// pipe) and text for a person at a terminal, from level up.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if isTerminal(w) {
-		return slog.New(slog.NewTextHandler(w, nil))
+		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// parseLogLevel reads --log-level.
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		if err := l.UnmarshalText([]byte(s)); err == nil {
+			return l, nil
+		}
+	}
+	return 0, usageErrorf("--log-level %q is not one of debug, info, warn, error", s)
 }
 
 func serve(cmd *cobra.Command, cfg serveConfig) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := newLogger(cmd.ErrOrStderr())
+	level, err := parseLogLevel(cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cmd.ErrOrStderr(), level)
 
 	if cfg.platform == "" {
 		cfg.platform = getenv(cmd, "SWARMSCORE_PLATFORM")
@@ -99,7 +128,14 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
 		return usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
 	}
-	proxies, err := parseProxies(cfg.proxies)
+	if cfg.skew <= 0 {
+		return usageErrorf("--max-clock-skew %s must be positive", cfg.skew)
+	}
+	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
+	if err != nil {
+		return err
+	}
+	scrapers, err := parseNetworks("--metrics-allow", cfg.metricsAllow)
 	if err != nil {
 		return err
 	}
@@ -118,8 +154,14 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 			return err
 		}
 	}
-	// The key comes before the database: a misconfigured server fails
-	// fast and leaves nothing behind.
+	// The address and the key come before the database: a second server
+	// started by mistake or a misconfigured one fails at once and leaves
+	// nothing behind (not even a generated key).
+	ln, err := listen(cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), dbFile, log)
 	if err != nil {
 		return err
@@ -139,7 +181,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if l, ok := st.(interface{ SetLogger(*slog.Logger) }); ok {
 		l.SetLogger(log)
 	}
-	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform}
+	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform, MaxClockSkew: cfg.skew}
 	if _, err := u.Migrate(ctx); err != nil {
 		return err
 	}
@@ -151,12 +193,8 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		}
 		log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
 	}
-	handler := httpapi.New(u, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies})
-
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return fmt.Errorf("%w: listen on %s: %v", errkind.ErrInvalid, cfg.addr, err)
-	}
+	handler := httpapi.New(u, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies,
+		MetricsAllow: scrapers})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -167,7 +205,8 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", drivers.redact(dsn), "platform", cfg.platform)
+	log.Info("listening", "addr", ln.Addr().String(), "db", drivers.redact(dsn), "platform", cfg.platform,
+		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(scrapers))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -191,9 +230,36 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	return nil
 }
 
-// parseProxies reads --trusted-proxy values: CIDR prefixes, or single
-// addresses meaning a prefix of one address.
-func parseProxies(vals []string) ([]netip.Prefix, error) {
+// listen binds the server's address. An address in use is unavailable
+// (exit 4: another process holds it, and may let go); anything else is the
+// address's fault.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("%w: listen on %s: the address is already in use (is another server running?)", errkind.ErrUnavailable, addr)
+	case err != nil:
+		return nil, fmt.Errorf("%w: listen on %s: %v", errkind.ErrInvalid, addr, err)
+	}
+	return ln, nil
+}
+
+// networks renders prefixes for the log; nil (the default) is loopback.
+func networks(ps []netip.Prefix) string {
+	if len(ps) == 0 {
+		return "loopback"
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// parseNetworks reads the values of a network flag (--trusted-proxy,
+// --metrics-allow): CIDR prefixes, or single addresses meaning a prefix of
+// one address.
+func parseNetworks(flag string, vals []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, v := range vals {
 		if p, err := netip.ParsePrefix(v); err == nil {
@@ -202,7 +268,7 @@ func parseProxies(vals []string) ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(v)
 		if err != nil {
-			return nil, usageErrorf("--trusted-proxy %q is neither a CIDR prefix nor an IP address", v)
+			return nil, usageErrorf("%s %q is neither a CIDR prefix nor an IP address", flag, v)
 		}
 		a = a.Unmap()
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))

@@ -70,6 +70,11 @@ func TestServeBadFlags(t *testing.T) {
 		{"serve", "--db", db, "--addr", "not-an-address"},
 		{"serve", "--db", db, "--trusted-proxy", "10.0.0.0/33"},
 		{"serve", "--db", db, "--trusted-proxy", "proxy.internal"},
+		{"serve", "--db", db, "--metrics-allow", "prometheus.internal"},
+		{"serve", "--db", db, "--max-clock-skew", "0s"},
+		{"serve", "--db", db, "--max-clock-skew", "-1m"},
+		{"serve", "--db", db, "--max-clock-skew", "5"},
+		{"serve", "--db", db, "--log-level", "verbose"},
 		{"serve", "--db", "mysql://x"},
 		{"serve", "extra-arg"},
 	} {
@@ -80,7 +85,7 @@ func TestServeBadFlags(t *testing.T) {
 }
 
 func TestParseProxies(t *testing.T) {
-	got, err := parseProxies([]string{"10.1.2.3/8", "192.0.2.1", "::ffff:198.51.100.1", "2001:db8::/32"})
+	got, err := parseNetworks("--trusted-proxy", []string{"10.1.2.3/8", "192.0.2.1", "::ffff:198.51.100.1", "2001:db8::/32"})
 	if err != nil {
 		t.Fatal(err)
 	}

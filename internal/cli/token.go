@@ -19,7 +19,15 @@ func newTokenCmd() *cobra.Command {
 		Long: `Manage the bearer tokens operators use for the HTTP API's operator routes
 (POST /swarmscore/events, POST /swarmscore/{agent_id}/escrow, GET
 /swarmscore/agents). Only a token's SHA-256 is stored: a token is printed once,
-when it is created.`,
+when it is created.
+
+The database must exist already (the one 'swarmscore serve' uses): a mistyped
+--db is an error, never a new database no server reads.
+
+The token bootstrapped from SWARMSCORE_ADMIN_TOKEN is listed with an id
+starting "env-". Unsetting the variable does not revoke it: revoke it here
+('swarmscore token revoke env-…'), or set the variable to a new value, which
+revokes the old one when the server starts.`,
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
 	cmd.AddCommand(newTokenCreateCmd(&db), newTokenRevokeCmd(&db), newTokenListCmd(&db))
@@ -34,14 +42,15 @@ func newTokenCreateCmd(db *string) *cobra.Command {
 		Short: "Create a token for an operator and print it (once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUseCases(cmd, *db, true, func(u *service.UseCases) error {
+			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
 				nt, err := u.CreateToken(cmd.Context(), operator)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					b, _ := json.Marshal(map[string]string{"id": nt.ID, "operator": nt.Operator, "token": nt.Secret})
-					fmt.Fprintln(cmd.OutOrStdout(), string(b))
+					if err := printJSON(cmd, map[string]string{"id": nt.ID, "operator": nt.Operator, "token": nt.Secret}); err != nil {
+						return err
+					}
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), nt.Secret)
 				}
@@ -57,32 +66,58 @@ func newTokenCreateCmd(db *string) *cobra.Command {
 }
 
 func newTokenRevokeCmd(db *string) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke a token by its id (see 'token list')",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withUseCases(cmd, *db, true, func(u *service.UseCases) error {
+			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
 				if err := u.RevokeToken(cmd.Context(), args[0]); err != nil {
 					return err
+				}
+				if asJSON {
+					return printJSON(cmd, map[string]any{"id": args[0], "revoked": true})
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id","revoked":true}`)
+	return cmd
+}
+
+// tokenJSON is one token in `token list --json`; never its hash.
+type tokenJSON struct {
+	ID        string  `json:"id"`
+	Operator  string  `json:"operator"`
+	CreatedAt string  `json:"created_at"`
+	RevokedAt *string `json:"revoked_at"`
 }
 
 func newTokenListCmd(db *string) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List tokens (ids and operators; never the tokens)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUseCases(cmd, *db, true, func(u *service.UseCases) error {
+			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
 				toks, err := u.ListTokens(cmd.Context())
 				if err != nil {
 					return err
+				}
+				if asJSON {
+					list := make([]tokenJSON, len(toks))
+					for i, tok := range toks {
+						list[i] = tokenJSON{ID: tok.ID, Operator: tok.Operator, CreatedAt: tok.CreatedAt.UTC().Format(time.RFC3339)}
+						if tok.Revoked() {
+							at := tok.RevokedAt.UTC().Format(time.RFC3339)
+							list[i].RevokedAt = &at
+						}
+					}
+					return printJSON(cmd, list)
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tOPERATOR\tCREATED\tREVOKED")
@@ -97,4 +132,16 @@ func newTokenListCmd(db *string) *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print [{"id","operator","created_at","revoked_at"}]`)
+	return cmd
+}
+
+// printJSON writes v as one line of JSON.
+func printJSON(cmd *cobra.Command, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(append(b, '\n'))
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +18,22 @@ func runCLI(t *testing.T, env map[string]string, args ...string) (code int, stdo
 }
 
 func TestTokenCommands(t *testing.T) {
-	db := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	path := filepath.Join(t.TempDir(), "t.db")
+	db := "sqlite:" + path
+	// A database that does not exist (a mistyped --db) is refused, and
+	// not created: the server would never read a token minted into it.
+	for _, args := range [][]string{{"token", "create", "--operator", "acme"}, {"token", "list"}, {"token", "revoke", "x"}} {
+		code, _, errs := runCLI(t, nil, append(args, "--db", db)...)
+		if code != ExitNotFound || !strings.Contains(errs, "does not exist") {
+			t.Fatalf("%v on a missing database: %d %q", args, code, errs)
+		}
+		if _, err := os.Stat(path); err == nil {
+			t.Fatalf("%v created the database", args)
+		}
+	}
+	if code, _, errs := runCLI(t, nil, "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: %d %q", code, errs)
+	}
 	code, out, errs := runCLI(t, nil, "token", "create", "--operator", "acme", "--db", db)
 	secret := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(secret, "sst_") || strings.Count(out, "\n") != 1 || !strings.Contains(errs, "shown only this once") {
@@ -34,6 +50,22 @@ func TestTokenCommands(t *testing.T) {
 	}
 	if code, out, _ = runCLI(t, nil, "token", "revoke", tok.ID, "--db", db); code != 0 || !strings.Contains(out, tok.ID) {
 		t.Fatalf("revoke: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, nil, "token", "list", "--db", db, "--json")
+	var list []struct {
+		ID, Operator, CreatedAt string
+		RevokedAt               *string `json:"revoked_at"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 2 || strings.Contains(out, secret) || strings.Contains(out, "sha") {
+		t.Fatalf("list --json: %d %v %q", code, err, out)
+	}
+	for _, tk := range list {
+		if (tk.ID == tok.ID) != (tk.RevokedAt != nil) {
+			t.Fatalf("list --json: %q revoked at %v", tk.ID, tk.RevokedAt)
+		}
+	}
+	if code, out, _ := runCLI(t, nil, "token", "revoke", tok.ID, "--db", db, "--json"); code != 0 || out != `{"id":"`+tok.ID+`","revoked":true}`+"\n" {
+		t.Fatalf("revoke --json: %d %q", code, out)
 	}
 	_, out, _ = runCLI(t, nil, "token", "list", "--db", db)
 	for _, line := range strings.Split(out, "\n") {

@@ -11,9 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,7 +82,25 @@ func (s *syncBuffer) String() string {
 // to a minimal environment, and waits for its "listening" log line.
 func start(t *testing.T, dsn string, env ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dsn, "--rate-limit", "0")
+	return startArgs(t, dsn, nil, env...)
+}
+
+// startArgs is start with more serve flags. With --log-level there may be
+// no "listening" line: the server gets a free port picked here and is
+// waited for on /healthz.
+func startArgs(t *testing.T, dsn string, args []string, env ...string) *server {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	quiet := slices.Contains(args, "--log-level")
+	if quiet {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = ln.Addr().String()
+		ln.Close()
+	}
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", dsn, "--rate-limit", "0"}, args...)...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
 	cmd.Dir = t.TempDir()
 	pr, pw := io.Pipe()
@@ -90,19 +111,30 @@ func start(t *testing.T, dsn string, env ...string) *server {
 	}
 	s := &server{t: t, cmd: cmd, logs: logs, done: make(chan error, 1)}
 	go func() { err := cmd.Wait(); pw.Close(); s.done <- err }()
-	addr := make(chan string, 1)
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			var line struct{ Msg, Addr string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addr <- line.Addr
+				listening <- line.Addr
 			}
 		}
 		io.Copy(io.Discard, pr)
 	}()
+	if quiet {
+		go func() {
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+					resp.Body.Close()
+					listening <- addr
+					return
+				}
+			}
+		}()
+	}
 	select {
-	case a := <-addr:
+	case a := <-listening:
 		s.url = "http://" + a
 	case err := <-s.done:
 		t.Fatalf("serve exited before listening: %v\n%s", err, logs)
@@ -138,6 +170,24 @@ func (s *server) wait() {
 	case <-time.After(30 * time.Second):
 		s.cmd.Process.Kill()
 		s.t.Fatalf("serve did not stop within 30s of SIGTERM:\n%s", s.logs)
+	}
+}
+
+// logged waits until the server's log holds all of want (the log reaches
+// the test through a pipe, after the response it belongs to) and reports
+// whether it did within a few seconds.
+func (s *server) logged(want ...string) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		logs, all := s.logs.String(), true
+		for _, w := range want {
+			all = all && strings.Contains(logs, w)
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
 
@@ -342,4 +392,25 @@ func TestStartupErrors(t *testing.T) {
 			t.Errorf("%s %s: %v\n%s", c.dsn, c.env, err, out)
 		}
 	}
+}
+
+// run runs the binary with env added to a minimal environment and stdin,
+// and returns its exit status and output.
+func run(t *testing.T, env []string, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
 }

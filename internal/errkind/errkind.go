@@ -89,3 +89,35 @@ func (k Kind) String() string {
 	}
 	return "internal"
 }
+
+// publicError gives an error a message fit for anyone, for edges that
+// answer strangers (HTTP): layer prefixes and names of internal parts stay
+// in the log.
+type publicError struct {
+	err    error
+	detail string
+}
+
+func (e *publicError) Error() string { return e.err.Error() }
+func (e *publicError) Unwrap() error { return e.err }
+
+// WithPublic returns err, unchanged for errors.Is, errors.As, Of and its
+// message, carrying detail as the message to show to someone who is not
+// the operator (PublicDetail). detail must name nothing internal: no
+// layer, table, host, user or database. A nil err stays nil.
+func WithPublic(err error, detail string) error {
+	if err == nil {
+		return nil
+	}
+	return &publicError{err, detail}
+}
+
+// PublicDetail returns the outermost detail given to WithPublic in err's
+// chain, and whether there was one.
+func PublicDetail(err error) (string, bool) {
+	var pe *publicError
+	if errors.As(err, &pe) {
+		return pe.detail, true
+	}
+	return "", false
+}

@@ -37,3 +37,20 @@ func TestOf(t *testing.T) {
 		seen[k.String()] = true
 	}
 }
+
+func TestPublicDetail(t *testing.T) {
+	inner := fmt.Errorf("postgres: cache stamp: %w", fmt.Errorf("%w: agent %q", ErrNotFound, "ghost"))
+	err := fmt.Errorf("certificate: %w", WithPublic(inner, `agent "ghost" is unknown`))
+	if d, ok := PublicDetail(err); !ok || d != `agent "ghost" is unknown` {
+		t.Fatalf("PublicDetail = %q, %v", d, ok)
+	}
+	if Of(err) != NotFound || err.Error() != "certificate: "+inner.Error() {
+		t.Fatalf("WithPublic changed the error: %v (%v)", err, Of(err))
+	}
+	if _, ok := PublicDetail(inner); ok {
+		t.Fatal("a plain error has a public detail")
+	}
+	if WithPublic(nil, "x") != nil {
+		t.Fatal("WithPublic(nil) is not nil")
+	}
+}

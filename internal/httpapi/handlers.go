@@ -1,12 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +33,12 @@ func agentID(r *http.Request) (string, error) {
 func rfc3339(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 // certificate serves the agent's current passport. The ETag is a digest of
-// the exact bytes, so it changes exactly when a new passport is issued;
-// caches may keep the document until its expires_at.
+// the exact bytes, so it changes exactly when a new passport is issued.
+// Caches must revalidate every time (no-cache): a passport stays validly
+// signed until its expires_at, but after a DISPUTED or FAILED event the
+// agent has a new one, and a copy kept for up to 7 days would hide it
+// (spec Pitfall 6). Revalidation is cheap: a 304 from the certificate this
+// process keeps in memory.
 func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	id, err := agentID(r)
 	if err != nil {
@@ -50,14 +58,9 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	}
 	etag := etagOf(&c.Digest)
 	h := w.Header()
-	maxAge := int64(c.ExpiresAt.Sub(s.now()) / time.Second)
-	if maxAge < 0 {
-		maxAge = 0
-	}
 	// Canonical keys, assigned directly: Set would canonicalise them again.
 	h["Etag"] = []string{etag}
-	h["Cache-Control"] = []string{"public, max-age=" + itoa(maxAge)}
-	h["Expires"] = []string{s.httpDate(c.ExpiresAt)}
+	h["Cache-Control"] = noCache
 	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -65,21 +68,7 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c.Passport)
 }
 
-// httpDate formats t for an Expires header, remembering the last result:
-// a hot certificate is served with the same expiry again and again.
-func (s *Server) httpDate(t time.Time) string {
-	if d := s.lastDate.Load(); d != nil && d.t.Equal(t) {
-		return d.s
-	}
-	d := &formattedDate{t: t, s: t.UTC().Format(http.TimeFormat)}
-	s.lastDate.Store(d)
-	return d.s
-}
-
-type formattedDate struct {
-	t time.Time
-	s string
-}
+var noCache = []string{"no-cache"}
 
 // etagOf renders the first 128 bits of a passport's SHA-256 as a strong
 // ETag, in one allocation.
@@ -109,7 +98,7 @@ type verifyRequest struct {
 	AgentID     json.RawMessage `json:"agent_id"`
 }
 
-// verifyResponse has exactly the §7.3 fields plus errors.
+// verifyResponse has the §7.3 fields plus errors, warnings and checks.
 type verifyResponse struct {
 	Valid             bool                  `json:"valid"`
 	SignatureValid    bool                  `json:"signature_valid"`
@@ -117,45 +106,26 @@ type verifyResponse struct {
 	ExpiresAt         *string               `json:"expires_at"`
 	DetectedTampering bool                  `json:"detected_tampering"`
 	Errors            []service.VerifyError `json:"errors"`
+	Warnings          []service.VerifyError `json:"warnings"`
+	Checks            service.Checks        `json:"checks"`
 }
 
-// verify checks a passport (spec §7.3). A document that is not a valid
+// verifyExpected says what a verify request is, for the details of
+// requests that are not one.
+const verifyExpected = `a passport, or {"certificate": <passport>, "agent_id": "<optional agent id>"}`
+
+// verify checks a passport (spec §7.3). The body is the wrapper
+// {"certificate":…,"agent_id":…} (agent_id optional: the passport's own
+// agent is used), or the bare passport. A document that is not a valid
 // passport is still a 200 with valid false and the reasons; only a request
-// that is not a verify request at all is a problem.
+// that is neither form is a problem.
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	var req verifyRequest
-	if err := decodeObject(r.Body, &req); err != nil {
+	doc, agent, err := readVerifyRequest(r.Body, r.ContentLength)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	switch k := jsonKind(req.Certificate); k {
-	case "object":
-	case "nothing", "null":
-		s.fail(w, r, errorf(ptInvalid, "field certificate is required"))
-		return
-	default:
-		s.fail(w, r, errorf(ptWrongType, "field certificate must be a JSON object, not a JSON %s", k))
-		return
-	}
-	var agent string
-	switch k := jsonKind(req.AgentID); k {
-	case "string":
-		if err := json.Unmarshal(req.AgentID, &agent); err != nil {
-			s.fail(w, r, jsonError(err))
-			return
-		}
-		if err := ledger.CheckID("agent_id", agent); err != nil {
-			s.fail(w, r, errorf(ptInvalid, "field %s", err))
-			return
-		}
-	case "nothing", "null":
-		s.fail(w, r, errorf(ptInvalid, "field agent_id is required"))
-		return
-	default:
-		s.fail(w, r, errorf(ptWrongType, "field agent_id must be a JSON string, not a JSON %s", k))
-		return
-	}
-	v, err := s.svc.Verify(r.Context(), req.Certificate, agent)
+	v, err := s.svc.Verify(r.Context(), doc, agent)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -174,6 +144,8 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		ScoreValid:        v.ScoreValid,
 		DetectedTampering: v.DetectedTampering,
 		Errors:            v.Errors,
+		Warnings:          v.Warnings,
+		Checks:            v.Checks,
 	}
 	if !v.ExpiresAt.IsZero() {
 		e := rfc3339(v.ExpiresAt)
@@ -182,8 +154,101 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	if resp.Errors == nil {
 		resp.Errors = []service.VerifyError{}
 	}
+	if resp.Warnings == nil {
+		resp.Warnings = []service.VerifyError{}
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+// passportMembers are the top-level members of a passport (spec §6.1) that
+// a verify wrapper does not have: one of them marks a bare passport.
+var passportMembers = map[string]bool{
+	"swarmscore_version": true, "agent_passport_id": true, "issuer": true, "score": true, "dimensions": true,
+	"escrow_modifier": true, "qualification_gaps": true, "formula_version": true, "expires_at": true,
+}
+
+// readVerifyRequest reads a verify body of size bytes (-1 when unknown):
+// the wrapper, whose certificate is returned as received with its agent_id
+// ("" when absent), or a bare passport, returned whole with agent "". A
+// UTF-8 byte-order mark before it is skipped. Its errors are problems
+// naming what was expected.
+func readVerifyRequest(body io.Reader, size int64) (doc []byte, agent string, err error) {
+	var buf bytes.Buffer
+	if size > 0 && size <= maxVerifyBody {
+		buf.Grow(int(size) + bytes.MinRead) // one read past the end sees EOF
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
+		return nil, "", err // *http.MaxBytesError: body-too-large
+	}
+	b := buf.Bytes()
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	var req verifyRequest
+	if err := decodeObject(bytes.NewReader(b), &req); err != nil {
+		var he *httpError
+		switch {
+		case !errors.As(err, &he):
+			return nil, "", err
+		case he.pt == ptWrongType && strings.HasPrefix(he.detail, "the request body must be"):
+			return nil, "", errorf(ptWrongType, "the request body must be a JSON object: %s; got a JSON %s", verifyExpected, jsonKind(b))
+		case he.pt == ptMalformedJSON && strings.Contains(he.detail, "empty"):
+			return nil, "", errorf(ptMalformedJSON, "the request body is empty; expected %s", verifyExpected)
+		case he.pt != ptInvalid || !strings.HasPrefix(he.detail, "unknown field"):
+			return nil, "", err
+		}
+		// Members a wrapper does not have: a bare passport, or a wrapper
+		// with an extra member.
+		names, serr := memberNames(b)
+		if serr != nil {
+			return nil, "", serr
+		}
+		if !slices.Contains(names, "certificate") && slices.ContainsFunc(names, func(n string) bool { return passportMembers[n] }) {
+			return bytes.TrimSpace(b), "", nil
+		}
+		return nil, "", errorf(ptInvalid, "%s; expected %s", he.detail, verifyExpected)
+	}
+	switch k := jsonKind(req.Certificate); k {
+	case "object":
+	case "nothing", "null":
+		return nil, "", errorf(ptInvalid, "field certificate is required: expected %s", verifyExpected)
+	default:
+		return nil, "", errorf(ptWrongType, "field certificate must be a JSON object (the passport), not a JSON %s", k)
+	}
+	switch k := jsonKind(req.AgentID); k {
+	case "string":
+		if err := json.Unmarshal(req.AgentID, &agent); err != nil {
+			return nil, "", jsonError(err)
+		}
+		if err := ledger.CheckID("agent_id", agent); err != nil {
+			return nil, "", errorf(ptInvalid, "field %s", err)
+		}
+	case "nothing", "null":
+	default:
+		return nil, "", errorf(ptWrongType, "field agent_id must be a JSON string, not a JSON %s", k)
+	}
+	return req.Certificate, agent, nil
+}
+
+// memberNames lists the member names of the JSON object b, in order.
+func memberNames(b []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonError(err)
+	}
+	var names []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, jsonError(err)
+		}
+		name, _ := t.(string)
+		names = append(names, name)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, jsonError(err)
+		}
+	}
+	return names, nil
 }
 
 // score serves the agent's current score: the CLI's --json shape with the

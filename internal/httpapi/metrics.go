@@ -18,6 +18,7 @@ import (
 type metrics struct {
 	reg              *prometheus.Registry
 	unmatched        *routeMetrics // requests no route took
+	preflight        *routeMetrics // CORS preflights of a cross-origin route
 	requests         *prometheus.CounterVec
 	latency          *prometheus.HistogramVec
 	eventsIn         prometheus.Counter
@@ -74,6 +75,7 @@ func newMetrics(certificates func() service.CertificateStats) *metrics {
 		m.verifications.WithLabelValues(r)
 	}
 	m.unmatched = m.route("unmatched")
+	m.preflight = m.route("OPTIONS (CORS preflight)")
 	return m
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -71,10 +72,12 @@ func acceptRequestID(s string) bool {
 // handled it, for the access log and the metrics.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	route  *routeMetrics // nil until one of our routes handles the request
-	client string        // clientOf's result, once asked
+	status      int
+	bytes       int64
+	route       *routeMetrics // nil until one of our routes handles the request
+	client      string        // clientOf's result, once asked
+	operator    string        // the authenticated operator of an operator route
+	rateLimited bool          // refused by the rate limit
 }
 
 func (rw *recorder) WriteHeader(code int) {
@@ -161,11 +164,15 @@ func (s *Server) trusted(a netip.Addr) bool {
 }
 
 // outer wraps the whole mux: request id, panic recovery, access log and
-// metrics. It logs the method, the route pattern, the path, the status and
-// the duration, and deliberately no header: Authorization, tokens, keys and
-// signatures never reach the log. The mux is searched once: the handler of
-// each route tells the recorder which route it is, and a request no route
-// takes ends in the catch-all (notFound), labelled "unmatched".
+// metrics. It logs the method, the route pattern, the path, the status, the
+// duration in milliseconds, the client and, on operator routes, the
+// operator, and deliberately no header: Authorization, tokens, keys and
+// signatures never reach the log. Requests refused by the rate limit are
+// logged one per rateLimitedLogEvery, with the number held back since the
+// last one (a flood would otherwise write a line per refused request; the
+// metrics count every one). The mux is searched once: the handler of each
+// route tells the recorder which route it is, and a request no route takes
+// ends in the catch-all (notFound), labelled "unmatched".
 func (s *Server) outer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -183,7 +190,7 @@ func (s *Server) outer(next http.Handler) http.Handler {
 				s.log.Error("panic", "request_id", id, "method", r.Method, "path", r.URL.Path,
 					"panic", v, "stack", string(debug.Stack()))
 				if rw.status == 0 {
-					p, _ := problemFor(errorf(ptInternal, "the server failed to handle the request; quote the request id when reporting it"))
+					p, _, _ := problemFor(errorf(ptInternal, "the server failed to handle the request; quote the request id when reporting it"))
 					writeProblem(rw, withRequestID(rw, r), p)
 				}
 			}
@@ -196,15 +203,30 @@ func (s *Server) outer(next http.Handler) http.Handler {
 				route = s.metrics.unmatched
 			}
 			route.observe(rw.status, d)
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+				return
+			}
+			var buf [10]slog.Attr
+			attrs := append(buf[:0],
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("route", route.name),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", rw.status),
 				slog.Int64("bytes", rw.bytes),
-				slog.Duration("duration", d),
+				slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 				slog.String("client", s.clientOf(rw, r)))
+			if rw.operator != "" {
+				attrs = append(attrs, slog.String("operator", rw.operator))
+			}
+			if rw.rateLimited {
+				ok, held := s.limited.take(s.now())
+				if !ok {
+					return
+				}
+				attrs = append(attrs, slog.Int64("rate_limited_not_logged", held))
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 		}()
 		next.ServeHTTP(rw, r)
 	})
@@ -214,8 +236,113 @@ func (s *Server) outer(next http.Handler) http.Handler {
 // takes. It asks a mux holding only our routes what it would have done, and
 // turns its plain-text 404 and 405 into problems.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodOptions && s.preflight(w, r) {
+		return
+	}
 	h, _ := s.classify.Handler(r)
 	s.unmatched(w, r, h)
+}
+
+// CORS. The cross-origin routes are public and take no credentials, so
+// any origin may read them ("*", never with credentials): a marketplace's
+// page on its own origin fetches a certificate or posts one to verify.
+var (
+	corsOrigin  = []string{"*"}
+	corsExpose  = []string{"ETag, Retry-After, X-Request-Id"}
+	corsHeaders = []string{"Content-Type, If-None-Match, X-Request-Id"}
+	corsMaxAge  = []string{"86400"}
+)
+
+// setCORS marks a response of a cross-origin route readable by any origin.
+func setCORS(h http.Header) {
+	h["Access-Control-Allow-Origin"] = corsOrigin
+	h["Access-Control-Expose-Headers"] = corsExpose
+}
+
+// preflight answers a CORS preflight (OPTIONS with
+// Access-Control-Request-Method) for a cross-origin route with 204 and
+// what it allows; it reports false, answering nothing, for any other
+// route, which browsers then refuse to call.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) bool {
+	method := r.Header.Get("Access-Control-Request-Method")
+	if method == "" {
+		return false
+	}
+	probe := *r
+	probe.Method = method
+	_, pattern := s.classify.Handler(&probe)
+	if !s.cors[pattern] {
+		return false
+	}
+	if rw, ok := w.(*recorder); ok {
+		rw.route = s.metrics.preflight
+	}
+	if method == http.MethodGet {
+		method = "GET, HEAD"
+	}
+	h := w.Header()
+	setCORS(h)
+	h["Access-Control-Allow-Methods"] = []string{method}
+	h["Access-Control-Allow-Headers"] = corsHeaders
+	h["Access-Control-Max-Age"] = corsMaxAge
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// scraperAllowed reports whether the client may read /metrics: its address
+// (clientIP) is in Options.MetricsAllow. A request that names a forwarded
+// client but did not come from a trusted proxy is refused: an unnamed
+// proxy on loopback would otherwise hand every outside request a loopback
+// address.
+func (s *Server) scraperAllowed(rw *recorder, r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	if !s.trusted(peer) && (r.Header.Get("X-Forwarded-For") != "" || r.Header.Get("Forwarded") != "") {
+		return false
+	}
+	client, err := netip.ParseAddr(s.clientOf(rw, r))
+	if err != nil {
+		return false
+	}
+	client = client.Unmap()
+	for _, p := range s.scrapers {
+		if p.Contains(client) {
+			return true
+		}
+	}
+	return false
+}
+
+// rateLimitedLogEvery is how often a request refused by the rate limit is
+// written to the access log.
+const rateLimitedLogEvery = 10 * time.Second
+
+// logSampler lets one line through per rateLimitedLogEvery and counts the
+// lines it held back.
+type logSampler struct {
+	mu   sync.Mutex
+	next time.Time
+	held int64
+}
+
+// take reports whether a line may be written now and, if so, how many were
+// held back since the last one written.
+func (l *logSampler) take(now time.Time) (ok bool, held int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Before(l.next) {
+		l.held++
+		return false, 0
+	}
+	held, l.held = l.held, 0
+	l.next = now.Add(rateLimitedLogEvery)
+	return true, held
 }
 
 // unmatched turns the mux's plain-text 404 and 405 into problems, keeping
@@ -226,13 +353,13 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 	h.ServeHTTP(c, r)
 	switch c.status {
 	case http.StatusNotFound:
-		p, _ := problemFor(errorf(ptNoRoute, "no route for %s %s; see /openapi.json", r.Method, r.URL.Path))
+		p, _, _ := problemFor(errorf(ptNoRoute, "no route for %s %s; see /openapi.json", r.Method, r.URL.Path))
 		writeProblem(w, withRequestID(w, r), p)
 	case http.StatusMethodNotAllowed:
 		if allow := c.header.Get("Allow"); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
-		p, _ := problemFor(errorf(ptMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, c.header.Get("Allow")))
+		p, _, _ := problemFor(errorf(ptMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, c.header.Get("Allow")))
 		writeProblem(w, withRequestID(w, r), p)
 	default:
 		for k, v := range c.header {
@@ -264,14 +391,16 @@ func (c *capture) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// fail answers with the problem for err. Internal errors are logged with
-// their message (which may name database details the caller must not see).
+// fail answers with the problem for err. An error whose message the caller
+// does not see (an internal failure, the database being unavailable, a
+// back end's "not found") is logged with it, under the request id the
+// problem carries.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	r = withRequestID(w, r)
-	p, internal := problemFor(err)
-	if internal {
-		s.log.Error("internal error", "request_id", requestIDFrom(r.Context()),
-			"method", r.Method, "path", r.URL.Path, "err", err)
+	p, level, logged := problemFor(err)
+	if logged {
+		s.log.Log(r.Context(), level, "request failed", "request_id", requestIDFrom(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "problem", p.Type[len(ProblemBase):], "err", err)
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="swarmscore"`)

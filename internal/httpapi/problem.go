@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -73,49 +74,72 @@ func errorf(pt problemType, format string, args ...any) error {
 // problemFor is the one place an error becomes a problem. Use-case errors are
 // classified by errkind, except that a batch of events that is malformed
 // JSON or too large (service.InputError) gets the problem a malformed or
-// oversized body gets; their message is the detail (the use cases promise
-// their messages are fit for the caller and name the offending field). An
-// error of no known kind is an internal failure: its message stays in the log
-// and the caller gets only the request id.
-func problemFor(err error) (Problem, bool) {
-	pt, detail, internal := classify(err)
+// oversized body gets. The detail is the public detail an error carries
+// (errkind.WithPublic), else, for the kinds whose messages the use cases
+// promise are fit for the caller and name the offending field (invalid,
+// conflict, unauthorized, forbidden), the message itself. Everything else
+// gets a fixed detail that reveals nothing about the back end: no host,
+// user, database, layer or SQLSTATE. When the caller does not see the
+// error's message, logged is true and level says how loudly to log it.
+func problemFor(err error) (p Problem, level slog.Level, logged bool) {
+	pt, detail, level, logged := classify(err)
 	return Problem{
 		Type:   ProblemBase + pt.slug,
 		Title:  pt.title,
 		Status: pt.status,
 		Detail: detail,
-	}, internal
+	}, level, logged
 }
 
-func classify(err error) (pt problemType, detail string, internal bool) {
+// Fixed details for errors whose messages stay in the log.
+const (
+	detailInternal    = "the server failed to handle the request; quote the request id when reporting it"
+	detailUnavailable = "the service cannot reach its database or it is not ready; retry later, and quote the request id if it persists"
+	detailNotFound    = "not found"
+)
+
+func classify(err error) (pt problemType, detail string, level slog.Level, logged bool) {
 	var he *httpError
 	var mb *http.MaxBytesError
 	var ie *service.InputError
 	switch {
 	case errors.As(err, &he):
-		return he.pt, he.detail, false
+		return he.pt, he.detail, 0, false
 	case errors.As(err, &mb):
-		return ptBodyTooLarge, "request body exceeds " + strconv.FormatInt(mb.Limit, 10) + " bytes", false
+		return ptBodyTooLarge, "request body exceeds " + strconv.FormatInt(mb.Limit, 10) + " bytes", 0, false
 	case errors.As(err, &ie) && ie.Problem == service.InputMalformed:
-		return ptMalformedJSON, ie.Detail, false
+		return ptMalformedJSON, ie.Detail, 0, false
 	case errors.As(err, &ie) && ie.Problem == service.InputTooLarge:
-		return ptBodyTooLarge, ie.Detail, false
+		return ptBodyTooLarge, ie.Detail, 0, false
+	}
+	public, hasPublic := errkind.PublicDetail(err)
+	shown := func(pt problemType) (problemType, string, slog.Level, bool) {
+		if hasPublic {
+			return pt, public, slog.LevelDebug, public != err.Error()
+		}
+		return pt, err.Error(), 0, false
+	}
+	hidden := func(pt problemType, fixed string, level slog.Level) (problemType, string, slog.Level, bool) {
+		if hasPublic {
+			return pt, public, level, true
+		}
+		return pt, fixed, level, true
 	}
 	switch errkind.Of(err) {
 	case errkind.Invalid:
-		return ptInvalid, err.Error(), false
-	case errkind.NotFound:
-		return ptNotFound, err.Error(), false
+		return shown(ptInvalid)
 	case errkind.Conflict:
-		return ptConflict, err.Error(), false
+		return shown(ptConflict)
 	case errkind.Unauthorized:
-		return ptUnauthorized, err.Error(), false
+		return shown(ptUnauthorized)
 	case errkind.Forbidden:
-		return ptForbidden, err.Error(), false
+		return shown(ptForbidden)
+	case errkind.NotFound:
+		return hidden(ptNotFound, detailNotFound, slog.LevelDebug)
 	case errkind.Unavailable:
-		return ptUnavailable, err.Error(), false
+		return hidden(ptUnavailable, detailUnavailable, slog.LevelWarn)
 	}
-	return ptInternal, "the server failed to handle the request; quote the request id when reporting it", true
+	return ptInternal, detailInternal, slog.LevelError, true
 }
 
 // writeProblem sends p as application/problem+json.

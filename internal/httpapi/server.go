@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -29,9 +28,10 @@ type Service interface {
 	// bytes while its cache entry answers now, a fresh one after. Digest,
 	// when not zero, is the SHA-256 of Passport (computed here otherwise).
 	Certificate(ctx context.Context, agentID string) (service.Certificate, error)
-	// Verify checks a passport as received (L1: signature and expiry; L2:
-	// the ledger's counts at its computed_at, when this server holds the
-	// agent) and that it belongs to agentID.
+	// Verify checks a passport as received (L1: signature, consistency
+	// and expiry; L2: the ledger's counts at its computed_at, when this
+	// server holds the agent) and, unless agentID is "", that it belongs
+	// to agentID; Checks says what each level found.
 	Verify(ctx context.Context, passport []byte, agentID string) (service.Verification, error)
 	// Score returns the agent's current score entry.
 	Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error)
@@ -69,9 +69,17 @@ type Options struct {
 	// X-Forwarded-For is believed when they are the TCP peer. Empty: the
 	// peer is the client and the header is ignored.
 	TrustedProxies []netip.Prefix
+	// MetricsAllow are the networks /metrics answers to (a client outside
+	// them gets 403). Empty: loopback only (127.0.0.0/8, ::1), as
+	// Prometheus exporters on public services do: the metrics describe the
+	// server's traffic and internals.
+	MetricsAllow []netip.Prefix
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
+
+// loopback is the default of Options.MetricsAllow.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
 // Body limits. Events are the only large request (at most
 // service.MaxBatchSize of them); the passport is at most 64 KiB
@@ -96,10 +104,11 @@ type Server struct {
 	metrics  *metrics
 	limiter  *ipLimiter
 	proxies  []netip.Prefix // Options.TrustedProxies
+	scrapers []netip.Prefix // Options.MetricsAllow
+	cors     map[string]bool
 	now      func() time.Time
 	handler  http.Handler
-
-	lastDate atomic.Pointer[formattedDate] // httpDate's last result
+	limited  logSampler // the access log of rate-limited requests
 }
 
 // New builds the server and its routes.
@@ -110,9 +119,14 @@ func New(svc Service, opt Options) *Server {
 		mux:      http.NewServeMux(),
 		classify: http.NewServeMux(),
 		routes:   map[string]bool{},
+		cors:     map[string]bool{},
 		metrics:  newMetrics(svc.CertificateStats),
 		now:      opt.Now,
 		proxies:  opt.TrustedProxies,
+		scrapers: opt.MetricsAllow,
+	}
+	if len(s.scrapers) == 0 {
+		s.scrapers = loopback
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -128,16 +142,16 @@ func New(svc Service, opt Options) *Server {
 		s.limiter = newIPLimiter(opt.RateLimit, max(1, opt.RateBurst), clients)
 	}
 
-	s.route("GET /swarmscore/{agent_id}/certificate", public, maxNoBody, s.certificate)
-	s.route("POST /swarmscore/verify", public, maxVerifyBody, s.verify)
-	s.route("GET /swarmscore/{agent_id}", public, maxNoBody, s.score)
+	s.route("GET /swarmscore/{agent_id}/certificate", crossOrigin, maxNoBody, s.certificate)
+	s.route("POST /swarmscore/verify", crossOrigin, maxVerifyBody, s.verify)
+	s.route("GET /swarmscore/{agent_id}", crossOrigin, maxNoBody, s.score)
 	s.route("POST /swarmscore/events", operator, MaxEventsBody, s.events)
 	s.route("POST /swarmscore/{agent_id}/escrow", operator, maxSmallBody, s.escrow)
 	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
-	s.route("GET /metrics", probe, maxNoBody, s.metrics.handler().ServeHTTP)
-	s.route("GET /openapi.json", public, maxNoBody, s.openapi)
+	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
+	s.route("GET /openapi.json", crossOrigin, maxNoBody, s.openapi)
 	// Registered last and least specific: every request no route above
 	// takes, whatever its method, is a problem from notFound.
 	s.mux.HandleFunc("/", s.notFound)
@@ -152,14 +166,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 type access int
 
 const (
-	public   access = iota // anyone, rate limited per client IP
-	operator               // Authorization: Bearer <operator token>
-	probe                  // anyone, not rate limited (health checks, scrapers)
+	public      access = iota // anyone, rate limited per client IP
+	crossOrigin               // public, and readable by pages of any origin (CORS)
+	operator                  // Authorization: Bearer <operator token>
+	probe                     // anyone, not rate limited (health checks)
+	scraper                   // clients in Options.MetricsAllow, not rate limited
 )
 
 // route registers a handler behind its body limit and access check.
 func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc) {
 	s.routes[pattern] = true
+	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
 	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -167,15 +184,23 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 		if rw != nil {
 			rw.route = m
 		}
+		if a == crossOrigin {
+			// Every answer, problems included, so that a page can read why
+			// it failed.
+			setCORS(w.Header())
+		}
 		if r.ContentLength > limit {
 			s.fail(w, r, errorf(ptBodyTooLarge, "request body of %d bytes exceeds %d bytes", r.ContentLength, limit))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		switch a {
-		case public:
+		case public, crossOrigin:
 			if s.limiter != nil {
 				if ok, wait := s.limiter.allow(s.clientOf(rw, r), s.now()); !ok {
+					if rw != nil {
+						rw.rateLimited = true
+					}
 					secs := int64((wait + time.Second - 1) / time.Second)
 					w.Header().Set("Retry-After", itoa(secs))
 					s.fail(w, r, errorf(ptRateLimited, "rate limit exceeded for this client; retry after %d s", secs))
@@ -188,7 +213,15 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 				s.fail(w, r, err)
 				return
 			}
+			if rw != nil {
+				rw.operator = op
+			}
 			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
+		case scraper:
+			if !s.scraperAllowed(rw, r) {
+				s.fail(w, r, errorf(ptForbidden, "%s answers only to the networks given with --metrics-allow (default loopback)", r.URL.Path))
+				return
+			}
 		}
 		h(w, r)
 	})

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -140,8 +141,12 @@ type harness struct {
 
 func newHarness(t testing.TB, opt Options) *harness {
 	logs := &bytes.Buffer{}
-	opt.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: logs}, nil))
+	opt.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opt.Now = func() time.Time { return now }
+	if opt.MetricsAllow == nil {
+		// httptest's requests come from 192.0.2.1.
+		opt.MetricsAllow = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	}
 	f := &fake{
 		cert: service.Certificate{AgentID: "agent-1", Passport: []byte(`{"agent_id":"agent-1"}`),
 			ComputedAt: now, ExpiresAt: now.Add(7 * 24 * time.Hour), Issued: true},
@@ -229,16 +234,18 @@ func TestCertificate(t *testing.T) {
 	if len(etag) != 34 || etag[0] != '"' {
 		t.Fatalf("ETag %q", etag)
 	}
-	if cc := r.header.Get("Cache-Control"); cc != "public, max-age=604800" {
-		t.Fatalf("Cache-Control %q, want max-age to expires_at (7 days)", cc)
+	// Caches revalidate every time, so a superseded passport is never
+	// served from a cache (spec Pitfall 6).
+	if cc := r.header.Get("Cache-Control"); cc != "no-cache" {
+		t.Fatalf("Cache-Control %q, want no-cache", cc)
 	}
-	if r.header.Get("Expires") != "Tue, 24 Mar 2026 14:30:00 GMT" {
-		t.Fatalf("Expires %q", r.header.Get("Expires"))
+	if r.header.Get("Expires") != "" {
+		t.Fatalf("Expires %q beside no-cache", r.header.Get("Expires"))
 	}
 	h.f.cert.Issued = false // a cache hit
 	r2 := h.do("GET", "/swarmscore/agent-1/certificate", nil, "If-None-Match", etag)
-	if r2.code != http.StatusNotModified || len(r2.body) != 0 {
-		t.Fatalf("If-None-Match: %d %s", r2.code, r2.body)
+	if r2.code != http.StatusNotModified || len(r2.body) != 0 || r2.header.Get("ETag") != etag || r2.header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("If-None-Match: %d %s %v", r2.code, r2.body, r2.header)
 	}
 	// A different document has a different ETag.
 	h.f.cert.Passport, h.f.cert.Issued = []byte(`{"agent_id":"agent-1","x":1}`), true
@@ -267,13 +274,39 @@ func TestCertificateErrors(t *testing.T) {
 	if h.f.calls != 0 {
 		t.Fatal("an invalid agent id reached the service")
 	}
-	h.f.err = fmt.Errorf("%w: agent %q", errkind.ErrNotFound, "ghost")
+	// The use case's public detail, never the back end's layers.
+	h.f.err = errkind.WithPublic(fmt.Errorf("postgres: cache stamp: %w: agent %q", errkind.ErrNotFound, "ghost"), `agent "ghost" is unknown`)
 	p := h.do("GET", "/swarmscore/ghost/certificate", nil).problem(t, "not-found", 404)
-	if !strings.Contains(p.Detail, "ghost") || p.Instance != "/swarmscore/ghost/certificate" {
+	if p.Detail != `agent "ghost" is unknown` || p.Instance != "/swarmscore/ghost/certificate" {
 		t.Fatalf("problem %+v", p)
 	}
 	h.f.err = fmt.Errorf("%w: database is down", errkind.ErrUnavailable)
 	h.do("GET", "/swarmscore/a/certificate", nil).problem(t, "unavailable", 503)
+}
+
+// TestProblemsHideInternals: a database outage or a back end's "not found"
+// tells the caller nothing about the database; the log has it, under the
+// request id the problem carries.
+func TestProblemsHideInternals(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.f.err = fmt.Errorf("postgres: connect to postgres://dbuser:xxxxx@db.internal:5432/ledger: %w: FATAL: the database system is starting up (SQLSTATE 57P03)", errkind.ErrUnavailable)
+	h.f.readyErr = h.f.err
+	for _, target := range []string{"/swarmscore/agent-1", "/swarmscore/agent-1/certificate", "/readyz"} {
+		r := h.do("GET", target, nil)
+		p := r.problem(t, "unavailable", 503)
+		for _, leak := range []string{"dbuser", "db.internal", "ledger", "5432", "SQLSTATE", "57P03", "postgres"} {
+			if strings.Contains(string(r.body), leak) {
+				t.Errorf("%s: the problem reveals %q: %s", target, leak, r.body)
+			}
+		}
+		if !strings.Contains(h.logs.String(), `"request_id":"`+p.RequestID+`"`) || !strings.Contains(h.logs.String(), "SQLSTATE 57P03") {
+			t.Errorf("%s: the log lacks the outage under request id %s:\n%s", target, p.RequestID, h.logs)
+		}
+	}
+	h.f.err = fmt.Errorf("sqlite: cached score: %w: agent %q", errkind.ErrNotFound, "ghost")
+	if p := h.do("GET", "/swarmscore/ghost", nil).problem(t, "not-found", 404); strings.Contains(p.Detail, "sqlite") || strings.Contains(p.Detail, ":") {
+		t.Errorf("not found without a public detail: %q", p.Detail)
+	}
 }
 
 func TestScore(t *testing.T) {
@@ -314,11 +347,32 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("service got %q, want the certificate as received %q", h.f.gotDoc, cert)
 	}
 	keys := slices.Sorted(mapsKeys(m))
-	if !slices.Equal(keys, []string{"detected_tampering", "errors", "expires_at", "score_valid", "signature_valid", "valid"}) {
+	if !slices.Equal(keys, []string{"checks", "detected_tampering", "errors", "expires_at", "score_valid", "signature_valid", "valid", "warnings"}) {
 		t.Fatalf("fields %v", keys)
 	}
-	if m["valid"] != true || m["expires_at"] != "2026-03-24T14:30:00Z" || m["detected_tampering"] != false {
+	if m["valid"] != true || m["expires_at"] != "2026-03-24T14:30:00Z" || m["detected_tampering"] != false || h.f.gotAgent != "agent-1" ||
+		fmt.Sprint(m["warnings"]) != "[]" || fmt.Sprint(m["errors"]) != "[]" {
 		t.Fatalf("body %s", r.body)
+	}
+	// The checks and warnings as the use case reports them, in order.
+	h.f.verifyRes = service.Verification{Valid: true, SignatureValid: true, ScoreValid: true, ExpiresAt: exp,
+		Warnings: []service.VerifyError{{Code: "unknown_field", Message: "m"}},
+		Checks: service.Checks{{Name: "signature", Result: service.CheckOK}, {Name: "consistency", Result: service.CheckOK},
+			{Name: "expiry", Result: service.CheckOK}, {Name: "ledger", Result: service.CheckNotApplicable}, {Name: "agent", Result: service.CheckNotApplicable}}}
+	r = h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":`+cert+`}`))
+	r.ok(t)
+	if !bytes.Contains(r.body, []byte(`"warnings":[{"code":"unknown_field","message":"m"}],"checks":{"signature":"ok","consistency":"ok","expiry":"ok","ledger":"not_applicable","agent":"not_applicable"}}`)) {
+		t.Fatalf("warnings and checks: %s", r.body)
+	}
+	if h.f.gotAgent != "" || string(h.f.gotDoc) != cert {
+		t.Fatalf("no agent_id: the service got %q for %q", h.f.gotDoc, h.f.gotAgent)
+	}
+	// The bare passport, as served by the certificate route (with a
+	// byte-order mark before it): the document whole, no agent asked.
+	bare := `{"agent_id":"agent-1","swarmscore_version":"1.0","issuer":{"signature":"x"}}`
+	h.do("POST", "/swarmscore/verify", strings.NewReader("\xef\xbb\xbf"+bare+"\n")).ok(t)
+	if string(h.f.gotDoc) != bare || h.f.gotAgent != "" {
+		t.Fatalf("bare passport: the service got %q for %q", h.f.gotDoc, h.f.gotAgent)
 	}
 
 	h.f.verifyRes = service.Verification{SignatureValid: false, DetectedTampering: true,
@@ -328,7 +382,7 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("tampered: %v", m)
 	}
 	met := h.do("GET", "/metrics", nil).body
-	for _, want := range []string{`swarmscore_verifications_total{result="valid"} 1`, `swarmscore_verifications_total{result="tampered"} 1`, `swarmscore_verifications_total{result="invalid"} 0`} {
+	for _, want := range []string{`swarmscore_verifications_total{result="valid"} 3`, `swarmscore_verifications_total{result="tampered"} 1`, `swarmscore_verifications_total{result="invalid"} 0`} {
 		if !bytes.Contains(met, []byte(want)) {
 			t.Errorf("metrics lack %s:\n%s", want, grep(met, "verifications"))
 		}
@@ -351,21 +405,24 @@ func TestVerifyBadRequests(t *testing.T) {
 		body, slug, detail string
 		status             int
 	}{
-		{``, "malformed-json", "empty", 400},
+		{``, "malformed-json", `expected a passport, or {"certificate"`, 400},
 		{`{"certificate":`, "malformed-json", "ends inside", 400},
 		{`{"certificate":{}, "agent_id":"a"`, "malformed-json", "ends inside", 400},
 		{`{"certificate":{} "agent_id":"a"}`, "malformed-json", "byte", 400},
 		{`{"certificate":{},"agent_id":"a"} {}`, "malformed-json", "after", 400},
-		{`[]`, "wrong-type", "JSON object", 400},
-		{`"x"`, "wrong-type", "JSON object", 400},
+		{`[]`, "wrong-type", `must be a JSON object: a passport, or {"certificate": <passport>, "agent_id": "<optional agent id>"}; got a JSON array`, 400},
+		{`"x"`, "wrong-type", "a passport, or", 400},
 		{`{"certificate":"abc","agent_id":"a"}`, "wrong-type", "certificate", 400},
 		{`{"certificate":[1],"agent_id":"a"}`, "wrong-type", "certificate", 400},
 		{`{"certificate":{},"agent_id":7}`, "wrong-type", "agent_id", 400},
-		{`{"agent_id":"a"}`, "invalid-request", "certificate", 400},
+		{`{"agent_id":"a"}`, "invalid-request", `field certificate is required: expected a passport, or {"certificate"`, 400},
+		{`{}`, "invalid-request", "field certificate is required", 400},
 		{`{"certificate":null,"agent_id":"a"}`, "invalid-request", "certificate", 400},
-		{`{"certificate":{}}`, "invalid-request", "agent_id", 400},
 		{`{"certificate":{},"agent_id":"a b"}`, "invalid-request", "agent_id", 400},
-		{`{"certificate":{},"agent_id":"a","extra":1}`, "invalid-request", `"extra"`, 400},
+		{`{"certificate":{},"agent_id":"a","extra":1}`, "invalid-request", `unknown field "extra"; expected a passport, or`, 400},
+		{`{"certificate":{},"score":1}`, "invalid-request", `unknown field "score"`, 400},
+		{`{"hello":1}`, "invalid-request", `unknown field "hello"; expected a passport`, 400},
+		{`{"issuer":{},"x":[}`, "malformed-json", "byte", 400},
 		{`{"certificate":{"pad":"` + strings.Repeat("x", maxVerifyBody) + `"},"agent_id":"a"}`, "body-too-large", "bytes", 413},
 	}
 	for _, c := range cases {
@@ -747,8 +804,8 @@ func TestHealthAndReady(t *testing.T) {
 	}
 	h.f.readyErr = fmt.Errorf("%w: migration 3 of 5 not applied", errkind.ErrUnavailable)
 	p := h.do("GET", "/readyz", nil).problem(t, "unavailable", 503)
-	if !strings.Contains(p.Detail, "migration") {
-		t.Fatalf("detail %q", p.Detail)
+	if strings.Contains(p.Detail, "migration") || !strings.Contains(h.logs.String(), "migration 3 of 5") {
+		t.Fatalf("detail %q (the reason belongs in the log)", p.Detail)
 	}
 	h.do("GET", "/healthz", strings.NewReader(strings.Repeat("x", maxNoBody+1))).problem(t, "body-too-large", 413)
 }
@@ -844,9 +901,187 @@ func refs(v any) []string {
 }
 
 // TestClientMaxEvents: the public client (which imports nothing internal)
-// states the server's batch limit.
+// states the server's limits, which IngestStream batches within.
 func TestClientMaxEvents(t *testing.T) {
 	if client.MaxEvents != service.MaxBatchSize {
 		t.Fatalf("client.MaxEvents = %d, service.MaxBatchSize = %d", client.MaxEvents, service.MaxBatchSize)
+	}
+	if client.MaxBodyBytes != MaxEventsBody || client.MaxLineBytes != ledger.MaxLineBytes {
+		t.Fatalf("client.MaxBodyBytes = %d, MaxEventsBody = %d; client.MaxLineBytes = %d, ledger.MaxLineBytes = %d",
+			client.MaxBodyBytes, MaxEventsBody, client.MaxLineBytes, ledger.MaxLineBytes)
+	}
+}
+
+// TestCORS: the public routes a marketplace page reads from another origin
+// (certificate, score, verify, the OpenAPI document) are readable by any
+// origin, problems included, and answer preflights; operator routes are
+// not.
+func TestCORS(t *testing.T) {
+	h := newHarness(t, Options{})
+	origin := []string{"Origin", "https://market.example"}
+	for _, r := range []response{
+		h.do("GET", "/swarmscore/agent-1/certificate", nil, origin...),
+		h.do("GET", "/swarmscore/agent-1", nil, origin...),
+		h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":{}}`), origin...),
+		h.do("GET", "/openapi.json", nil, origin...),
+		h.do("GET", "/swarmscore/a%20b/certificate", nil, origin...), // a problem
+	} {
+		if r.header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "ETag") {
+			t.Errorf("%d %s: CORS headers %v", r.code, r.body, r.header)
+		}
+	}
+	for _, r := range []response{
+		h.do("GET", "/swarmscore/agents", nil, append(origin, auth()...)...),
+		h.do("POST", "/swarmscore/events", strings.NewReader("[]"), append(origin, auth()...)...),
+		h.do("GET", "/metrics", nil, origin...),
+	} {
+		if r.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("%d: operator or probe route readable cross-origin", r.code)
+		}
+	}
+
+	pre := func(method, target, reqMethod string) response {
+		return h.do(method, target, nil, "Origin", "https://market.example", "Access-Control-Request-Method", reqMethod,
+			"Access-Control-Request-Headers", "content-type")
+	}
+	r := pre("OPTIONS", "/swarmscore/verify", "POST")
+	if r.code != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("Access-Control-Allow-Methods") != "POST" ||
+		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "Content-Type") || r.header.Get("Access-Control-Max-Age") == "" {
+		t.Fatalf("preflight of verify: %d %v", r.code, r.header)
+	}
+	r = pre("OPTIONS", "/swarmscore/agent-1/certificate", "GET")
+	if r.code != http.StatusNoContent || r.header.Get("Access-Control-Allow-Methods") != "GET, HEAD" ||
+		!strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "If-None-Match") {
+		t.Fatalf("preflight of certificate: %d %v", r.code, r.header)
+	}
+	for _, c := range [][2]string{{"/swarmscore/events", "POST"}, {"/swarmscore/agents", "GET"}, {"/swarmscore/agent-1/escrow", "POST"}, {"/swarmscore/verify", "DELETE"}} {
+		r := pre("OPTIONS", c[0], c[1])
+		if r.code == http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight of %s %s allowed: %d %v", c[1], c[0], r.code, r.header)
+		}
+	}
+	// OPTIONS without a preflight is the method nobody serves.
+	h.do("OPTIONS", "/swarmscore/verify", nil).problem(t, "method-not-allowed", 405)
+	if met := h.do("GET", "/metrics", nil).body; !bytes.Contains(met, []byte(`route="OPTIONS (CORS preflight)"`)) {
+		t.Errorf("preflights are not counted under their own label:\n%s", grep(met, "requests_total"))
+	}
+}
+
+// TestMetricsAllow: /metrics answers only the networks allowed (loopback by
+// default), and a forwarded request is judged by the client a trusted
+// proxy names, never by an unnamed proxy's loopback address.
+func TestMetricsAllow(t *testing.T) {
+	get := func(s *Server, remote string, hdr ...string) int {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.RemoteAddr = remote
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	def := New(&fake{}, Options{})
+	for remote, want := range map[string]int{"127.0.0.1:9": 200, "[::1]:9": 200, "[::ffff:127.0.0.1]:9": 200, "192.0.2.1:9": 403, "10.0.0.1:9": 403} {
+		if got := get(def, remote); got != want {
+			t.Errorf("default, from %s: %d, want %d", remote, got, want)
+		}
+	}
+	if got := get(def, "127.0.0.1:9", "X-Forwarded-For", "203.0.113.9"); got != 403 {
+		t.Errorf("forwarded by an unnamed proxy on loopback: %d, want 403", got)
+	}
+	if got := get(def, "127.0.0.1:9", "Forwarded", "for=203.0.113.9"); got != 403 {
+		t.Errorf("Forwarded by an unnamed proxy on loopback: %d, want 403", got)
+	}
+	s := New(&fake{}, Options{MetricsAllow: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	for _, c := range []struct {
+		remote, xff string
+		want        int
+	}{
+		{"10.1.2.3:9", "", 200},
+		{"127.0.0.1:9", "", 403},
+		{"127.0.0.1:9", "10.1.2.3", 200},
+		{"127.0.0.1:9", "203.0.113.9", 403},
+		{"10.2.0.1:9", "", 403},
+	} {
+		var hdr []string
+		if c.xff != "" {
+			hdr = []string{"X-Forwarded-For", c.xff}
+		}
+		if got := get(s, c.remote, hdr...); got != c.want {
+			t.Errorf("allow 10.1/16 from %s (XFF %q): %d, want %d", c.remote, c.xff, got, c.want)
+		}
+	}
+}
+
+// accessLines returns the access-log lines of h, decoded.
+func (h *harness) accessLines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["msg"] == "request" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestAccessLog: durations carry their unit, operator routes name the
+// operator, and refused requests of a flood are sampled.
+func TestAccessLog(t *testing.T) {
+	clock := now
+	h := newHarness(t, Options{RateLimit: 1, RateBurst: 1})
+	h.s.now = func() time.Time { return clock }
+	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), auth()...)
+	h.do("GET", "/swarmscore/agent-1", nil)
+	for range 50 {
+		h.do("GET", "/swarmscore/agent-1", nil) // all refused
+	}
+	clock = clock.Add(rateLimitedLogEvery)
+	h.do("GET", "/swarmscore/agent-1", nil) // the bucket refilled
+	h.do("GET", "/swarmscore/agent-1", nil) // refused: the next sample
+	lines := h.accessLines(t)
+	if len(lines) != 5 {
+		t.Fatalf("%d access lines, want 5 (events, score, a sample of 50 refused, score, the next sample):\n%s", len(lines), h.logs)
+	}
+	ev, first, second := lines[0], lines[2], lines[4]
+	if ev["operator"] != "acme" || ev["route"] != "POST /swarmscore/events" {
+		t.Errorf("operator route: %v", ev)
+	}
+	if _, ok := lines[1]["operator"]; ok {
+		t.Errorf("public route names an operator: %v", lines[1])
+	}
+	for _, l := range lines {
+		if d, ok := l["duration_ms"].(float64); !ok || d < 0 {
+			t.Errorf("duration_ms %v in %v", l["duration_ms"], l)
+		}
+		if _, ok := l["duration"]; ok {
+			t.Errorf("a duration without its unit: %v", l)
+		}
+	}
+	if first["status"] != 429.0 || first["rate_limited_not_logged"] != 0.0 || second["rate_limited_not_logged"] != 49.0 {
+		t.Errorf("samples: %v / %v", first, second)
+	}
+	met := h.do("GET", "/metrics", nil).body
+	if !bytes.Contains(met, []byte(`swarmscore_http_requests_total{code="429",route="GET /swarmscore/{agent_id}"} 51`)) {
+		t.Errorf("every refused request is counted:\n%s", grep(met, "429"))
+	}
+}
+
+// TestEventsBOM: a byte-order mark before an NDJSON or JSON-array body is
+// not part of the first event.
+func TestEventsBOM(t *testing.T) {
+	h := newHarness(t, Options{})
+	ev := `{"type":"conduit_session","id":"s1","agent_id":"a","status":"RUNNING","started_at":"2026-03-01T00:00:00Z"}`
+	for _, body := range []string{"\xef\xbb\xbf" + ev + "\n", "\xef\xbb\xbf[" + ev + "]"} {
+		m := h.do("POST", "/swarmscore/events", strings.NewReader(body), auth()...).ok(t)
+		if m["accepted"] != 1.0 || len(m["rejected"].([]any)) != 0 {
+			t.Errorf("%q: %v", body, m)
+		}
 	}
 }

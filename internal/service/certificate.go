@@ -35,8 +35,9 @@ type Certificate struct {
 // otherwise the score is recomputed and a new passport is signed and stored
 // with the entry in the same transaction. The returned Passport may be
 // shared with other calls and must not be modified. Errors: ErrInvalid for
-// a malformed id, ErrNotFound for an unknown agent, ErrUnavailable
-// (including ctx ending while waiting for another request's passport).
+// a malformed id, ErrNotFound for an unknown agent (with a public detail,
+// errkind.PublicDetail), ErrUnavailable (including ctx ending while waiting
+// for another request's passport).
 //
 // The passport this process served last for the agent is kept in memory
 // (certmemo.go) and served again with no query while the store's
@@ -52,6 +53,11 @@ func (u *UseCases) Certificate(ctx context.Context, agentID string) (Certificate
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return Certificate{}, err
 	}
+	c, err := u.certificate(ctx, agentID)
+	return c, unknownAgent(err, agentID)
+}
+
+func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate, error) {
 	now := u.now()
 	w := u.certs.cacheWatch(u.Store)
 	if m, ok := u.certs.serve(w, agentID, now); ok {

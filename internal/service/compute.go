@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -35,8 +38,8 @@ type AgentScore struct {
 
 // Score returns the agent's current score: the cached entry if one answers
 // now, otherwise a fresh one computed from the ledger and stored. Errors:
-// ErrInvalid for a malformed id, ErrNotFound for an unknown agent,
-// ErrUnavailable.
+// ErrInvalid for a malformed id, ErrNotFound for an unknown agent (with a
+// public detail, errkind.PublicDetail), ErrUnavailable.
 func (u *UseCases) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
 	s, err := u.AgentScore(ctx, agentID, time.Time{})
 	return s.Entry, err
@@ -47,11 +50,17 @@ func (u *UseCases) Score(ctx context.Context, agentID string) (ledger.ScoreEntry
 // asOf is served as is; otherwise the current score is computed and
 // cached, and a historical one (an explicit asOf) is computed from the
 // ledger without touching the cache. Errors: ErrInvalid for a malformed
-// id, ErrNotFound for an unknown agent, ErrUnavailable.
+// id, ErrNotFound for an unknown agent (with a public detail,
+// errkind.PublicDetail), ErrUnavailable.
 func (u *UseCases) AgentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return AgentScore{}, err
 	}
+	s, err := u.agentScore(ctx, agentID, asOf)
+	return s, unknownAgent(err, agentID)
+}
+
+func (u *UseCases) agentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
 	current := asOf.IsZero()
 	if current {
 		asOf = u.now()
@@ -79,4 +88,14 @@ func (u *UseCases) AgentScore(ctx context.Context, agentID string, asOf time.Tim
 	}
 	e := ledger.ScoreEntry{AgentID: agentID, Result: r, ComputedAt: asOf, ExpiresAt: asOf.Add(ledger.CacheLifetime)}
 	return AgentScore{Entry: e, AsOf: asOf, Cache: CacheBypassed}, nil
+}
+
+// unknownAgent gives a back end's "no such agent" a detail fit for anyone
+// (errkind.WithPublic): the back end's own message names its layer, which
+// stays in the log.
+func unknownAgent(err error, agentID string) error {
+	if errors.Is(err, errkind.ErrNotFound) {
+		return errkind.WithPublic(err, fmt.Sprintf("agent %q is unknown: no event has been recorded for it", agentID))
+	}
+	return err
 }

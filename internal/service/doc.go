@@ -4,7 +4,9 @@
 // checks and operator tokens. UseCases is the one entry point; the CLI
 // (internal/cli) and the HTTP API (internal/httpapi) both call it, and
 // differ only in how they read input and render results, which this
-// package never does beyond parsing events.
+// package never does beyond parsing events and giving verification checks
+// their one JSON form (Checks.MarshalJSON), so both edges report the same
+// checks however many there are.
 //
 // Storage is reached through the ports in ports.go (Database, LedgerStore,
 // ScoreStore, ConsentStore, TokenStore, gathered in Backend, and the

@@ -92,12 +92,17 @@ func (e *InputError) Error() string { return e.Detail }
 // Is makes errors.Is(err, errkind.ErrInvalid) true.
 func (e *InputError) Is(target error) bool { return target == errkind.ErrInvalid }
 
+// bom is the UTF-8 byte-order mark.
+const bom = "\xef\xbb\xbf"
+
 func tooManyEvents() error {
 	return &InputError{InputTooLarge, fmt.Sprintf("more than %d events in one batch; split the batch", MaxBatchSize)}
 }
 
 // Ingest records events reported by operator as one all-or-nothing batch
-// and returns one outcome per event, in order (LedgerStore.Ingest). Before
+// and returns one outcome per event, in order (LedgerStore.Ingest). The
+// batch is received now: an event dated later than the clock by more than
+// MaxClockSkew is rejected on its own (ErrInvalid, naming the field). Before
 // it returns, it tells the back end's cache watch, if this process has
 // started one, which agents the batch may have changed, so the next
 // certificate request for any of them reads the store (read-your-writes
@@ -110,7 +115,11 @@ func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.
 	if len(events) > MaxBatchSize {
 		return nil, tooManyEvents()
 	}
-	out, err := u.Store.Ingest(ctx, ledger.Batch{Operator: operator, Events: events})
+	if u.MaxClockSkew < 0 {
+		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.MaxClockSkew)
+	}
+	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock(), MaxSkew: u.maxSkew()}
+	out, err := u.Store.Ingest(ctx, b)
 	if w := u.certs.startedWatch(); w != nil {
 		ids := make([]string, 0, len(events))
 		for i := range events {
@@ -183,13 +192,18 @@ func (u *UseCases) IngestEvents(ctx context.Context, operator string, r io.Reade
 
 // ReadEvents reads one batch of events: a JSON array of event objects, or
 // NDJSON (one object per line, blank lines skipped), told apart by the
-// first byte that is not white space. Each event is parsed on its own
+// first byte that is not white space, after a UTF-8 byte-order mark if the
+// input starts with one (some editors and tools write it; it is not part
+// of the first event). Each event is parsed on its own
 // (ledger.ParseEvent): one that does not parse is an Item with Err set and
 // does not stop the others. Errors: an *InputError (ErrInvalid) for input
 // that is empty, is malformed as a JSON array, or holds more than
 // MaxBatchSize events; a failure to read r, wrapped (errors.As finds it).
 func ReadEvents(r io.Reader) ([]Item, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	if b, _ := br.Peek(len(bom)); string(b) == bom {
+		br.Discard(len(bom))
+	}
 	skipped := 0 // lines before the first event
 	for {
 		b, err := br.ReadByte()

@@ -257,3 +257,50 @@ func TestIngestSuperseded(t *testing.T) {
 		t.Fatalf("stream: %+v %v", total, err)
 	}
 }
+
+// TestIngestClockSkew: a report dated beyond the allowance past the
+// clock is rejected on its own, naming the field; one within it is
+// recorded.
+func TestIngestClockSkew(t *testing.T) {
+	u := newLedger(t) // the clock reads ledgerNow
+	ev := func(id string, end time.Time) string {
+		return `{"type":"conduit_session","id":"` + id + `","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-17T14:00:00Z","completed_at":"` +
+			end.Format(time.RFC3339) + `"}`
+	}
+	in := "[" + ev("soon", ledgerNow.Add(4*time.Minute)) + "," + ev("2031", time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)) + "]"
+	rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in))
+	if err != nil || rep.Accepted != 1 || len(rep.Rejected) != 1 {
+		t.Fatalf("default allowance: %+v %v", rep, err)
+	}
+	r := rep.Rejected[0]
+	var fe *ledger.FieldError
+	if r.ID != "2031" || !errors.As(r.Err, &fe) || fe.Field != "completed_at" || !strings.Contains(r.Err.Error(), "clock skew of 5m0s") {
+		t.Fatalf("rejection %+v", r)
+	}
+	// A narrower allowance refuses what the default let through.
+	u.MaxClockSkew = time.Minute
+	in = "[" + ev("soon-2", ledgerNow.Add(4*time.Minute)) + "]"
+	if rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in)); err != nil || len(rep.Rejected) != 1 ||
+		!strings.Contains(rep.Rejected[0].Err.Error(), "1m0s") {
+		t.Fatalf("one minute: %+v %v", rep, err)
+	}
+	u.MaxClockSkew = -time.Second
+	if _, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in)); !errors.Is(err, errkind.ErrInvalid) {
+		t.Fatalf("negative allowance: %v", err)
+	}
+}
+
+// TestReadEventsBOM: a byte-order mark before a JSON array or NDJSON is
+// not part of the first event, and line numbers still count from it.
+func TestReadEventsBOM(t *testing.T) {
+	good := `{"type":"conduit_session","id":"s-1","agent_id":"agent-1","status":"RUNNING","started_at":"2026-03-16T10:00:00Z"}`
+	for _, in := range []string{bom + "[" + good + "]", bom + good + "\n", bom + "\n" + good, bom + " [" + good + "]"} {
+		items, err := ReadEvents(strings.NewReader(in))
+		if err != nil || len(items) != 1 || items[0].Err != nil || items[0].Event.ID != "s-1" {
+			t.Errorf("%q: %+v %v", in, items, err)
+		}
+	}
+	if items, _ := ReadEvents(strings.NewReader(bom + "\n" + good)); items[0].Line != 2 {
+		t.Errorf("line %d, want 2", items[0].Line)
+	}
+}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,17 +33,37 @@ type UseCases struct {
 	Platform string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MaxClockSkew is how far past this clock a reported event may be
+	// dated (ledger.Batch.MaxSkew): a report from further in the future is
+	// rejected, since once stored it could never be corrected. Zero means
+	// DefaultMaxClockSkew; it must not be negative.
+	MaxClockSkew time.Duration
 
 	certs certMemo
 }
 
-// now reads the clock, to the second.
-func (u *UseCases) now() time.Time {
-	clock := u.Now
-	if clock == nil {
-		clock = time.Now
+// DefaultMaxClockSkew is the clock-skew allowance of an ingest when
+// UseCases.MaxClockSkew is zero: the reporting marketplace's clock may run
+// this far ahead of the server's.
+const DefaultMaxClockSkew = 5 * time.Minute
+
+// clock reads the clock, unrounded.
+func (u *UseCases) clock() time.Time {
+	if u.Now == nil {
+		return time.Now().UTC()
 	}
-	return clock().UTC().Truncate(time.Second)
+	return u.Now().UTC()
+}
+
+// now reads the clock, to the second.
+func (u *UseCases) now() time.Time { return u.clock().Truncate(time.Second) }
+
+// maxSkew is MaxClockSkew with its default.
+func (u *UseCases) maxSkew() time.Duration {
+	if u.MaxClockSkew == 0 {
+		return DefaultMaxClockSkew
+	}
+	return u.MaxClockSkew
 }
 
 // Migrate applies every pending migration to the back end (idempotent) and
@@ -54,8 +75,9 @@ func (u *UseCases) Migrate(ctx context.Context) ([]string, error) { return u.Sto
 func (u *UseCases) Ready(ctx context.Context) error { return u.Store.Ready(ctx) }
 
 // Escrow computes the hold for a payment of amountCents to the agent at its
-// current score (spec §5), rounded up to the cent. Errors: ErrInvalid for a
-// malformed id or a negative amount, ErrNotFound for an unknown agent,
+// current score (spec §5), rounded up to the cent. An agent the ledger has
+// no event for is a new provider: score 0, a full hold (modifier 1.0, spec
+// Appendix B). Errors: ErrInvalid for a malformed id or a negative amount,
 // ErrUnavailable.
 func (u *UseCases) Escrow(ctx context.Context, agentID string, amountCents int64) (Escrow, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
@@ -65,7 +87,14 @@ func (u *UseCases) Escrow(ctx context.Context, agentID string, amountCents int64
 		return Escrow{}, fmt.Errorf("%w: amount_cents %d must not be negative", errkind.ErrInvalid, amountCents)
 	}
 	e, err := u.Score(ctx, agentID)
-	if err != nil {
+	switch {
+	case errors.Is(err, errkind.ErrNotFound):
+		// Every new provider's first payment lands here: no history is
+		// the lowest score, not an error.
+		if e.Result, err = score.Compute(score.Counts{}); err != nil {
+			return Escrow{}, err
+		}
+	case err != nil:
 		return Escrow{}, err
 	}
 	hold, released, err := score.HoldCents(amountCents, e.Result.Score)
@@ -106,12 +135,14 @@ func (u *UseCases) Ranking(ctx context.Context, q RankingQuery) (RankingPage, er
 }
 
 // Agent returns what the ledger knows about an agent. Errors: ErrInvalid
-// for a malformed id, ErrNotFound if nothing, ErrUnavailable.
+// for a malformed id, ErrNotFound if nothing (with a public detail,
+// errkind.PublicDetail), ErrUnavailable.
 func (u *UseCases) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return ledger.AgentInfo{}, err
 	}
-	return u.Store.Agent(ctx, agentID)
+	info, err := u.Store.Agent(ctx, agentID)
+	return info, unknownAgent(err, agentID)
 }
 
 // VerifyLedger walks every hash chain (LedgerStore.VerifyLedger): broken

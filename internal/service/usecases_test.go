@@ -168,11 +168,28 @@ func TestScoreAndEscrow(t *testing.T) {
 	if _, err := a.Escrow(ctx, "agent-1", -1); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("negative amount: %v", err)
 	}
-	if _, err := a.Escrow(ctx, "ghost", 1); !errors.Is(err, errkind.ErrNotFound) {
-		t.Fatalf("unknown agent: %v", err)
+	// A provider with no history: score 0, the whole payment held.
+	if e, err := a.Escrow(ctx, "ghost", 100001); err != nil || e != (Escrow{Score: 0, Modifier: 10000, HoldCents: 100001, ReleasedCents: 0}) {
+		t.Fatalf("unknown agent: %+v %v", e, err)
 	}
-	if _, err := a.Score(ctx, "ghost"); !errors.Is(err, errkind.ErrNotFound) {
-		t.Fatalf("unknown agent: %v", err)
+	if _, err := a.Escrow(ctx, "a b", 1); !errors.Is(err, errkind.ErrInvalid) {
+		t.Fatalf("malformed agent id: %v", err)
+	}
+	// An unknown agent's score is not found, with a detail that names no
+	// layer of the back end.
+	_, err = a.Score(ctx, "ghost")
+	detail, ok := errkind.PublicDetail(err)
+	if !errors.Is(err, errkind.ErrNotFound) || !ok || detail != `agent "ghost" is unknown: no event has been recorded for it` {
+		t.Fatalf("unknown agent: %v (public detail %q)", err, detail)
+	}
+	for _, f := range []func() error{
+		func() error { _, err := a.Certificate(ctx, "ghost"); return err },
+		func() error { _, err := a.Agent(ctx, "ghost"); return err },
+		func() error { _, err := a.AgentScore(ctx, "ghost", t0); return err },
+	} {
+		if d, _ := errkind.PublicDetail(f()); d != detail {
+			t.Errorf("public detail %q, want %q", d, detail)
+		}
 	}
 }
 

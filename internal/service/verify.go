@@ -12,7 +12,7 @@ import (
 )
 
 // Verification is the answer to POST /swarmscore/verify (spec §7.3) plus
-// the reasons behind it.
+// the reasons behind it and what each level of verification found.
 type Verification struct {
 	Valid          bool
 	SignatureValid bool
@@ -22,6 +22,11 @@ type Verification struct {
 	ExpiresAt         time.Time
 	DetectedTampering bool
 	Errors            []VerifyError
+	// Warnings are findings that do not affect validity (members this
+	// version does not know, a passport that names no agent, ...).
+	Warnings []VerifyError
+	// Checks says which levels ran and what each found; never nil.
+	Checks Checks
 }
 
 // VerifyError is one finding, with a stable code (passport.Code*, or one of
@@ -39,37 +44,175 @@ const (
 	// passport's (L2, spec §7.1). The signature may be fine; the score is
 	// not what the record supports.
 	CodeLedgerMismatch = "ledger_mismatch"
+	// CodeAgentUnbound (warning): the caller named an agent but the
+	// passport names none (spec §6.1 has no agent_id member), so nothing
+	// binds it to that agent.
+	CodeAgentUnbound = "agent_unbound"
 )
 
-// Verify checks a passport as received for agentID, as of now (to the second).
+// CheckResult is what one level of verification found.
+type CheckResult string
+
+// The results a check can have. Which ones a check uses is listed with
+// the check's name.
+const (
+	CheckOK            CheckResult = "ok"
+	CheckFailed        CheckResult = "failed"
+	CheckExpired       CheckResult = "expired"
+	CheckConfirmed     CheckResult = "confirmed"
+	CheckMismatch      CheckResult = "mismatch"
+	CheckNotApplicable CheckResult = "not_applicable"
+)
+
+// The checks, in the order they are reported.
+const (
+	// CheckSignature (L1): ok, or failed (missing, malformed, not made by
+	// the server's key, or the document could not be read).
+	CheckSignature = "signature"
+	// CheckConsistency (L1): ok when the document is a well-formed
+	// passport whose score, tier, contributions, rates, escrow modifier,
+	// gaps and expiry are what its own counts give; failed otherwise.
+	CheckConsistency = "consistency"
+	// CheckExpiry (L1): ok, expired, or failed when the document has no
+	// readable expires_at.
+	CheckExpiry = "expiry"
+	// CheckLedger (L2): confirmed when this server's ledger gives the
+	// passport's counts as of its computed_at, mismatch when it does not,
+	// not_applicable when the server has no ledger for the agent (an agent
+	// it has never seen, an offline verification, a document that names no
+	// agent or could not be read).
+	CheckLedger = "ledger"
+	// CheckAgent: ok when the passport names the agent the caller asked
+	// about, mismatch when it names another (tampering), not_applicable
+	// when the caller named none or the passport names none.
+	CheckAgent = "agent"
+)
+
+// Check is one level of verification and what it found.
+type Check struct {
+	Name   string
+	Result CheckResult
+}
+
+// Checks lists the checks of a verification in a fixed order
+// (CheckSignature, CheckConsistency, CheckExpiry, CheckLedger,
+// CheckAgent). A new level is one more entry: the edges render every entry
+// (a JSON object, MarshalJSON) without knowing the list.
+type Checks []Check
+
+// Result returns the result of the named check, "" if there is none.
+func (cs Checks) Result(name string) CheckResult {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Result
+		}
+	}
+	return ""
+}
+
+// Set replaces the named check's result (a check cs does not list is
+// not added).
+func (cs Checks) Set(name string, r CheckResult) {
+	for i := range cs {
+		if cs[i].Name == name {
+			cs[i].Result = r
+		}
+	}
+}
+
+// MarshalJSON renders the checks as one JSON object, name to result, in
+// order. Names and results are plain ASCII words, so they need no escaping.
+func (cs Checks) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 128)
+	b = append(b, '{')
+	for i, c := range cs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, c.Name...)
+		b = append(b, `":"`...)
+		b = append(b, c.Result...)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// L1Checks are the checks of an offline verification (passport.Verify
+// alone, as `swarmscore passport verify` does): the document's own levels,
+// with the ledger and the agent binding not applicable. Call it before
+// adding findings of other levels with v.Fail: it reads ScoreValid and
+// Errors.
+func L1Checks(v *passport.Verification) Checks {
+	res := func(ok bool) CheckResult {
+		if ok {
+			return CheckOK
+		}
+		return CheckFailed
+	}
+	expiry := CheckFailed
+	if v.ExpiresAt != nil {
+		expiry = CheckOK
+	}
+	for _, p := range v.Errors {
+		if p.Code == passport.CodeExpired {
+			expiry = CheckExpired
+		}
+	}
+	return Checks{
+		{CheckSignature, res(v.SignatureValid)},
+		{CheckConsistency, res(v.ScoreValid)},
+		{CheckExpiry, expiry},
+		{CheckLedger, CheckNotApplicable},
+		{CheckAgent, CheckNotApplicable},
+	}
+}
+
+// Verify checks a passport as received for agentID (the passport's own
+// agent when agentID is ""), as of now (to the second).
 //
 // L1 is passport.Verify: the signature (against the server's key), the
 // document's internal consistency, and expiry. L2 runs when this server
 // holds the ledger of the passport's agent: the counts recomputed from it
 // as of the passport's computed_at must equal the passport's, else
 // score_valid is false. A passport for another agent than agentID is
-// detected_tampering. An unreadable document is not an error: it is a
-// Verification with valid false and the reasons. Errors: ErrUnavailable
-// when the ledger cannot be read.
+// detected_tampering. Checks says what each level found: a passport for an
+// agent this server has never seen is valid on L1 alone, with the ledger
+// check not_applicable rather than confirmed. An unreadable document is
+// not an error: it is a Verification with valid false and the reasons.
+// Errors: ErrUnavailable when the ledger cannot be read.
 func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
 	v := passport.Verify(doc, []passport.Key{u.Key}, u.now())
+	checks := L1Checks(v)
 	if p := v.Passport; p != nil {
-		if p.AgentID != agentID {
-			v.Fail(CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", p.AgentID, agentID), true)
-		}
-		counts, err := u.ledgerCounts(ctx, p.AgentID, p.Issuer.ComputedAt)
 		switch {
-		case errors.Is(err, errkind.ErrNotFound):
-			// Not our agent: L2 is not possible here, L1 stands.
-		case err != nil:
-			return Verification{}, err
-		case counts != p.Counts():
-			v.Fail(CodeLedgerMismatch, fmt.Sprintf(
-				"the ledger as of %s counts conduit %d/%d and ap2 %d/%d (success/total); the passport says %d/%d and %d/%d",
-				p.Issuer.ComputedAt.UTC().Format(time.RFC3339),
-				counts.ConduitSuccess, counts.ConduitTotal, counts.AP2Success, counts.AP2Total,
-				p.Counts().ConduitSuccess, p.Counts().ConduitTotal, p.Counts().AP2Success, p.Counts().AP2Total), false)
-			v.ScoreValid = false
+		case agentID == "":
+		case p.AgentID == "":
+			v.Warn(CodeAgentUnbound, fmt.Sprintf("the passport names no agent, so nothing binds it to agent %q", agentID))
+		case p.AgentID != agentID:
+			checks.Set(CheckAgent, CheckMismatch)
+			v.Fail(CodeAgentMismatch, fmt.Sprintf("the passport is for agent %q, not %q", p.AgentID, agentID), true)
+		default:
+			checks.Set(CheckAgent, CheckOK)
+		}
+		if p.AgentID != "" {
+			counts, err := u.ledgerCounts(ctx, p.AgentID, p.Issuer.ComputedAt)
+			switch {
+			case errors.Is(err, errkind.ErrNotFound):
+				// Not our agent: L2 is not possible here, L1 stands.
+			case err != nil:
+				return Verification{}, err
+			case counts != p.Counts():
+				checks.Set(CheckLedger, CheckMismatch)
+				v.Fail(CodeLedgerMismatch, fmt.Sprintf(
+					"the ledger as of %s counts conduit %d/%d and ap2 %d/%d (success/total); the passport says %d/%d and %d/%d",
+					p.Issuer.ComputedAt.UTC().Format(time.RFC3339),
+					counts.ConduitSuccess, counts.ConduitTotal, counts.AP2Success, counts.AP2Total,
+					p.Counts().ConduitSuccess, p.Counts().ConduitTotal, p.Counts().AP2Success, p.Counts().AP2Total), false)
+				v.ScoreValid = false
+			default:
+				checks.Set(CheckLedger, CheckConfirmed)
+			}
 		}
 	}
 	out := Verification{
@@ -78,6 +221,8 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 		ScoreValid:        v.ScoreValid,
 		DetectedTampering: v.DetectedTampering,
 		Errors:            v.Errors,
+		Warnings:          v.Warnings,
+		Checks:            checks,
 	}
 	if v.ExpiresAt != nil {
 		out.ExpiresAt = *v.ExpiresAt
