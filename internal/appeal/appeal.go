@@ -161,7 +161,7 @@ func New(f Filing, p ledger.IssuedPassport) (Appeal, error) {
 	events := slices.Clone(f.Events)
 	for _, e := range events {
 		if !e.Type.Valid() {
-			return Appeal{}, fmt.Errorf("%w: events: type %q is not conduit_session or ap2_transaction", errkind.ErrInvalid, e.Type)
+			return Appeal{}, fmt.Errorf("%w: events: type %q is not conduit_session, ap2_transaction or task_offer", errkind.ErrInvalid, e.Type)
 		}
 		if err := ledger.CheckID("events: id", e.ID); err != nil {
 			return Appeal{}, err

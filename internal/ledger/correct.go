@@ -79,7 +79,7 @@ type Correction struct {
 // field).
 func (r *CorrectionRequest) Validate() error {
 	if !r.EventType.Valid() {
-		return fieldErr("event_type", "%q is not conduit_session or ap2_transaction", r.EventType)
+		return fieldErr("event_type", "%q is not conduit_session, ap2_transaction or task_offer", r.EventType)
 	}
 	if err := CheckID("event_id", r.EventID); err != nil {
 		return err

@@ -17,17 +17,25 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 )
 
-// Type is the kind of an event: a Conduit session or an AP2 transaction.
+// Type is the kind of an event: a Conduit session, an AP2 transaction, or a
+// task offer.
 type Type string
 
-// The two event types, named as on the wire.
+// The event types, named as on the wire. Task offers (issue 16, spec §8.3
+// "success rate gaming") never enter the score: they record which work an
+// agent accepted and declined, so that an operator can see its acceptance
+// rate beside its success rate.
 const (
 	ConduitSession Type = "conduit_session"
 	AP2Transaction Type = "ap2_transaction"
+	TaskOffer      Type = "task_offer"
 )
 
-// Valid reports whether t is one of the two event types.
-func (t Type) Valid() bool { return t == ConduitSession || t == AP2Transaction }
+// Types lists the event types in a fixed order.
+var Types = []Type{ConduitSession, AP2Transaction, TaskOffer}
+
+// Valid reports whether t is one of the event types.
+func (t Type) Valid() bool { return t == ConduitSession || t == AP2Transaction || t == TaskOffer }
 
 // MaxEscrowCents is the largest escrow amount accepted: 2^53 − 1 cents
 // (about 90 trillion dollars). Larger integers are not exactly representable
@@ -124,8 +132,11 @@ func CheckID(field, s string) error {
 
 // endField is the wire name of the terminal timestamp for the event's type.
 func (t Type) endField() string {
-	if t == AP2Transaction {
+	switch t {
+	case AP2Transaction:
 		return "settled_at"
+	case TaskOffer:
+		return "decided_at"
 	}
 	return "completed_at"
 }
@@ -144,7 +155,7 @@ func (t Type) agentField() string {
 // it; use NormalizeTime for others).
 func (e *Event) Validate() error {
 	if !e.Type.Valid() {
-		return fieldErr("type", "%q is not conduit_session or ap2_transaction", e.Type)
+		return fieldErr("type", "%q is not conduit_session, ap2_transaction or task_offer", e.Type)
 	}
 	if err := CheckID("id", e.ID); err != nil {
 		return err
@@ -152,7 +163,7 @@ func (e *Event) Validate() error {
 	if err := CheckID(e.Type.agentField(), e.AgentID); err != nil {
 		return err
 	}
-	if e.BuyerID != "" || e.Type == AP2Transaction {
+	if e.BuyerID != "" || e.Type != ConduitSession {
 		if err := CheckID("buyer_id", e.BuyerID); err != nil {
 			return err
 		}
@@ -161,7 +172,7 @@ func (e *Event) Validate() error {
 		return fieldErr("status", "%q is not a %s status (want one of %s)", e.Status, e.Type, statusList(e.Type))
 	}
 	switch e.Type {
-	case ConduitSession:
+	case ConduitSession, TaskOffer:
 		if e.EscrowAmountCents != 0 {
 			return fieldErr("escrow_amount_cents", "only ap2_transaction events carry an escrow amount")
 		}
@@ -245,6 +256,7 @@ type wireEvent struct {
 	StartedAt         string `json:"started_at"`
 	CompletedAt       string `json:"completed_at,omitempty"`
 	SettledAt         string `json:"settled_at,omitempty"`
+	DecidedAt         string `json:"decided_at,omitempty"`
 }
 
 // MarshalJSON renders the event in the wire format ParseEvent reads.
@@ -254,10 +266,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if !e.EndedAt.IsZero() {
 		end = FormatTime(e.EndedAt)
 	}
-	if e.Type == AP2Transaction {
+	switch e.Type {
+	case AP2Transaction:
 		amount := e.EscrowAmountCents
 		w.ProviderID, w.EscrowAmountCents, w.SettledAt = e.AgentID, &amount, end
-	} else {
+	case TaskOffer:
+		w.AgentID, w.DecidedAt = e.AgentID, end
+	default:
 		w.AgentID, w.CompletedAt = e.AgentID, end
 	}
 	return json.Marshal(w)

@@ -323,3 +323,30 @@ func TestRejectionsNameTheEvent(t *testing.T) {
 		t.Errorf("second line: %+v %v", second, err)
 	}
 }
+
+func TestTaskOffer(t *testing.T) {
+	e, err := ParseEvent([]byte(`{"type":"task_offer","id":"o-1","agent_id":"agent-1","buyer_id":"b-1","status":"DECLINED","started_at":"2026-03-17T14:00:00Z","decided_at":"2026-03-17T14:01:00Z"}`))
+	if err != nil || e.Type != TaskOffer || e.Status != Declined || e.EndedAt.IsZero() || e.Counted() {
+		t.Fatalf("%+v %v", e, err)
+	}
+	b, _ := json.Marshal(e)
+	if back, err := ParseEvent(b); err != nil || !back.Equal(&e) || !strings.Contains(string(b), `"decided_at"`) {
+		t.Errorf("round trip %s: %v", b, err)
+	}
+	for _, in := range []string{
+		`{"type":"task_offer","id":"o-1","agent_id":"a","status":"OFFERED","started_at":"2026-03-17T14:00:00Z"}`,                                        // no buyer
+		`{"type":"task_offer","id":"o-1","agent_id":"a","buyer_id":"b","status":"ACCEPTED","started_at":"2026-03-17T14:00:00Z"}`,                        // no decided_at
+		`{"type":"task_offer","id":"o-1","agent_id":"a","buyer_id":"b","status":"VERIFIED","started_at":"2026-03-17T14:00:00Z"}`,                        // another type's status
+		`{"type":"task_offer","id":"o-1","agent_id":"a","buyer_id":"b","status":"OFFERED","started_at":"2026-03-17T14:00:00Z","escrow_amount_cents":1}`, // not a field
+	} {
+		if _, err := ParseEvent([]byte(in)); err == nil {
+			t.Errorf("accepted %s", in)
+		}
+	}
+	if err := CheckTransition(TaskOffer, Accepted, Declined); !errors.Is(err, errkind.ErrConflict) {
+		t.Errorf("accepted -> declined: %v", err)
+	}
+	if err := CheckTransition(TaskOffer, Offered, Accepted); err != nil {
+		t.Errorf("offered -> accepted: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ const MaxLineBytes = 64 << 10
 var allowed = map[Type]map[string]bool{
 	ConduitSession: {"type": true, "id": true, "agent_id": true, "buyer_id": true, "status": true, "started_at": true, "completed_at": true},
 	AP2Transaction: {"type": true, "id": true, "provider_id": true, "buyer_id": true, "status": true, "escrow_amount_cents": true, "started_at": true, "settled_at": true},
+	TaskOffer:      {"type": true, "id": true, "agent_id": true, "buyer_id": true, "status": true, "started_at": true, "decided_at": true},
 }
 
 // ParseEvent decodes one event object strictly: it must be a single JSON
@@ -75,7 +76,7 @@ func ParseEvent(data []byte) (Event, error) {
 	}
 	e.Type = Type(typ)
 	if !e.Type.Valid() {
-		return failed, fieldErr("type", "%q is not conduit_session or ap2_transaction", typ)
+		return failed, fieldErr("type", "%q is not conduit_session, ap2_transaction or task_offer", typ)
 	}
 	for _, k := range order {
 		if !allowed[e.Type][k] {
@@ -88,7 +89,7 @@ func ParseEvent(data []byte) (Event, error) {
 	if e.AgentID, err = str(raw, e.Type.agentField(), true); err != nil {
 		return failed, err
 	}
-	if e.BuyerID, err = str(raw, "buyer_id", e.Type == AP2Transaction); err != nil {
+	if e.BuyerID, err = str(raw, "buyer_id", e.Type != ConduitSession); err != nil {
 		return failed, err
 	}
 	status, err := str(raw, "status", true)

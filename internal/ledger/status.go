@@ -32,16 +32,26 @@ const (
 	Cancelled   Status = "CANCELLED"
 )
 
+// Task offer statuses, in lifecycle order: an offer made to the agent, then
+// accepted or declined.
+const (
+	Offered  Status = "OFFERED"
+	Accepted Status = "ACCEPTED"
+	Declined Status = "DECLINED"
+)
+
 // stage is a status's position in its lifecycle; every terminal status of a
 // type shares the last stage. A move is forward when the stage increases.
 var stage = map[Type]map[Status]int{
 	ConduitSession: {Pending: 0, Running: 1, Verified: 2, Failed: 2, Error: 2, Timeout: 2},
 	AP2Transaction: {Negotiating: 0, Held: 1, Executing: 2, Delivered: 3, Settled: 4, Disputed: 4, Refunded: 4, Cancelled: 4},
+	TaskOffer:      {Offered: 0, Accepted: 1, Declined: 1},
 }
 
 var statusOrder = map[Type][]Status{
 	ConduitSession: {Pending, Running, Verified, Failed, Error, Timeout},
 	AP2Transaction: {Negotiating, Held, Executing, Delivered, Settled, Disputed, Refunded, Cancelled},
+	TaskOffer:      {Offered, Accepted, Declined},
 }
 
 func statusList(t Type) string {
@@ -62,11 +72,11 @@ func (s Status) ValidFor(t Type) bool {
 }
 
 // Terminal reports whether s is final: VERIFIED, FAILED, ERROR, TIMEOUT,
-// SETTLED, DISPUTED, REFUNDED or CANCELLED. A terminal event carries its
-// completion time and never changes again.
+// SETTLED, DISPUTED, REFUNDED, CANCELLED, ACCEPTED or DECLINED. A terminal
+// event carries its completion time and never changes again.
 func (s Status) Terminal() bool {
 	switch s {
-	case Verified, Failed, Error, Timeout, Settled, Disputed, Refunded, Cancelled:
+	case Verified, Failed, Error, Timeout, Settled, Disputed, Refunded, Cancelled, Accepted, Declined:
 		return true
 	}
 	return false

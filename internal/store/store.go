@@ -26,9 +26,12 @@
 //   - conduit_sessions(id PK, agent_id → agents, buyer_id NULL, operator_id →
 //     operators, status, started_at, completed_at NULL, seq, created_at,
 //     updated_at; §12.1's action_count, session_cost_usd, proof_hash kept as
-//     optional columns) and ap2_transactions(id PK, provider_id → agents,
+//     optional columns), ap2_transactions(id PK, provider_id → agents,
 //     buyer_id, operator_id, status, escrow_amount_cents BIGINT,
-//     escrow_modifier_bp INTEGER NULL, started_at, settled_at NULL, seq, ...).
+//     escrow_modifier_bp INTEGER NULL, started_at, settled_at NULL, seq, ...)
+//     and task_offers(id PK, agent_id → agents, buyer_id, operator_id,
+//     status, started_at, decided_at NULL, seq, ...; SQLite 00010,
+//     PostgreSQL 00011), which never count in a score.
 //     One row per event holding its current state; seq is the position in
 //     the agent's chain of the record that produced that state. A
 //     correction (migration SQLite 00005, PostgreSQL 00006) changes the

@@ -14,9 +14,13 @@ import (
 
 // eventSelect is an event row as ingest and corrections read it.
 func eventSelect(t ledger.Type) string {
-	if t == ledger.AP2Transaction {
+	switch t {
+	case ledger.AP2Transaction:
 		return `SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq,
 			reported_agent_id, reported_status, voided_at IS NOT NULL FROM ap2_transactions`
+	case ledger.TaskOffer:
+		return `SELECT id, agent_id, buyer_id, operator_id, status, 0::bigint, started_at, decided_at, seq,
+			reported_agent_id, reported_status, voided_at IS NOT NULL FROM task_offers`
 	}
 	return `SELECT id, agent_id, coalesce(buyer_id, ''), operator_id, status, 0::bigint, started_at, completed_at, seq,
 		reported_agent_id, reported_status, voided_at IS NOT NULL FROM conduit_sessions`
@@ -109,8 +113,11 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 		}
 	}
 	table, agentCol := "conduit_sessions", "agent_id"
-	if c.EventType == ledger.AP2Transaction {
+	switch c.EventType {
+	case ledger.AP2Transaction:
 		table, agentCol = "ap2_transactions", "provider_id"
+	case ledger.TaskOffer:
+		table = "task_offers"
 	}
 	var voided *time.Time
 	if plan.Event.IsVoided() {

@@ -69,7 +69,7 @@ func load(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (ledger.State, err
 			})
 			return err
 		})
-	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
+	for _, t := range ledger.Types {
 		if ids := p.IDs(t); len(ids) > 0 {
 			b.Queue(eventSelect(t)+` WHERE id = ANY($1)`, ids).Query(scanEvents(t, st.Events))
 		}
@@ -128,20 +128,26 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[], $4::bigint[]) ORDER BY 1`, newAgents, newSeq, newHash, newTerminal)
 	}
 
-	var c, a eventColumns
-	var cu, au eventColumns
+	var c, a, o eventColumns
+	var cu, au, ou eventColumns
 	for i := range plan.Inserts {
-		if w := &plan.Inserts[i]; w.Event.Type == ledger.ConduitSession {
+		switch w := &plan.Inserts[i]; w.Event.Type {
+		case ledger.ConduitSession:
 			c.add(w)
-		} else {
+		case ledger.AP2Transaction:
 			a.add(w)
+		default:
+			o.add(w)
 		}
 	}
 	for i := range plan.Updates {
-		if w := &plan.Updates[i]; w.Event.Type == ledger.ConduitSession {
+		switch w := &plan.Updates[i]; w.Event.Type {
+		case ledger.ConduitSession:
 			cu.add(w)
-		} else {
+		case ledger.AP2Transaction:
 			au.add(w)
+		default:
+			ou.add(w)
 		}
 	}
 	if len(plan.Records) >= copyThreshold {
@@ -164,8 +170,22 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 			return nil
 		}
 	}
+	// Task offers are few: always by INSERT, after the agents they name.
+	if len(o.id) > 0 {
+		b.Queue(`INSERT INTO task_offers (id, agent_id, buyer_id, operator_id, status, started_at, decided_at, seq)
+			SELECT id, agent_id, buyer_id, $8, status, started_at, decided_at, seq
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::bigint[])
+				AS u(id, agent_id, buyer_id, status, started_at, decided_at, seq)`,
+			o.id, o.agent, o.buyer, o.status, o.started, o.ended, o.seq, plan.Operator)
+	}
 	// Transitions: the agent is locked, so the guard on seq only catches a
 	// bug, never a race.
+	if len(ou.id) > 0 {
+		b.Queue(`UPDATE task_offers t SET status = u.status, decided_at = u.decided_at, seq = u.seq, updated_at = now()
+			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::bigint[]) AS u(id, status, decided_at, seq, old_seq)
+			WHERE t.id = u.id AND t.seq = u.old_seq`,
+			ou.id, ou.status, ou.ended, ou.seq, ou.oldSeq).Exec(checkRows("task_offers update", len(ou.id)))
+	}
 	if len(cu.id) > 0 {
 		b.Queue(`UPDATE conduit_sessions t SET status = u.status, completed_at = u.completed_at, seq = u.seq, updated_at = now()
 			FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::bigint[]) AS u(id, status, completed_at, seq, old_seq)

@@ -33,17 +33,19 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 const chainSelect = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesce(a.head_seq, 0), a.head_hash,
     r.seq IS NOT NULL, coalesce(r.seq, 0), coalesce(r.event_type, ''), coalesce(r.event_id, ''), coalesce(r.status, ''), r.hash,
     coalesce(r.correction_id, ''), r.received_at,
-    c.id IS NOT NULL OR t.id IS NOT NULL, coalesce(c.agent_id, t.provider_id, ''), coalesce(c.buyer_id, t.buyer_id, ''),
-    coalesce(c.operator_id, t.operator_id, ''), coalesce(t.escrow_amount_cents, 0), coalesce(c.started_at, t.started_at),
-    coalesce(c.completed_at, t.settled_at), coalesce(c.status, t.status, ''), coalesce(c.seq, t.seq, 0),
-    coalesce(c.reported_agent_id, t.reported_agent_id), coalesce(c.reported_status, t.reported_status),
-    coalesce(c.voided_at, t.voided_at) IS NOT NULL,
+    c.id IS NOT NULL OR t.id IS NOT NULL OR o.id IS NOT NULL, coalesce(c.agent_id, t.provider_id, o.agent_id, ''),
+    coalesce(c.buyer_id, t.buyer_id, o.buyer_id, ''), coalesce(c.operator_id, t.operator_id, o.operator_id, ''),
+    coalesce(t.escrow_amount_cents, 0), coalesce(c.started_at, t.started_at, o.started_at),
+    coalesce(c.completed_at, t.settled_at, o.decided_at), coalesce(c.status, t.status, o.status, ''), coalesce(c.seq, t.seq, o.seq, 0),
+    coalesce(c.reported_agent_id, t.reported_agent_id, o.reported_agent_id), coalesce(c.reported_status, t.reported_status, o.reported_status),
+    coalesce(c.voided_at, t.voided_at, o.voided_at) IS NOT NULL,
     k.id IS NOT NULL, coalesce(k.id, ''), coalesce(k.event_type, ''), coalesce(k.event_id, ''), coalesce(k.action, ''),
     coalesce(k.from_agent, ''), coalesce(k.to_agent, ''), coalesce(k.from_status, ''), coalesce(k.to_status, ''),
     coalesce(k.reason, ''), coalesce(k.appeal_id, ''), coalesce(k.actor, ''), k.created_at
   FROM agents a FULL JOIN ledger_records r ON r.agent_id = a.id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
+  LEFT JOIN task_offers o ON r.event_type = 'task_offer' AND o.id = r.event_id
   LEFT JOIN corrections k ON k.id = r.correction_id`
 
 const chainQuery = chainSelect + ` ORDER BY 1, r.seq`
@@ -104,7 +106,10 @@ func eventLinks(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.EventLink, err
 			FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
 			UNION ALL
 			SELECT 'ap2_transaction', e.id, e.provider_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq`)
+			FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq
+			UNION ALL
+			SELECT 'task_offer', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
+			FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq`)
 		if err != nil {
 			yield(nil, err)
 			return

@@ -83,7 +83,7 @@ func (it *ingestTx) load(ctx context.Context, p *ledger.Prepared) (ledger.State,
 	if err != nil {
 		return st, err
 	}
-	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
+	for _, t := range ledger.Types {
 		ids := p.IDs(t)
 		if len(ids) == 0 {
 			continue
@@ -158,12 +158,15 @@ func (it *ingestTx) write(ctx context.Context, plan *ledger.Plan) error {
 	if err != nil {
 		return err
 	}
-	var conduits, ap2s []*ledger.EventWrite
+	var conduits, ap2s, offers []*ledger.EventWrite
 	for i := range plan.Inserts {
-		if w := &plan.Inserts[i]; w.Event.Type == ledger.ConduitSession {
+		switch w := &plan.Inserts[i]; w.Event.Type {
+		case ledger.ConduitSession:
 			conduits = append(conduits, w)
-		} else {
+		case ledger.AP2Transaction:
 			ap2s = append(ap2s, w)
+		default:
+			offers = append(offers, w)
 		}
 	}
 	err = it.insert(ctx, "insert events", `INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, started_at, completed_at, status, seq, created_at, updated_at) VALUES `,
@@ -180,6 +183,15 @@ func (it *ingestTx) write(ctx context.Context, plan *ledger.Plan) error {
 			e := &ap2s[i].Event
 			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] = e.ID, e.AgentID, e.BuyerID, string(e.Status),
 				e.EscrowAmountCents, micros(e.StartedAt), nullTime(e.EndedAt), ap2s[i].Seq
+		})
+	if err != nil {
+		return err
+	}
+	err = it.insert(ctx, "insert events", `INSERT INTO task_offers (id, agent_id, buyer_id, operator_id, started_at, decided_at, status, seq, created_at, updated_at) VALUES `,
+		"(?, ?, ?, ?2, ?, ?, ?, ?, ?1, ?1)", "", shared, len(offers), func(i int, a []any) {
+			e := &offers[i].Event
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6] = e.ID, e.AgentID, e.BuyerID,
+				micros(e.StartedAt), nullTime(e.EndedAt), string(e.Status), offers[i].Seq
 		})
 	if err != nil {
 		return err
@@ -216,7 +228,8 @@ func (it *ingestTx) update(ctx context.Context, updates []ledger.EventWrite) err
 	for _, t := range []struct {
 		typ        ledger.Type
 		table, end string
-	}{{ledger.ConduitSession, "conduit_sessions", "completed_at"}, {ledger.AP2Transaction, "ap2_transactions", "settled_at"}} {
+	}{{ledger.ConduitSession, "conduit_sessions", "completed_at"}, {ledger.AP2Transaction, "ap2_transactions", "settled_at"},
+		{ledger.TaskOffer, "task_offers", "decided_at"}} {
 		var rows []*ledger.EventWrite
 		for i := range updates {
 			if updates[i].Event.Type == t.typ {

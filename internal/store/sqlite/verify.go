@@ -26,11 +26,12 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // agents that have no record.
 const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0), a.head_hash, 1, r.seq, r.event_type, r.event_id, r.status, r.hash,
     COALESCE(r.correction_id, ''), r.received_at,
-    c.id IS NOT NULL OR t.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, ''), COALESCE(c.buyer_id, t.buyer_id, ''),
-    COALESCE(c.operator_id, t.operator_id, ''), COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, 0),
-    COALESCE(c.completed_at, t.settled_at), COALESCE(c.status, t.status, ''), COALESCE(c.seq, t.seq, 0),
-    COALESCE(c.reported_agent_id, t.reported_agent_id), COALESCE(c.reported_status, t.reported_status),
-    COALESCE(c.voided_at, t.voided_at) IS NOT NULL,
+    c.id IS NOT NULL OR t.id IS NOT NULL OR o.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, o.agent_id, ''),
+    COALESCE(c.buyer_id, t.buyer_id, o.buyer_id, ''), COALESCE(c.operator_id, t.operator_id, o.operator_id, ''),
+    COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, o.started_at, 0),
+    COALESCE(c.completed_at, t.settled_at, o.decided_at), COALESCE(c.status, t.status, o.status, ''), COALESCE(c.seq, t.seq, o.seq, 0),
+    COALESCE(c.reported_agent_id, t.reported_agent_id, o.reported_agent_id), COALESCE(c.reported_status, t.reported_status, o.reported_status),
+    COALESCE(c.voided_at, t.voided_at, o.voided_at) IS NOT NULL,
     k.id IS NOT NULL, COALESCE(k.id, ''), COALESCE(k.event_type, ''), COALESCE(k.event_id, ''), COALESCE(k.action, ''),
     COALESCE(k.from_agent, ''), COALESCE(k.to_agent, ''), COALESCE(k.from_status, ''), COALESCE(k.to_status, ''),
     COALESCE(k.reason, ''), COALESCE(k.appeal_id, ''), COALESCE(k.actor, ''), COALESCE(k.created_at, 0)
@@ -38,6 +39,7 @@ const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0
   LEFT JOIN agents a ON a.id = r.agent_id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
+  LEFT JOIN task_offers o ON r.event_type = 'task_offer' AND o.id = r.event_id
   LEFT JOIN corrections k ON k.id = r.correction_id`
 
 const chainQuery = chainSelect + ` ORDER BY r.agent_id, r.seq`
@@ -107,7 +109,10 @@ func eventLinks(ctx context.Context, tx *sql.Tx) iter.Seq2[*ledger.EventLink, er
 		  FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
 		  UNION ALL
 		  SELECT 'ap2_transaction', e.id, e.provider_id, e.seq, r.event_type IS NOT NULL, COALESCE(r.event_type, ''), COALESCE(r.event_id, '')
-		  FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq`)
+		  FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq
+		  UNION ALL
+		  SELECT 'task_offer', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, COALESCE(r.event_type, ''), COALESCE(r.event_id, '')
+		  FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq`)
 		if err != nil {
 			yield(nil, dbErr("verify events", err))
 			return

@@ -501,3 +501,38 @@ func testReceivedAt(t *testing.T, h Harness) {
 		t.Errorf("a moved received_at: %+v %v", r, err)
 	}
 }
+
+func offer(id, agent string, status ledger.Status, started, decided time.Time) ledger.Event {
+	return ledger.Event{Type: ledger.TaskOffer, ID: id, AgentID: agent, BuyerID: "buyer-1", Status: status, StartedAt: started, EndedAt: decided}
+}
+
+// testTaskOffers: task offers are chained like the other events, follow
+// their own lifecycle, can be corrected, and never count in the score.
+func testTaskOffers(t *testing.T, h Harness) {
+	s := h.Open(t)
+	start, end := base.Add(-2*time.Hour), base.Add(-time.Hour)
+	wantOutcomes(t, ingest(t, s, "op-a",
+		offer("o1", "a", ledger.Offered, start, time.Time{}),
+		offer("o1", "a", ledger.Accepted, start, end),
+		offer("o2", "a", ledger.Declined, start, end),
+		offer("o1", "a", ledger.Offered, start, time.Time{}),
+		offer("o2", "a", ledger.Accepted, start, end),
+		conduit("c1", "a", ledger.Verified, start, end),
+	), ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeAccepted, ledger.OutcomeSuperseded, ledger.OutcomeRejected, ledger.OutcomeAccepted)
+	if got := counts(t, s, "a", base); got != [4]int64{1, 1, 0, 0} {
+		t.Errorf("task offers counted: %v", got)
+	}
+	if n := chainLength(t, s, "a"); n != 4 {
+		t.Errorf("chain length %d, want 4", n)
+	}
+	bad := offer("o3", "a", ledger.Offered, start, time.Time{})
+	bad.BuyerID = ""
+	wantOutcomes(t, ingest(t, s, "op-a", bad), ledger.OutcomeRejected)
+	v := correction(ledger.ActionVoid, ledger.TaskOffer, "o2", base)
+	correct(t, s, v, nil)
+	mustVerify(t, s)
+	deleteEvent(t, h, s, ledger.TaskOffer, "o1")
+	if r, err := s.VerifyLedger(ctx(t)); err != nil || len(r.Broken) != 1 || r.Broken[0].Seq != 1 {
+		t.Errorf("a deleted task offer: %+v %v", r, err)
+	}
+}

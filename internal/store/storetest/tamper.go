@@ -13,8 +13,11 @@ import (
 // written once for both back ends on Tamperer.Exec.
 
 func eventTable(typ ledger.Type) (table, agentColumn, endColumn string) {
-	if typ == ledger.AP2Transaction {
+	switch typ {
+	case ledger.AP2Transaction:
 		return "ap2_transactions", "provider_id", "settled_at"
+	case ledger.TaskOffer:
+		return "task_offers", "agent_id", "decided_at"
 	}
 	return "conduit_sessions", "agent_id", "completed_at"
 }
