@@ -14,8 +14,14 @@ import (
 // Token is an API token record. SHA256 is the hash of the secret token;
 // the token itself is never stored.
 type Token struct {
-	ID        string
-	Operator  string
+	ID string
+	// Operator is the operator the token acts for or, for an agent's
+	// token, the operator that granted it.
+	Operator string
+	// AgentID scopes the token to one agent: it may read that agent's own
+	// data and act on its consent, visibility and appeals, and nothing
+	// else. "" for an operator's token.
+	AgentID   string
 	SHA256    [32]byte
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while active

@@ -49,3 +49,18 @@ func (b BrokenLink) String() string {
 	s.WriteString(": " + b.Reason)
 	return s.String()
 }
+
+// Consent is what an agent agreed to about its score (§11.1): its
+// visibility choice, and which disclosure text it consented to, when and
+// through whom.
+type Consent struct {
+	Visibility Visibility
+	// DisclosureVersion names the disclosure text consented to; "" when
+	// the agent has not consented.
+	DisclosureVersion string
+	GivenAt           time.Time
+	By                string // who recorded it: the agent's token or an operator
+}
+
+// Consented reports whether the agent has consented to some disclosure.
+func (c Consent) Consented() bool { return c.DisclosureVersion != "" }

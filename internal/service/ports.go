@@ -56,6 +56,11 @@ type LedgerStore interface {
 	// Errors: as DecideCorrection (ErrInvalid, ErrNotFound, ErrConflict),
 	// an error of issue unchanged, ErrUnavailable.
 	Correct(ctx context.Context, req ledger.CorrectionRequest, issue ledger.IssueFunc) (ledger.Correction, bool, error)
+	// Records returns the events that count in the agent's score as of
+	// asOf (the window's counted, unvoided events now attributed to it),
+	// in the order they ended, each as stored (reported and corrected
+	// state). An unknown agent is ErrNotFound.
+	Records(ctx context.Context, agentID string, asOf time.Time) ([]ledger.StoredEvent, error)
 	// Corrections returns an event's corrections, oldest first.
 	Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error)
 	// VerifyLedger walks every hash chain and event row; the error is only
@@ -90,6 +95,14 @@ type ConsentStore interface {
 	// SetVisibility records the agent's choice as of at. An unknown agent
 	// is ErrNotFound; another visibility is ErrInvalid.
 	SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error
+	// RecordConsent records that the agent consented to disclosure text
+	// version, as of at, through by; a later consent replaces it. An
+	// unknown agent is ErrNotFound; a malformed version or by ErrInvalid.
+	RecordConsent(ctx context.Context, agentID, version, by string, at time.Time) error
+	// Consent returns the agent's consent and visibility (the defaults,
+	// public and no consent, when nothing was recorded). An unknown agent
+	// is ErrNotFound.
+	Consent(ctx context.Context, agentID string) (ledger.Consent, error)
 }
 
 // TokenStore holds API tokens by the SHA-256 of their secret.
@@ -97,9 +110,10 @@ type TokenStore interface {
 	// CreateToken stores a token; the same (id, operator, hash) again is a
 	// no-op, an id or hash used otherwise is ErrConflict.
 	CreateToken(ctx context.Context, t auth.Token) error
-	// Authenticate returns the operator owning the token whose SHA-256 is
-	// sum; an unknown or revoked token is ErrUnauthorized.
-	Authenticate(ctx context.Context, sum [32]byte) (operator string, err error)
+	// Authenticate returns the active token whose SHA-256 is sum (its
+	// operator and, for an agent's token, its agent; never the hash); an
+	// unknown or revoked token is ErrUnauthorized.
+	Authenticate(ctx context.Context, sum [32]byte) (auth.Token, error)
 	// RevokeToken marks token id revoked as of at (the first time is
 	// kept); an unknown id is ErrNotFound.
 	RevokeToken(ctx context.Context, id string, at time.Time) error

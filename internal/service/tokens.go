@@ -31,7 +31,10 @@ const envTokenPrefix = "env-"
 type NewToken struct {
 	ID       string
 	Operator string
-	Secret   string
+	// AgentID is the agent an agent's token is scoped to; "" for an
+	// operator's.
+	AgentID string
+	Secret  string
 }
 
 // CreateToken mints a token for operator (registering the operator) and
@@ -52,6 +55,32 @@ func (u *UseCases) CreateToken(ctx context.Context, operator string) (NewToken, 
 	return NewToken{ID: tok.ID, Operator: operator, Secret: secret}, nil
 }
 
+// CreateAgentToken mints a token scoped to agentID, granted by operator:
+// it may read the agent's own data and act on its consent, visibility and
+// appeals, and nothing else (Authenticate refuses it on operator routes).
+// The agent must be known to the ledger. Errors: ErrInvalid for a
+// malformed name, ErrNotFound for an unknown agent, ErrUnavailable.
+func (u *UseCases) CreateAgentToken(ctx context.Context, operator, agentID string) (NewToken, error) {
+	if err := ledger.CheckID("operator", operator); err != nil {
+		return NewToken{}, err
+	}
+	if err := ledger.CheckID("agent_id", agentID); err != nil {
+		return NewToken{}, err
+	}
+	if _, err := u.Store.Agent(ctx, agentID); err != nil {
+		return NewToken{}, err
+	}
+	tok, secret, err := auth.Mint(operator, u.now())
+	if err != nil {
+		return NewToken{}, err
+	}
+	tok.AgentID = agentID
+	if err := u.Store.CreateToken(ctx, tok); err != nil {
+		return NewToken{}, err
+	}
+	return NewToken{ID: tok.ID, Operator: operator, AgentID: agentID, Secret: secret}, nil
+}
+
 // RevokeToken revokes token id as of now (idempotent: the first time is
 // kept). Errors: ErrNotFound for an unknown id, ErrUnavailable.
 func (u *UseCases) RevokeToken(ctx context.Context, id string) error {
@@ -68,12 +97,27 @@ func (u *UseCases) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	return toks, err
 }
 
-// Authenticate returns the operator owning token, looked up by its
-// SHA-256. Errors: ErrUnauthorized for an unknown or revoked token,
-// ErrUnavailable.
+// Authenticate returns the operator owning an operator's token, looked up
+// by its SHA-256. Errors: ErrUnauthorized for an unknown or revoked token,
+// ErrForbidden for an agent's token (it may act only for its agent, never
+// as an operator), ErrUnavailable.
 func (u *UseCases) Authenticate(ctx context.Context, token string) (string, error) {
+	t, err := u.Principal(ctx, token)
+	if err != nil {
+		return "", err
+	}
+	if t.AgentID != "" {
+		return "", fmt.Errorf("%w: this token belongs to agent %q and may not act as an operator", errkind.ErrForbidden, t.AgentID)
+	}
+	return t.Operator, nil
+}
+
+// Principal returns who a token speaks for: an operator, or one agent
+// (Token.AgentID). Errors: ErrUnauthorized for an empty, unknown or
+// revoked token, ErrUnavailable.
+func (u *UseCases) Principal(ctx context.Context, token string) (auth.Token, error) {
 	if token == "" {
-		return "", fmt.Errorf("%w: empty token", errkind.ErrUnauthorized)
+		return auth.Token{}, fmt.Errorf("%w: empty token", errkind.ErrUnauthorized)
 	}
 	return u.Store.Authenticate(ctx, auth.Sum(token))
 }

@@ -265,6 +265,23 @@ func TestTokens(t *testing.T) {
 	if err := a.RevokeToken(ctx, "tok-nope"); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
+	// An agent's token speaks for its agent and never acts as an operator.
+	if _, err := a.CreateAgentToken(ctx, "acme", "nobody"); !errors.Is(err, errkind.ErrNotFound) {
+		t.Fatalf("token for an unknown agent: %v", err)
+	}
+	if _, err := a.Ingest(ctx, "acme", conduit("agent-1", "z", 1, 1, t0)); err != nil {
+		t.Fatal(err)
+	}
+	at, err := a.CreateAgentToken(ctx, "acme", "agent-1")
+	if err != nil || at.AgentID != "agent-1" {
+		t.Fatalf("agent token %+v %v", at, err)
+	}
+	if _, err := a.Authenticate(ctx, at.Secret); !errors.Is(err, errkind.ErrForbidden) {
+		t.Fatalf("an agent's token on an operator route: %v", err)
+	}
+	if p, err := a.Principal(ctx, at.Secret); err != nil || p.AgentID != "agent-1" || p.Operator != "acme" {
+		t.Fatalf("principal %+v %v", p, err)
+	}
 }
 
 func TestBootstrap(t *testing.T) {

@@ -72,7 +72,9 @@
 //     moves on; swarmscore_cache.passport_kid names the key of the
 //     entry's passport.
 //   - api_tokens(id PK, operator_id, token_sha256 UNIQUE, created_at,
-//     revoked_at NULL): only the SHA-256 of a token is stored.
+//     revoked_at NULL, agent_id NULL): only the SHA-256 of a token is
+//     stored; agent_id scopes a token to one agent (SQLite 00011,
+//     PostgreSQL 00012).
 //   - signing_keys(id PK, alg, environment, state, created_at,
 //     state_changed_at, public_key NULL, sealed_key; SQLite migration 00004,
 //     PostgreSQL 00005): the keyring (internal/keyring). The secret is
@@ -89,7 +91,8 @@
 //     PostgreSQL 00009): the signed checkpoints of internal/checkpoint and
 //     the chain heads each committed to.
 //   - consent (§11.1: agent_id PK, visibility public | unlisted,
-//     consented_at).
+//     consented_at, and the consent itself: disclosure_version,
+//     consent_given_at, consent_by; SQLite 00011, PostgreSQL 00012).
 //
 // Timestamps are UTC with microsecond precision (ledger.Validate refuses
 // finer ones, so nothing is rounded). SQLite stores them as INTEGER unix

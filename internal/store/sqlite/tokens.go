@@ -21,17 +21,22 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if err := ledger.CheckID("operator", t.Operator); err != nil {
 		return err
 	}
+	if t.AgentID != "" {
+		if err := ledger.CheckID("agent_id", t.AgentID); err != nil {
+			return err
+		}
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr("begin create token", err)
 	}
 	defer tx.Rollback()
-	var op string
+	var op, agent string
 	var sum []byte
-	err = tx.QueryRowContext(ctx, `SELECT operator_id, token_sha256 FROM api_tokens WHERE id = ?`, t.ID).Scan(&op, &sum)
+	err = tx.QueryRowContext(ctx, `SELECT operator_id, COALESCE(agent_id, ''), token_sha256 FROM api_tokens WHERE id = ?`, t.ID).Scan(&op, &agent, &sum)
 	switch {
 	case err == nil:
-		if op == t.Operator && subtle.ConstantTimeCompare(sum, t.SHA256[:]) == 1 {
+		if op == t.Operator && agent == t.AgentID && subtle.ConstantTimeCompare(sum, t.SHA256[:]) == 1 {
 			return nil
 		}
 		return fmt.Errorf("%w: token id %q is already in use", errkind.ErrConflict, t.ID)
@@ -49,8 +54,8 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO operators (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, t.Operator, created); err != nil {
 		return dbErr("register operator", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at) VALUES (?, ?, ?, ?)`,
-		t.ID, t.Operator, t.SHA256[:], created); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at, agent_id) VALUES (?, ?, ?, ?, ?)`,
+		t.ID, t.Operator, t.SHA256[:], created, nullString(t.AgentID)); err != nil {
 		return dbErr("create token", err)
 	}
 	return dbErr("commit create token", tx.Commit())
@@ -58,17 +63,20 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 
 // Authenticate implements service.TokenStore. The lookup is by the token's hash, so
 // the secret itself is never compared byte by byte.
-func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (string, error) {
-	var op string
+func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (auth.Token, error) {
+	var t auth.Token
+	var created int64
 	var revoked sql.NullInt64
-	err := s.rp.QueryRowContext(ctx, `SELECT operator_id, revoked_at FROM api_tokens WHERE token_sha256 = ?`, sum[:]).Scan(&op, &revoked)
+	err := s.rp.QueryRowContext(ctx, `SELECT id, operator_id, COALESCE(agent_id, ''), created_at, revoked_at FROM api_tokens WHERE token_sha256 = ?`,
+		sum[:]).Scan(&t.ID, &t.Operator, &t.AgentID, &created, &revoked)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && revoked.Valid) {
-		return "", fmt.Errorf("%w: unknown or revoked token", errkind.ErrUnauthorized)
+		return auth.Token{}, fmt.Errorf("%w: unknown or revoked token", errkind.ErrUnauthorized)
 	}
 	if err != nil {
-		return "", dbErr("authenticate", err)
+		return auth.Token{}, dbErr("authenticate", err)
 	}
-	return op, nil
+	t.CreatedAt = fromMicros(created)
+	return t, nil
 }
 
 // RevokeToken implements service.TokenStore.
@@ -85,7 +93,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 
 // ListTokens implements service.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, operator_id, created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, operator_id, COALESCE(agent_id, ''), created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, dbErr("list tokens", err)
 	}
@@ -95,7 +103,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 		var t auth.Token
 		var created int64
 		var revoked sql.NullInt64
-		if err := rows.Scan(&t.ID, &t.Operator, &created, &revoked); err != nil {
+		if err := rows.Scan(&t.ID, &t.Operator, &t.AgentID, &created, &revoked); err != nil {
 			return nil, dbErr("list tokens", err)
 		}
 		t.CreatedAt, t.RevokedAt = fromMicros(created), nullMicros(revoked)

@@ -89,6 +89,8 @@ func Run(t *testing.T, h Harness) {
 		{"Passports", testPassports},
 		{"Appeals", testAppeals},
 		{"Checkpoints", testCheckpoints},
+		{"Consent", testConsent},
+		{"Records", testRecords},
 		{"Concurrent", testConcurrent},
 		{"Property", testProperty},
 	}

@@ -103,8 +103,8 @@ func testTokens(t *testing.T, h Harness) {
 	if err := s.CreateToken(ctx(t), auth.Token{ID: "tok-2", Operator: "op-b", SHA256: other, CreatedAt: base.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if op, err := s.Authenticate(ctx(t), sum); err != nil || op != "op-a" {
-		t.Errorf("Authenticate = %q, %v", op, err)
+	if tok, err := s.Authenticate(ctx(t), sum); err != nil || tok.Operator != "op-a" || tok.ID != "tok-1" || tok.AgentID != "" || tok.SHA256 != ([32]byte{}) {
+		t.Errorf("Authenticate = %+v, %v", tok, err)
 	}
 	_, err := s.Authenticate(ctx(t), sha256.Sum256([]byte("nope")))
 	wantKind(t, err, errkind.Unauthorized)
@@ -123,6 +123,19 @@ func testTokens(t *testing.T, h Harness) {
 	}
 	if len(list) != 2 || list[0].ID != "tok-1" || !list[0].RevokedAt.Equal(base.Add(time.Hour)) || list[1].ID != "tok-2" ||
 		!list[1].RevokedAt.IsZero() || list[1].Operator != "op-b" || list[0].SHA256 != ([32]byte{}) {
+		t.Errorf("ListTokens = %+v", list)
+	}
+	// An agent's token names its agent.
+	agentSum := sha256.Sum256([]byte("secret-token-3"))
+	if err := s.CreateToken(ctx(t), auth.Token{ID: "tok-3", Operator: "op-a", AgentID: "agent-7", SHA256: agentSum, CreatedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, s.CreateToken(ctx(t), auth.Token{ID: "tok-3", Operator: "op-a", AgentID: "agent-8", SHA256: agentSum, CreatedAt: base}), errkind.Conflict)
+	wantKind(t, s.CreateToken(ctx(t), auth.Token{ID: "tok-4", Operator: "op-a", AgentID: "bad agent", SHA256: sha256.Sum256([]byte("x")), CreatedAt: base}), errkind.Invalid)
+	if tok, err := s.Authenticate(ctx(t), agentSum); err != nil || tok.AgentID != "agent-7" || tok.Operator != "op-a" {
+		t.Errorf("Authenticate(agent token) = %+v, %v", tok, err)
+	}
+	if list, _ := s.ListTokens(ctx(t)); len(list) != 3 || list[1].ID != "tok-3" || list[1].AgentID != "agent-7" {
 		t.Errorf("ListTokens = %+v", list)
 	}
 	// A token's operator can report events.
