@@ -260,3 +260,35 @@ func TestConsolePages(t *testing.T) {
 	mustContain(t, get("/operator/agents?min_score=2000", 400), "from 0 to 1000")
 	mustContain(t, get("/operator/agents?tier=GOLD", 400), "Filter by NONE, STANDARD or ELITE")
 }
+
+// TestSessionsConcurrent is for the race detector: sign-ins, page views,
+// sign-outs and failures from many clients at once.
+func TestSessionsConcurrent(t *testing.T) {
+	st := newSessionStore(time.Minute, time.Hour, 50)
+	th := newThrottle(3, time.Minute, 50)
+	done := make(chan bool)
+	for g := range 8 {
+		go func() {
+			defer func() { done <- true }()
+			for i := range 200 {
+				now := testNow.Add(time.Duration(i) * time.Second)
+				id, s := st.create("op", now)
+				if got, ok := st.get(id, now); ok && got.csrf != s.csrf {
+					t.Error("a session changed its CSRF token")
+				}
+				if i%3 == 0 {
+					st.delete(id)
+				}
+				client := string(rune('a' + (g*200+i)%70))
+				th.failed(client, now)
+				th.blocked(client, now)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if st.len() > 50 || len(th.m) > 50 {
+		t.Fatalf("%d sessions, %d clients: over the bounds", st.len(), len(th.m))
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,9 +16,9 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/httpapi"
-	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+	"github.com/swarmscore/swarmscore/internal/web/webtest"
 	"github.com/swarmscore/swarmscore/passport"
 )
 
@@ -103,7 +102,7 @@ func newSite(t testing.TB, now time.Time, opt httpapi.Options) *site {
 	if _, err := u.BootstrapAdminToken(ctx, testToken); err != nil {
 		t.Fatal(err)
 	}
-	seed(t, u, st, now)
+	seed(t, u, now)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	opt.Logger, opt.Now = log, c.now
@@ -112,67 +111,15 @@ func newSite(t testing.TB, now time.Time, opt httpapi.Options) *site {
 	return &site{t: t, u: u, store: st, api: api, pages: pages, clock: c, logs: logs, handler: api}
 }
 
-// seed records, relative to now:
-//
-//   - agent-7: 80 Conduit sessions (76 verified) and 40 AP2 transactions
-//     (38 settled) spread over the last 83 days, so its score climbs to
-//     760 STANDARD today (the README's example);
-//   - elite-1: 120/118 and 60/59, 983 ELITE;
-//   - newbie: 3/2 and 1/1, NONE;
-//   - shy-agent: 100/100 and 50/50, but unlisted: never shown publicly;
-//   - fill-00 … fill-27: small scores, so the leaderboard has two pages;
-//   - one batch with two bad lines, so the console has rejections.
-func seed(t testing.TB, u *service.UseCases, st *sqlite.Store, now time.Time) {
+// seed records webtest's agents and a batch of two rejected events.
+func seed(t testing.TB, u *service.UseCases, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	var b strings.Builder
-	ev := func(kind, id, agent, status string, end time.Time) {
-		start := end.Add(-time.Hour).Format(time.RFC3339)
-		switch kind {
-		case "c":
-			fmt.Fprintf(&b, `{"type":"conduit_session","id":%q,"agent_id":%q,"status":%q,"started_at":%q,"completed_at":%q}`+"\n",
-				id, agent, status, start, end.Format(time.RFC3339))
-		case "t":
-			fmt.Fprintf(&b, `{"type":"ap2_transaction","id":%q,"provider_id":%q,"buyer_id":"buyer-1","status":%q,"escrow_amount_cents":125000,"started_at":%q,"settled_at":%q}`+"\n",
-				id, agent, status, start, end.Format(time.RFC3339))
-		}
-	}
-	// spread marks n of total positions, evenly: exactly n are marked.
-	spread := func(i, n, total int) bool { return (i+1)*n/total != i*n/total }
-	dims := func(agent string, ct, cs, at, as int, span time.Duration) {
-		for i := range ct {
-			st := "VERIFIED"
-			if spread(i, ct-cs, ct) {
-				st = "FAILED"
-			}
-			ev("c", fmt.Sprintf("%s-c%d", agent, i), agent, st, now.Add(-span*time.Duration(i)/time.Duration(ct)))
-		}
-		for i := range at {
-			st := "SETTLED"
-			if spread(i, at-as, at) {
-				st = "DISPUTED"
-			}
-			ev("t", fmt.Sprintf("%s-t%d", agent, i), agent, st, now.Add(-span*time.Duration(i)/time.Duration(at)).Add(-time.Minute))
-		}
-	}
-	dims("agent-7", 80, 76, 40, 38, 83*24*time.Hour)
-	dims("elite-1", 120, 118, 60, 59, 60*24*time.Hour)
-	dims("newbie", 3, 2, 1, 1, 2*24*time.Hour)
-	dims("shy-agent", 100, 100, 50, 50, 30*24*time.Hour)
-	for i := range 28 {
-		dims(fmt.Sprintf("fill-%02d", i), 10+i, 9+i/2, 2, 2, 20*24*time.Hour)
-	}
-	rep, err := u.IngestEvents(ctx, "market-1", strings.NewReader(b.String()))
-	if err != nil || len(rep.Rejected) != 0 {
-		t.Fatalf("seed: %+v %v", rep, err)
-	}
-	bad := `{"type":"conduit_session","id":"s-bad","agent_id":"agent-7","status":"DONE","started_at":"2026-06-14T10:00:00Z"}` + "\n" +
-		`{"type":"ap2_transaction","id":"t-bad","provider_id":"agent-7","buyer_id":"buyer-1","status":"SETTLED","escrow_amount_cents":99.5,"started_at":"2026-06-14T08:00:00Z","settled_at":"2026-06-14T09:00:00Z"}` + "\n"
-	if rep, err := u.IngestEvents(ctx, "market-1", strings.NewReader(bad)); err != nil || len(rep.Rejected) != 2 {
-		t.Fatalf("seed rejections: %+v %v", rep, err)
-	}
-	if err := st.SetVisibility(ctx, "shy-agent", ledger.VisibilityUnlisted, now); err != nil {
+	if err := webtest.Seed(ctx, u, now); err != nil {
 		t.Fatal(err)
+	}
+	if rep, err := u.IngestEvents(ctx, webtest.Operator, strings.NewReader(webtest.Rejected(now))); err != nil || len(rep.Rejected) != 2 {
+		t.Fatalf("seed rejections: %+v %v", rep, err)
 	}
 }
 

@@ -196,10 +196,11 @@ func TestAgentPage(t *testing.T) {
 		"38 of 40 transactions settled (95%) in 90 days · volume factor 0.8",
 		// The gaps in words.
 		"To reach <strong>ELITE</strong>", "<li>90 more points</li>", "<li>20 more Conduit sessions</li>", "<li>10 more AP2 transactions</li>",
-		// The escrow sentence and the agent's point on the curve: x = 56 +
-		// 760·564/1000 = 484.6, y = 16 + (1 − 0.392)·240 = 161.9.
+		// The escrow sentence and the agent's point on the curve: x = 64 +
+		// 760·548/1000 = 480.5, y = 16 + (1 − 0.392)·240 = 161.9; the
+		// floor starts at 937.5, x = 577.75.
 		"a $1,000 payment holds $392 in escrow (39.2%) and releases $608",
-		`<path class="curve" d="M56 16 L584.8 196 L620 196"/>`, `<circle class="point" cx="484.6" cy="161.9" r="6"/>`,
+		`<path class="curve" d="M64 16 L577.8 196 L612 196"/>`, `<circle class="point" cx="480.5" cy="161.9" r="6"/>`,
 		// The passport.
 		"Valid: signed by this server on 2026-06-15 12:00 UTC, expires 2026-06-22 12:00 UTC (in 7 days).",
 		`href="/swarmscore/agent-7/certificate" download="agent-7-passport.json"`,
