@@ -205,6 +205,17 @@ func (p *Pages) signinCSRF(c string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// duration says d in the largest whole unit: "30 minutes", "12 hours".
+func duration(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int64(d/time.Hour), "hour")
+	case d >= time.Minute && d%time.Minute == 0:
+		return plural(int64(d/time.Minute), "minute")
+	}
+	return plural(int64(d/time.Second), "second")
+}
+
 func sameSecret(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 func (p *Pages) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
@@ -232,6 +243,8 @@ type signInView struct {
 	Error    string
 	Notice   string
 	Consoles []string // the console's pages, listed for the operator's orientation
+	// Idle and Lifetime say when a session ends, in words.
+	Idle, Lifetime string
 }
 
 // signInPage is /operator: the console's first page for a signed-in
@@ -261,6 +274,7 @@ func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int,
 		p.setCookie(w, r, signinCookie, c, time.Hour)
 	}
 	v.CSRF = p.signinCSRF(c)
+	v.Idle, v.Lifetime = duration(p.sessions.idle), duration(p.sessions.lifetime)
 	for _, cp := range consolePages {
 		v.Consoles = append(v.Consoles, cp.Title)
 	}

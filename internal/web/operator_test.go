@@ -63,7 +63,8 @@ func signIn(t *testing.T, s *site, remote string, hdr ...string) *http.Cookie {
 func TestOperatorSignIn(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
 	body := s.get("/operator").page(t, 200)
-	mustContain(t, body, `<label for="token">Operator token</label>`, `type="password"`, "Ingest activity, Agents")
+	mustContain(t, body, `<label for="token">Operator token</label>`, `type="password"`, "Ingest activity, Agents",
+		"after 30 minutes unused, or after 12 hours")
 
 	// The session cookie: HttpOnly, SameSite=Strict, the console's path, a
 	// random value that is not the token; Secure only over HTTPS.

@@ -178,11 +178,12 @@ const exampleCents = 100_000
 // same 404.
 func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("agent_id")
-	notFound := "No agent with a public SwarmScore has the id “" + id + "”."
 	if !ledger.ValidID(id) {
-		p.errorPage(w, r, http.StatusNotFound, "Agent not found", notFound)
+		// Not echoed: it can be anything, of any length.
+		p.errorPage(w, r, http.StatusNotFound, "Not found", "That is not an agent id: an id is 1 to 128 letters, digits and . _ : - characters.")
 		return
 	}
+	notFound := "No agent with a public SwarmScore has the id “" + id + "”."
 	prof, err := p.svc.PublicProfile(r.Context(), id, true)
 	if err != nil {
 		p.fail(w, r, err, notFound)

@@ -246,7 +246,9 @@ func TestAgentPage(t *testing.T) {
 	if requestID.ReplaceAllString(strings.ReplaceAll(ghost, "ghost", "X"), "") != requestID.ReplaceAllString(strings.ReplaceAll(shy, "shy-agent", "X"), "") {
 		t.Fatal("an unlisted agent's 404 differs from an unknown agent's")
 	}
-	mustContain(t, s.get("/agents/"+url.PathEscape("bad id")).page(t, 404), "No agent with a public SwarmScore")
+	body = s.get("/agents/"+url.PathEscape("bad <id>"+strings.Repeat("x", 200))).page(t, 404)
+	mustContain(t, body, "That is not an agent id")
+	mustNotContain(t, body, "bad", "xxxxxxxx")
 }
 
 func TestBadge(t *testing.T) {
