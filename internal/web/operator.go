@@ -173,27 +173,20 @@ func (t *throttle) limiter(client string) *rate.Limiter {
 	return lim
 }
 
-// blocked reports whether client has no failed sign-in left, and how long
-// until it has one.
-func (t *throttle) blocked(client string, now time.Time) (bool, time.Duration) {
+// attempt takes one of client's failed sign-ins before its token is
+// looked up, so that parallel attempts cannot overrun the bucket; ok is
+// false, with the wait until one is due, when none is left. The sign-in
+// gives it back (Reservation.CancelAt) when it succeeds or its token could
+// not be judged.
+func (t *throttle) attempt(client string, now time.Time) (r *rate.Reservation, ok bool, wait time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	el, ok := t.m[client]
-	if !ok {
-		return false, 0
+	r = t.limiter(client).ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return nil, false, d
 	}
-	left := el.Value.(*throttled).lim.TokensAt(now)
-	if left >= 1 {
-		return false, 0
-	}
-	return true, time.Duration((1 - left) * float64(t.every))
-}
-
-// failed spends one of client's failed sign-ins.
-func (t *throttle) failed(client string, now time.Time) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.limiter(client).AllowN(now, 1)
+	return r, true, 0
 }
 
 // signinCSRF is the sign-in form's CSRF token for the browser holding the
@@ -298,7 +291,8 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 		p.renderSignIn(w, r, http.StatusForbidden, signInView{Error: "The sign-in form had expired. Sign in again."})
 		return
 	}
-	if blocked, wait := p.throttle.blocked(client, now); blocked {
+	try, ok, wait := p.throttle.attempt(client, now)
+	if !ok {
 		secs := int64((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", itoa(secs))
 		p.log.Warn("operator sign-in throttled", "client", client)
@@ -315,14 +309,15 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err == nil:
+		try.CancelAt(now)
 	case errors.Is(err, errkind.ErrUnauthorized):
-		p.throttle.failed(client, now)
 		p.log.Warn("operator sign-in failed", "client", client)
 		p.renderSignIn(w, r, http.StatusUnauthorized, signInView{Error: "That token is not valid: it is unknown or was revoked."})
 		return
 	default:
 		// The token was not judged (the database is down): no failure
 		// is counted against the client.
+		try.CancelAt(now)
 		p.fail(w, r, err, "")
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,9 +128,38 @@ func TestOperatorThrottle(t *testing.T) {
 	g := openSignIn(t, s, "203.0.113.7:4000")
 	g.submit(t, s, "   ").page(t, http.StatusUnauthorized)
 	g.submit(t, s, strings.Repeat("x", 300)).page(t, http.StatusUnauthorized)
-	if blocked, _ := s.pages.throttle.blocked("203.0.113.7", s.clock.now()); blocked {
-		t.Fatal("blocked after two failures")
+	if left := tokensLeft(s.pages.throttle, "203.0.113.7", s.clock.now()); left != signinBurst-2 {
+		t.Fatalf("%v failures left after two", left)
 	}
+
+	// Parallel attempts cannot overrun the bucket: the failures are taken
+	// before the tokens are looked up.
+	h := openSignIn(t, s, "203.0.113.8:4000")
+	codes := make(chan int, 20)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- h.submit(t, s, "wrong").code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for c := range codes {
+		count[c]++
+	}
+	if count[http.StatusUnauthorized] != signinBurst || count[http.StatusTooManyRequests] != 20-signinBurst {
+		t.Fatalf("20 parallel failures: %v", count)
+	}
+}
+
+// tokensLeft is how many failed sign-ins client has left.
+func tokensLeft(th *throttle, client string, now time.Time) float64 {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return th.limiter(client).TokensAt(now)
 }
 
 func TestOperatorSessions(t *testing.T) {
@@ -205,13 +235,18 @@ func TestSessionStoreBounded(t *testing.T) {
 	}
 	th := newThrottle(1, time.Minute, 2)
 	for _, c := range []string{"a", "b", "c"} {
-		th.failed(c, testNow)
+		if _, ok, _ := th.attempt(c, testNow); !ok {
+			t.Fatalf("%s refused its first attempt", c)
+		}
 	}
 	if len(th.m) != 2 {
 		t.Fatalf("%d clients tracked", len(th.m))
 	}
-	if blocked, _ := th.blocked("a", testNow); blocked {
+	if _, ok, _ := th.attempt("a", testNow); !ok {
 		t.Fatal("the forgotten client is still blocked")
+	}
+	if _, ok, wait := th.attempt("c", testNow); ok || wait != time.Minute {
+		t.Fatalf("a client out of attempts: ok %v, wait %s", ok, wait)
 	}
 }
 
@@ -281,8 +316,9 @@ func TestSessionsConcurrent(t *testing.T) {
 					st.delete(id)
 				}
 				client := string(rune('a' + (g*200+i)%70))
-				th.failed(client, now)
-				th.blocked(client, now)
+				if r, ok, _ := th.attempt(client, now); ok && i%2 == 0 {
+					r.CancelAt(now)
+				}
 			}
 		}()
 	}
