@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // Routes served by another package through this server: the HTML pages of
@@ -71,4 +73,12 @@ func (s *Server) SecureRequest(r *http.Request) bool {
 	last := protos[len(protos)-1]
 	last = last[strings.LastIndexByte(last, ',')+1:]
 	return strings.EqualFold(strings.TrimSpace(last), "https")
+}
+
+// CertificateCaching sets on h the caching headers, other than the ETag,
+// that the certificate route sends with c. A page showing what a
+// certificate says (the README badge) sends the same beside its own ETag,
+// so that caches keep it exactly as long as they keep the certificate.
+func (s *Server) CertificateCaching(h http.Header, c *service.Certificate) {
+	h["Cache-Control"] = noCache
 }

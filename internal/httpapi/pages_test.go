@@ -105,3 +105,18 @@ func TestAllowPublic(t *testing.T) {
 		t.Fatal("refused without a rate limit")
 	}
 }
+
+func TestCertificateCaching(t *testing.T) {
+	h := newHarness(t, Options{})
+	r := h.do("GET", "/swarmscore/agent-1/certificate", nil)
+	got := http.Header{}
+	h.s.CertificateCaching(got, &h.f.cert)
+	for _, k := range []string{"Cache-Control", "Expires"} {
+		if got.Get(k) != r.header.Get(k) {
+			t.Fatalf("%s: CertificateCaching %q, the route %q", k, got.Get(k), r.header.Get(k))
+		}
+	}
+	if got.Get("Cache-Control") == "" || got.Get("ETag") != "" {
+		t.Fatalf("CertificateCaching set %v", got)
+	}
+}

@@ -384,10 +384,10 @@ func TestBrowser(t *testing.T) {
 		b.do(chromedp.Navigate(s.base+"/verify"), chromedp.SetValue(chromedp.CSS("#passport"), string(cert)),
 			chromedp.Click(chromedp.CSS("form.verify button")), chromedp.WaitVisible(chromedp.CSS(".verdict")))
 		b.sees(".verdict", "Valid passport for agent-7")
-		if n, pass := b.count("li.check"), b.count("li.check.status-pass"); n != 4 || pass != 4 {
+		if n, pass := b.count("li.check"), b.count("li.check.status-pass"); n != 5 || pass != 4 {
 			t.Fatalf("%d checks, %d passed", n, pass)
 		}
-		b.sees(".checks", "Signature: passed", "Score consistency: passed", "Expiry: passed", "Ledger: passed")
+		b.sees(".checks", "Signature: passed", "Score consistency: passed", "Expiry: passed", "Ledger: passed", "Agent: not checked")
 		green := b.eval(`getComputedStyle(document.querySelector("li.check.status-pass")).borderLeftColor`)
 
 		// Tampered and uploaded as a file: red where it fails, with why.

@@ -263,10 +263,10 @@ const badgeVersion = "1"
 
 // badge serves /badge/{agent_id}.svg: the agent's score and tier as a
 // two-part badge. Its freshness follows the certificate's (the score it
-// shows is the certificate's): the same max-age and Expires, an ETag that
-// changes exactly when a new certificate is issued. An agent without a
-// public score gets a grey "not found" badge with status 404, so a README
-// shows something.
+// shows is the certificate's): the route's caching headers
+// (Host.CertificateCaching) and an ETag that changes exactly when a new
+// certificate is issued. An agent without a public score gets a grey "not
+// found" badge with status 404, so a README shows something.
 func (p *Pages) badge(w http.ResponseWriter, r *http.Request) {
 	id, ok := strings.CutSuffix(r.PathValue("file"), ".svg")
 	if !ok || !ledger.ValidID(id) {
@@ -282,10 +282,8 @@ func (p *Pages) badge(w http.ResponseWriter, r *http.Request) {
 		c := &prof.Certificate
 		b = newBadge(strconv.Itoa(prof.Result.Score)+" "+prof.Result.Tier.String(), tierColor(prof.Result.Tier))
 		etag := badgeETag(c.Digest)
-		maxAge := max(int64(c.ExpiresAt.Sub(p.now())/time.Second), 0)
 		h.Set("ETag", etag)
-		h.Set("Cache-Control", "public, max-age="+itoa(maxAge))
-		h.Set("Expires", c.ExpiresAt.UTC().Format(http.TimeFormat))
+		p.host.CertificateCaching(h, c)
 		if etagMatch(r.Header.Get("If-None-Match"), etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return

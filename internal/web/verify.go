@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/passport"
@@ -29,7 +28,9 @@ type verifyResult struct {
 	Valid, Tampering bool
 	Agent            string // the agent the passport names, "" if unreadable
 	Checks           []checkView
-	Findings         []service.VerifyError
+	// Findings are the errors, Warnings what does not affect validity
+	// (members this version does not know, a passport naming no agent).
+	Findings, Warnings []service.VerifyError
 }
 
 // checkView is one check as the page shows it: State is pass, fail or
@@ -72,31 +73,16 @@ func (p *Pages) verify(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, "Paste a passport or choose a passport file.")
 		return
 	}
-	claimed := claimedAgent(doc)
-	target := agent
-	if target == "" {
-		target = claimed
-	}
-	res, err := p.svc.Verify(r.Context(), doc, target)
+	res, err := p.svc.Verify(r.Context(), doc, agent)
 	if err != nil {
 		p.fail(w, r, err, "")
 		return
 	}
-	known := false
-	if claimed != "" {
-		_, err := p.svc.Agent(r.Context(), claimed)
-		switch {
-		case err == nil:
-			known = true
-		case !errors.Is(err, errkind.ErrNotFound):
-			p.fail(w, r, err, "")
-			return
-		}
-	}
 	v.Result = &verifyResult{
-		Valid: res.Valid, Tampering: res.DetectedTampering, Agent: claimed,
-		Checks:   checksOf(res, claimed, known, agent != "", p.now()),
+		Valid: res.Valid, Tampering: res.DetectedTampering, Agent: namedAgent(doc),
+		Checks:   checksOf(res, agent, p.now()),
 		Findings: res.Errors,
+		Warnings: res.Warnings,
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	p.render(w, r, http.StatusOK, "verify", view{Title: "Verify a passport · SwarmScore", Section: "verify", Data: v})
@@ -137,115 +123,109 @@ func readVerifyForm(w http.ResponseWriter, r *http.Request) (doc []byte, agent s
 	return doc, agent, nil
 }
 
-// claimedAgent is the agent a document names, read as Verify reads it
-// ("" when it is not a well-formed passport). The form's agent id is
-// optional: without one the passport is checked for the agent it names.
-// (Once Verify takes an optional agent itself, this goes.)
-func claimedAgent(doc []byte) string {
-	if p := passport.Verify(doc, nil, time.Time{}).Passport; p != nil {
+// namedAgent is the agent a passport names, for the verdict's heading;
+// "" when the document does not read as a passport or names none.
+func namedAgent(doc []byte) string {
+	if p, err := passport.Parse(doc); err == nil {
 		return p.AgentID
 	}
 	return ""
 }
 
-// The checks, in the order the page lists them, and which findings belong
-// to each. A finding of no check here (a code added later) still appears
-// in the page's list of findings.
-const (
-	checkDocument    = "document"
-	checkSignature   = "Signature"
-	checkConsistency = "Score consistency"
-	checkExpiry      = "Expiry"
-	checkLedger      = "Ledger"
-	checkAgent       = "Agent"
-)
+// checkGroup is the check each finding belongs to, for the reason a
+// failed check gives; a finding of no check here (a code added later)
+// still appears in the page's list of findings. checkDocument is the
+// document as a whole: unreadable, so no check could run on it.
+const checkDocument = "document"
 
-var checkOfCode = map[string]string{
+var checkGroup = map[string]string{
 	passport.CodeTooLarge: checkDocument, passport.CodeInvalidJSON: checkDocument, passport.CodeTrailingData: checkDocument,
 	passport.CodeDuplicateKey: checkDocument, passport.CodeTooDeep: checkDocument,
 
-	passport.CodeSignatureMissing: checkSignature, passport.CodeSignatureMalformed: checkSignature,
-	passport.CodeSignatureMismatch: checkSignature, passport.CodeNoKeys: checkSignature,
+	passport.CodeSignatureMissing: service.CheckSignature, passport.CodeSignatureMalformed: service.CheckSignature,
+	passport.CodeSignatureMismatch: service.CheckSignature, passport.CodeNoKeys: service.CheckSignature,
 
-	passport.CodeWrongType: checkConsistency, passport.CodeMissingField: checkConsistency, passport.CodeInvalidValue: checkConsistency,
-	passport.CodeUnsupportedVersion: checkConsistency, passport.CodeUnsupportedFormulaVersion: checkConsistency,
-	passport.CodeInvalidCounts: checkConsistency, passport.CodeScoreMismatch: checkConsistency, passport.CodeTierMismatch: checkConsistency,
-	passport.CodeContributionMismatch: checkConsistency, passport.CodeRateMismatch: checkConsistency,
-	passport.CodeVolumeFactorMismatch: checkConsistency, passport.CodeEscrowMismatch: checkConsistency,
-	passport.CodeGapsMismatch: checkConsistency, passport.CodeInvalidExpiry: checkConsistency,
+	passport.CodeWrongType: service.CheckConsistency, passport.CodeMissingField: service.CheckConsistency,
+	passport.CodeInvalidValue: service.CheckConsistency, passport.CodeUnsupportedVersion: service.CheckConsistency,
+	passport.CodeUnsupportedFormulaVersion: service.CheckConsistency, passport.CodeInvalidCounts: service.CheckConsistency,
+	passport.CodeScoreMismatch: service.CheckConsistency, passport.CodeTierMismatch: service.CheckConsistency,
+	passport.CodeContributionMismatch: service.CheckConsistency, passport.CodeRateMismatch: service.CheckConsistency,
+	passport.CodeVolumeFactorMismatch: service.CheckConsistency, passport.CodeEscrowMismatch: service.CheckConsistency,
+	passport.CodeGapsMismatch: service.CheckConsistency, passport.CodeInvalidExpiry: service.CheckConsistency,
 
-	passport.CodeExpired:       checkExpiry,
-	service.CodeLedgerMismatch: checkLedger,
-	service.CodeAgentMismatch:  checkAgent,
+	passport.CodeExpired:       service.CheckExpiry,
+	service.CodeLedgerMismatch: service.CheckLedger,
+	service.CodeAgentMismatch:  service.CheckAgent,
 }
 
-// checksOf is the one place a verification becomes the checks the page
-// shows: signature, score consistency, expiry and ledger, and the agent
-// when the form named one. claimed is the agent the passport names ("" if
-// it could not be read) and known whether this server holds that agent's
-// ledger: the verification as it stands does not say whether its ledger
-// level ran, so that is asked separately.
-func checksOf(v service.Verification, claimed string, known, askedAgent bool, now time.Time) []checkView {
+// checkNames are the checks' names for people.
+var checkNames = map[string]string{
+	service.CheckSignature: "Signature", service.CheckConsistency: "Score consistency", service.CheckExpiry: "Expiry",
+	service.CheckLedger: "Ledger", service.CheckAgent: "Agent",
+}
+
+// checksOf is the one place a verification's per-check report
+// (service.Verification.Checks, in its order) becomes what the page shows:
+// passed, failed or not checked, each with the reason in words: for a
+// failure the first finding of that check, else why it passed or did not
+// apply. agent is the agent id the form named ("" for none).
+func checksOf(v service.Verification, agent string, now time.Time) []checkView {
 	first := map[string]string{}
 	for _, e := range v.Errors {
-		if c := checkOfCode[e.Code]; c != "" && first[c] == "" {
-			first[c] = e.Message
+		if g := checkGroup[e.Code]; g != "" && first[g] == "" {
+			first[g] = e.Message
 		}
 	}
-	unread := first[checkDocument]
-	if unread == "" && claimed == "" {
-		unread = first[checkConsistency] // a passport missing a member, or of a wrong type
-	}
-	pass := func(name, reason string) checkView { return checkView{name, "pass", reason} }
-	fail := func(name, reason string) checkView { return checkView{name, "fail", reason} }
-	skip := func(name, reason string) checkView { return checkView{name, "skip", reason} }
-
-	var out []checkView
-	switch {
-	case v.SignatureValid:
-		out = append(out, pass(checkSignature, "Made with this server's signing key over the document as received."))
-	case first[checkSignature] != "":
-		out = append(out, fail(checkSignature, first[checkSignature]))
-	case unread != "":
-		out = append(out, fail(checkSignature, "Not checked: the document could not be read as a passport: "+unread))
-	default:
-		out = append(out, fail(checkSignature, "Not checked: the document could not be read as a passport."))
-	}
-	switch {
-	case first[checkDocument] != "":
-		out = append(out, fail(checkConsistency, "The document could not be read as a passport: "+unread))
-	case first[checkConsistency] != "":
-		out = append(out, fail(checkConsistency, first[checkConsistency]))
-	default:
-		out = append(out, pass(checkConsistency, "Score, tier, contributions, rates, escrow modifier and gaps are exactly what its counts give."))
-	}
-	switch {
-	case first[checkExpiry] != "":
-		out = append(out, fail(checkExpiry, first[checkExpiry]))
-	case v.ExpiresAt.IsZero():
-		out = append(out, fail(checkExpiry, "The document has no readable expires_at."))
-	default:
-		out = append(out, pass(checkExpiry, "Valid until "+datetime(v.ExpiresAt)+" ("+until(now, v.ExpiresAt)+")."))
-	}
-	switch {
-	case first[checkLedger] != "":
-		out = append(out, fail(checkLedger, first[checkLedger]))
-	case claimed == "":
-		out = append(out, skip(checkLedger, "Not checked: the document could not be read as a passport."))
-	case known:
-		out = append(out, pass(checkLedger, "This server's ledger gives the same counts as of the passport's computed_at."))
-	default:
-		out = append(out, skip(checkLedger, "Not applicable: this server holds no ledger for agent “"+claimed+"”; only the document itself was checked."))
-	}
-	if askedAgent {
-		switch {
-		case first[checkAgent] != "":
-			out = append(out, fail(checkAgent, first[checkAgent]))
-		case claimed == "":
-			out = append(out, skip(checkAgent, "Not checked: the document could not be read as a passport."))
+	out := make([]checkView, 0, len(v.Checks))
+	for _, c := range v.Checks {
+		cv := checkView{Name: checkNames[c.Name]}
+		if cv.Name == "" {
+			cv.Name = c.Name
+		}
+		switch c.Result {
+		case service.CheckOK, service.CheckConfirmed:
+			cv.State = "pass"
+		case service.CheckNotApplicable:
+			cv.State = "skip"
 		default:
-			out = append(out, pass(checkAgent, "The passport is for agent “"+claimed+"”."))
+			cv.State = "fail"
 		}
+		cv.Reason = checkReason(c.Name, cv.State, first, v, agent, now)
+		out = append(out, cv)
 	}
 	return out
+}
+
+func checkReason(name, state string, first map[string]string, v service.Verification, agent string, now time.Time) string {
+	if state == "fail" {
+		switch {
+		case first[name] != "":
+			return first[name]
+		case first[checkDocument] != "":
+			return "The document could not be read as a passport: " + first[checkDocument]
+		case name == service.CheckExpiry && v.ExpiresAt.IsZero():
+			return "The document has no readable expires_at."
+		}
+		return "See the findings below."
+	}
+	switch name + "/" + state {
+	case service.CheckSignature + "/pass":
+		return "Made with this server's signing key over the document as received."
+	case service.CheckConsistency + "/pass":
+		return "Score, tier, contributions, rates, escrow modifier and gaps are exactly what its counts give."
+	case service.CheckExpiry + "/pass":
+		return "Valid until " + datetime(v.ExpiresAt) + " (" + until(now, v.ExpiresAt) + ")."
+	case service.CheckLedger + "/pass":
+		return "This server's ledger gives the same counts as of the passport's computed_at."
+	case service.CheckLedger + "/skip":
+		return "Not applicable: this server holds no ledger for the passport's agent (or the document names none, or could not be read); only the document itself was checked."
+	case service.CheckAgent + "/pass":
+		return "The passport is for agent “" + agent + "”."
+	case service.CheckAgent + "/skip":
+		if agent == "" {
+			return "No agent id was given: the passport was checked for the agent it names."
+		}
+		return "Not checked: the document names no agent, or could not be read."
+	}
+	return ""
 }

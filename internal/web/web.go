@@ -60,6 +60,9 @@ type Host interface {
 	AllowPublic(r *http.Request) (ok bool, retryAfter time.Duration)
 	// SecureRequest reports whether the client connected over HTTPS.
 	SecureRequest(r *http.Request) bool
+	// CertificateCaching sets the caching headers, but the ETag, that the
+	// certificate route sends with c.
+	CertificateCaching(h http.Header, c *service.Certificate)
 }
 
 // Options tunes the pages. The zero value is usable.
