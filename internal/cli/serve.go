@@ -32,7 +32,9 @@ const (
 	maxHeaderBytes    = 64 << 10
 )
 
-const serveLong = `Run the SwarmScore HTTP service (see /openapi.json for the API).
+const serveLong = `Run the SwarmScore HTTP service (see /openapi.json for the API) and its web
+pages: the leaderboard at /, agent pages, /verify, badges and the operator
+console at /operator.
 
 The database is --db, else SWARMSCORE_DB, else the SQLite file swarmscore.db in
 the working directory; migrations are applied at start.
@@ -196,7 +198,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	handler := httpapi.New(u, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies,
 		MetricsAllow: scrapers})
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           mountPages(handler, u, log),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

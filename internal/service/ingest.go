@@ -132,10 +132,8 @@ func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.
 	return out, err
 }
 
-// IngestItems records the items that parsed as one batch (Ingest) and
-// reports every item, parse failures included, with rejections in input
-// order. Errors are Ingest's; on an error nothing is reported.
-func (u *UseCases) IngestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
+// ingestItems is IngestItems without the activity record (activity.go).
+func (u *UseCases) ingestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
 	var rep IngestReport
 	events := make([]ledger.Event, 0, len(items))
 	pos := make([]int, 0, len(items))

@@ -40,6 +40,9 @@ type UseCases struct {
 	MaxClockSkew time.Duration
 
 	certs certMemo
+	// histories and ingests serve the pages (profile.go, activity.go).
+	histories historyMemo
+	ingests   ingestLog
 }
 
 // DefaultMaxClockSkew is the clock-skew allowance of an ingest when

@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+// Routes served by another package through this server: the HTML pages of
+// internal/web. They share the request id, the access log, the metrics and
+// panic recovery of the API, and may ask for the client's address and the
+// public rate limit, so both edges judge a client the same way. They are
+// not API routes: the OpenAPI document does not list them.
+
+// HandlePage serves h for pattern (a net/http.ServeMux pattern that must
+// not collide with an API route) behind the server's request id, access
+// log, metrics and panic recovery. It sets no body limit, access check or
+// rate limit: the page does what it needs (AllowPublic). Call it before
+// serving; it panics, as ServeMux does, on a conflicting pattern.
+func (s *Server) HandlePage(pattern string, h http.Handler) {
+	m := s.metrics.route(pattern)
+	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if rw, ok := w.(*recorder); ok {
+			rw.route = m
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ClientIP is the address r is attributed to, as for the API's rate limit
+// and access log: the TCP peer, or, when the peer is a trusted proxy, the
+// rightmost X-Forwarded-For address that is not one.
+func (s *Server) ClientIP(r *http.Request) string { return s.clientIP(r) }
+
+// AllowPublic takes one token from the client's bucket of the public
+// routes' rate limit. When the bucket is empty it takes nothing and says
+// how long until a token is due. Without a rate limit it always allows.
+func (s *Server) AllowPublic(r *http.Request) (ok bool, retryAfter time.Duration) {
+	if s.limiter == nil {
+		return true, 0
+	}
+	return s.limiter.allow(s.clientIP(r), s.now())
+}
+
+// SecureRequest reports whether the client reached the service over HTTPS:
+// this connection is TLS, or the TCP peer is a trusted proxy whose
+// X-Forwarded-Proto (the last value, the one it set) is https. A header
+// from anyone else is ignored, as X-Forwarded-For is.
+func (s *Server) SecureRequest(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if len(s.proxies) == 0 {
+		return false
+	}
+	protos := r.Header.Values("X-Forwarded-Proto")
+	if len(protos) == 0 {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !s.trusted(peer) {
+		return false
+	}
+	last := protos[len(protos)-1]
+	last = last[strings.LastIndexByte(last, ',')+1:]
+	return strings.EqualFold(strings.TrimSpace(last), "https")
+}
+
+// CertificateCaching sets on h the caching headers, other than the ETag,
+// that the certificate route sends with c. A page showing what a
+// certificate says (the README badge) sends the same beside its own ETag,
+// so that caches keep it exactly as long as they keep the certificate.
+func (s *Server) CertificateCaching(h http.Header, c *service.Certificate) {
+	h["Cache-Control"] = noCache
+}

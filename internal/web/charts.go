@@ -1,0 +1,288 @@
+package web
+
+import (
+	"html"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// The charts are inline SVG drawn here from numbers: the templates place
+// the coordinates computed below and never build markup from strings, so
+// nothing a user sends can reach the drawing. Each chart is a fixed
+// viewBox that scales with the page's width.
+
+// num writes a coordinate with one decimal at most.
+func num(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0")
+}
+
+// tick is one labelled position on an axis.
+type tick struct {
+	Pos   string // x or y in the viewBox
+	Label string
+}
+
+// marker is a labelled line across a chart (a tier's threshold); its label
+// sits on the side Anchor says (an SVG text-anchor), DX away from the line.
+type marker struct {
+	Pos, Label, Anchor, DX string
+}
+
+// frame is a chart's plotting area inside its viewBox.
+type frame struct {
+	W, H                     float64 // the viewBox
+	Left, Right, Top, Bottom float64 // margins
+}
+
+func (f frame) plotW() float64 { return f.W - f.Left - f.Right }
+func (f frame) plotH() float64 { return f.H - f.Top - f.Bottom }
+
+// Strings for the templates.
+func (f frame) ViewBox() string { return "0 0 " + num(f.W) + " " + num(f.H) }
+func (f frame) X0() string      { return num(f.Left) }
+func (f frame) X1() string      { return num(f.W - f.Right) }
+func (f frame) Y0() string      { return num(f.Top) }
+func (f frame) Y1() string      { return num(f.H - f.Bottom) }
+
+// LabelY is where the x axis's labels sit.
+func (f frame) LabelY() string { return num(f.H - f.Bottom + 18) }
+
+// LabelX is where the y axis's labels end.
+func (f frame) LabelX() string { return num(f.Left - 6) }
+
+// escrowChart is the escrow modifier against the score, 0 to 1000, with
+// one agent's point.
+type escrowChart struct {
+	frame
+	Curve          string // the path of the modifier
+	PointX, PointY string
+	XTicks, YTicks []tick
+	Tiers          []marker // vertical lines at the tier scores
+	Score          int
+	Modifier       string
+}
+
+func newEscrowChart(s int, m score.Modifier) escrowChart {
+	f := frame{W: 640, H: 300, Left: 64, Right: 28, Top: 16, Bottom: 44}
+	x := func(s float64) float64 { return f.Left + s*f.plotW()/score.MaxScore }
+	y := func(bp float64) float64 { return f.Top + (1-bp/10000)*f.plotH() }
+	// 10000 − 8·score meets the 2500 floor at score 937.5.
+	floorAt := float64(score.ModifierOne-score.ModifierFloor) / 8
+	c := escrowChart{
+		frame: f,
+		Curve: "M" + num(x(0)) + " " + num(y(float64(score.ModifierOne))) +
+			" L" + num(x(floorAt)) + " " + num(y(float64(score.ModifierFloor))) +
+			" L" + num(x(score.MaxScore)) + " " + num(y(float64(score.ModifierFloor))),
+		PointX:   num(x(float64(s))),
+		PointY:   num(y(float64(m.BasisPoints()))),
+		Score:    s,
+		Modifier: modifierPercent(m),
+	}
+	for v := 0; v <= score.MaxScore; v += 200 {
+		c.XTicks = append(c.XTicks, tick{num(x(float64(v))), strconv.Itoa(v)})
+	}
+	for bp := 2500; bp <= 10000; bp += 2500 {
+		c.YTicks = append(c.YTicks, tick{num(y(float64(bp))), strconv.Itoa(bp/100) + "%"})
+	}
+	// The two lines are close: STANDARD's label goes left of its line,
+	// ELITE's right of its own.
+	c.Tiers = []marker{
+		{num(x(score.StandardScore)), "STANDARD", "end", "-4"},
+		{num(x(score.EliteScore)), "ELITE", "start", "4"},
+	}
+	return c
+}
+
+// historyChart is the score over the last days, one point a day.
+type historyChart struct {
+	frame
+	Line           string // polyline points
+	LastX, LastY   string
+	XTicks, YTicks []tick
+	Tiers          []marker // horizontal lines at the tier scores
+	// Rows are the daily scores as table rows, written here rather than
+	// by the template: 90 rows of template actions cost four fifths of
+	// the page's rendering (docs/BENCHMARKS.md), and they hold only
+	// dates, numbers and tier names.
+	Rows        template.HTML
+	First, Last service.DayScore
+	High, Low   int
+}
+
+func newHistoryChart(days []service.DayScore) historyChart {
+	f := frame{W: 640, H: 240, Left: 52, Right: 28, Top: 12, Bottom: 36}
+	c := historyChart{frame: f, Rows: dayRows(days)}
+	if len(days) == 0 {
+		return c
+	}
+	x := func(i int) float64 {
+		if len(days) == 1 {
+			return f.Left + f.plotW()
+		}
+		return f.Left + float64(i)*f.plotW()/float64(len(days)-1)
+	}
+	y := func(s int) float64 { return f.Top + float64(score.MaxScore-s)*f.plotH()/score.MaxScore }
+	var b strings.Builder
+	c.High, c.Low = 0, score.MaxScore
+	for i, d := range days {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(num(x(i)) + "," + num(y(d.Result.Score)))
+		c.High = max(c.High, d.Result.Score)
+		c.Low = min(c.Low, d.Result.Score)
+	}
+	c.Line = b.String()
+	c.First, c.Last = days[0], days[len(days)-1]
+	c.LastX, c.LastY = num(x(len(days)-1)), num(y(c.Last.Result.Score))
+	for _, v := range []int{0, 500, 1000} {
+		c.YTicks = append(c.YTicks, tick{num(y(v)), strconv.Itoa(v)})
+	}
+	c.Tiers = []marker{
+		{num(y(score.StandardScore)), "STANDARD", "start", "4"},
+		{num(y(score.EliteScore)), "ELITE", "start", "4"},
+	}
+	mid := len(days) / 2
+	c.XTicks = []tick{
+		{num(x(0)), days[0].Day.Format("Jan 2")},
+		{num(x(mid)), days[mid].Day.Format("Jan 2")},
+		{num(x(len(days) - 1)), "today"},
+	}
+	return c
+}
+
+// bar is a dimension's contribution against its maximum.
+type bar struct {
+	Width string // of the filled part, in a viewBox 100 wide
+}
+
+func newBar(v, max int) bar {
+	if max <= 0 {
+		return bar{"0"}
+	}
+	return bar{num(100 * float64(v) / float64(max))}
+}
+
+// hourChart is events per hour, accepted (and no-op re-sends) under
+// rejected, stacked.
+type hourChart struct {
+	frame
+	Bars   []hourBar
+	XTicks []tick
+	YTicks []tick
+	Max    int
+}
+
+type hourBar struct {
+	X, W             string
+	OkY, OkH         string
+	RejectY, RejectH string
+	Hour             service.IngestHour
+}
+
+func newHourChart(hours []service.IngestHour) hourChart {
+	f := frame{W: 640, H: 200, Left: 44, Right: 12, Top: 12, Bottom: 32}
+	c := hourChart{frame: f, Max: 1}
+	for _, h := range hours {
+		c.Max = max(c.Max, h.Events())
+	}
+	slot := f.plotW() / float64(max(len(hours), 1))
+	y := func(n int) float64 { return f.Top + f.plotH() - float64(n)*f.plotH()/float64(c.Max) }
+	for i, h := range hours {
+		ok := h.Accepted + h.Duplicates + h.Superseded
+		x := f.Left + float64(i)*slot
+		c.Bars = append(c.Bars, hourBar{
+			X: num(x + 1), W: num(slot - 2),
+			OkY: num(y(ok)), OkH: num(y(0) - y(ok)),
+			RejectY: num(y(ok + h.Rejected)), RejectH: num(y(ok) - y(ok+h.Rejected)),
+			Hour: h,
+		})
+		if h.Start.Hour()%6 == 0 {
+			c.XTicks = append(c.XTicks, tick{num(x + slot/2), h.Start.UTC().Format("15:04")})
+		}
+	}
+	c.YTicks = []tick{{num(y(0)), "0"}, {num(y(c.Max)), thousands(int64(c.Max))}}
+	return c
+}
+
+// badge is the two-part README badge, "SwarmScore | 760 STANDARD", in the
+// flat style of shields.io: text widths are estimated from Verdana's at
+// 11 px and enforced with textLength, so any renderer draws the same box.
+type badge struct {
+	Label, Value         string
+	Color                string
+	Width, LeftW, RightW int
+	// Text positions and lengths, in tenths of a pixel (the text is drawn
+	// at scale 0.1 for sub-pixel placement, as shields.io does).
+	LabelX, LabelLen, ValueX, ValueLen int
+}
+
+// tierColor is a tier's colour, the same on badges and pages; each keeps
+// white text above 4.5:1 contrast.
+func tierColor(t score.Tier) string {
+	switch t {
+	case score.TierElite:
+		return "#1a7f37"
+	case score.TierStandard:
+		return "#0969da"
+	}
+	return "#57606a"
+}
+
+func newBadge(value string, color string) badge {
+	const label = "SwarmScore"
+	lw, vw := textWidth(label), textWidth(value)
+	b := badge{Label: label, Value: value, Color: color, LeftW: lw + 10, RightW: vw + 10}
+	b.Width = b.LeftW + b.RightW
+	b.LabelX, b.LabelLen = b.LeftW*5, lw*10
+	b.ValueX, b.ValueLen = (b.LeftW*2+b.RightW)*5, vw*10
+	return b
+}
+
+// textWidth estimates the width in pixels of s in Verdana at 11 px.
+func textWidth(s string) int {
+	var w float64
+	for _, r := range s {
+		switch {
+		case r == ' ':
+			w += 3.9
+		case r >= '0' && r <= '9':
+			w += 7
+		case r == 'I' || r == 'i' || r == 'l' || r == 'j':
+			w += 3.5
+		case r == 'M' || r == 'W' || r == 'm' || r == 'w':
+			w += 9.8
+		case r >= 'A' && r <= 'Z':
+			w += 7.6
+		default:
+			w += 6.6
+		}
+	}
+	return int(w + 0.5)
+}
+
+// dayRows writes one table row per day: its date, score and tier. Nothing
+// in them comes from a request; the tier name is escaped all the same.
+func dayRows(days []service.DayScore) template.HTML {
+	var b strings.Builder
+	b.Grow(len(days) * 80)
+	for i, d := range days {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(`<tr><th scope="row">`)
+		b.WriteString(d.Day.UTC().Format(time.DateOnly))
+		b.WriteString(`</th><td class="num">`)
+		b.WriteString(strconv.Itoa(d.Result.Score))
+		b.WriteString(`</td><td>`)
+		b.WriteString(html.EscapeString(d.Result.Tier.String()))
+		b.WriteString(`</td></tr>`)
+	}
+	return template.HTML(b.String())
+}

@@ -1,0 +1,332 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// leaderboardSize is the number of agents per leaderboard page.
+const leaderboardSize = 25
+
+// disclaimer is the sample liability disclaimer of spec §11.2, which asks
+// for one on every page that displays a score.
+const disclaimer = "SwarmScore is a historical performance metric computed from objective transaction data. " +
+	"It does not guarantee future performance. This marketplace is not liable for losses arising from " +
+	"transactions with any agent regardless of SwarmScore."
+
+// specURL is where draft-stone-swarmscore-v1 is published.
+const specURL = "https://datatracker.ietf.org/doc/draft-stone-swarmscore-v1/"
+
+type homeView struct {
+	Search      string
+	SearchError string
+	Tier        string // the filter as given: "", STANDARD or ELITE
+	Tiers       []tierOption
+	Agents      []ledger.ScoreEntry
+	Next        string // the next page's URL, "" on the last page
+	First       string // the first page's URL, "" on the first page
+	Rank        int    // of the first agent on the page, 0 when unknown
+	Disclaimer  string
+	SpecURL     string
+}
+
+type tierOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+// home is the leaderboard. ?agent= is the search box: a valid id goes to
+// its page; tier filters (at least that tier, as the API's ranking does);
+// after continues from the last agent of the previous page.
+func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	v := homeView{Disclaimer: disclaimer, SpecURL: specURL, Search: strings.TrimSpace(q.Get("agent")), Tier: q.Get("tier")}
+	status := http.StatusOK
+	if _, ok := q["agent"]; ok {
+		if ledger.ValidID(v.Search) {
+			http.Redirect(w, r, "/agents/"+url.PathEscape(v.Search), http.StatusSeeOther)
+			return
+		}
+		status = http.StatusBadRequest
+		v.SearchError = "An agent id is 1 to 128 letters, digits and . _ : - characters."
+	}
+	rq := service.RankingQuery{Limit: leaderboardSize}
+	switch v.Tier {
+	case "":
+	case score.TierStandard.String(), score.TierElite.String():
+		rq.MinTier, _ = score.ParseTier(v.Tier)
+	default:
+		p.errorPage(w, r, http.StatusBadRequest, "Unknown tier", "Filter by STANDARD or ELITE, or show all agents.")
+		return
+	}
+	for _, t := range []struct{ v, l string }{{"", "All agents"}, {"STANDARD", "STANDARD and ELITE"}, {"ELITE", "ELITE only"}} {
+		v.Tiers = append(v.Tiers, tierOption{t.v, t.l, t.v == v.Tier})
+	}
+	v.Rank = 1
+	if a := q.Get("after"); a != "" {
+		c, ok := parseCursor(a)
+		if !ok {
+			p.errorPage(w, r, http.StatusBadRequest, "Unknown page", "That page of the leaderboard does not exist; start again from the first page.")
+			return
+		}
+		rq.After = &c
+		v.First = leaderboardURL(v.Tier, nil, 0)
+		// The rank the previous page handed on is only a label; without
+		// one the column is left out rather than guessed.
+		v.Rank, _ = strconv.Atoi(q.Get("rank"))
+		if v.Rank < 1 {
+			v.Rank = 0
+		}
+	}
+	page, err := p.svc.Ranking(r.Context(), rq)
+	if err != nil {
+		p.fail(w, r, err, "")
+		return
+	}
+	v.Agents = page.Agents
+	if page.Next != nil {
+		next := 0
+		if v.Rank > 0 {
+			next = v.Rank + len(page.Agents)
+		}
+		v.Next = leaderboardURL(v.Tier, page.Next, next)
+	}
+	p.render(w, r, status, "home", view{Title: "SwarmScore", Section: "home", Data: v})
+}
+
+// Leaderboard cursors are "score:agent_id", readable in the address bar.
+func leaderboardURL(tier string, after *ledger.Cursor, rank int) string {
+	q := url.Values{}
+	if tier != "" {
+		q.Set("tier", tier)
+	}
+	if after != nil {
+		q.Set("after", strconv.Itoa(after.Score)+":"+after.AgentID)
+	}
+	if rank > 0 {
+		q.Set("rank", strconv.Itoa(rank))
+	}
+	if len(q) == 0 {
+		return "/"
+	}
+	return "/?" + q.Encode()
+}
+
+func parseCursor(s string) (ledger.Cursor, bool) {
+	sc, id, ok := strings.Cut(s, ":")
+	n, err := strconv.Atoi(sc)
+	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) {
+		return ledger.Cursor{}, false
+	}
+	return ledger.Cursor{Score: n, AgentID: id}, true
+}
+
+type agentView struct {
+	ID         string
+	Result     score.Result
+	Dimensions []dimensionView
+	NextTier   string
+	Gaps       []string
+	Escrow     escrowView
+	History    historyChart
+	Passport   passportView
+	Badge      badgeView
+	Disclaimer string
+}
+
+type dimensionView struct {
+	Name, Unit, SuccessWord string
+	Contribution, Max       int
+	Success, Total          int64
+	Rate, VolumeFactor      string
+	Bar                     bar
+}
+
+type escrowView struct {
+	Chart    escrowChart
+	Percent  string
+	Hold     string // of a $1,000 payment
+	Released string
+}
+
+type passportView struct {
+	Valid                 bool
+	Problems              []service.VerifyError
+	ComputedAt, ExpiresAt time.Time
+	ExpiresIn             string
+	URL, FileName         string
+}
+
+type badgeView struct {
+	URL, Alt, Markdown string
+}
+
+// exampleCents is the payment the escrow sentence is about: $1,000.
+const exampleCents = 100_000
+
+// agent is an agent's public page. Unknown and unlisted agents are the
+// same 404.
+func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("agent_id")
+	if !ledger.ValidID(id) {
+		// Not echoed: it can be anything, of any length.
+		p.errorPage(w, r, http.StatusNotFound, "Not found", "That is not an agent id: an id is 1 to 128 letters, digits and . _ : - characters.")
+		return
+	}
+	notFound := "No agent with a public SwarmScore has the id “" + id + "”."
+	prof, err := p.svc.PublicProfile(r.Context(), id, true)
+	if err != nil {
+		p.fail(w, r, err, notFound)
+		return
+	}
+	res := prof.Result
+	hold, released, err := score.HoldCents(exampleCents, res.Score)
+	if err != nil {
+		p.fail(w, r, err, "")
+		return
+	}
+	v := agentView{
+		ID:         id,
+		Result:     res,
+		Escrow:     escrowView{Chart: newEscrowChart(res.Score, res.Escrow), Percent: modifierPercent(res.Escrow), Hold: dollars(hold), Released: dollars(released)},
+		History:    newHistoryChart(prof.History),
+		Disclaimer: disclaimer,
+		Passport: passportView{
+			Valid: prof.Valid, Problems: prof.Problems,
+			ComputedAt: prof.Certificate.ComputedAt, ExpiresAt: prof.Certificate.ExpiresAt,
+			ExpiresIn: until(p.now(), prof.Certificate.ExpiresAt),
+			URL:       "/swarmscore/" + url.PathEscape(id) + "/certificate", FileName: id + "-passport.json",
+		},
+	}
+	for _, d := range []struct {
+		dim                     score.Dimension
+		name, unit, successWord string
+	}{
+		{res.Conduit(), "Conduit execution", "sessions", "verified"},
+		{res.AP2(), "AP2 reliability", "transactions", "settled"},
+	} {
+		v.Dimensions = append(v.Dimensions, dimensionView{
+			Name: d.name, Unit: d.unit, SuccessWord: d.successWord,
+			Contribution: d.dim.Contribution, Max: d.dim.MaxContribution,
+			Success: d.dim.Success, Total: d.dim.Total,
+			Rate:         percent(d.dim.Success, d.dim.Total),
+			VolumeFactor: strconv.FormatFloat(d.dim.VolumeFactor(), 'g', 4, 64),
+			Bar:          newBar(d.dim.Contribution, d.dim.MaxContribution),
+		})
+	}
+	for _, g := range res.Gaps() {
+		v.NextTier = g.Tier.String()
+		v.Gaps = append(v.Gaps, gapWords(g))
+	}
+	base := p.baseURL(r)
+	v.Badge = badgeView{
+		URL: "/badge/" + url.PathEscape(id) + ".svg",
+		Alt: "SwarmScore " + strconv.Itoa(res.Score) + " " + res.Tier.String(),
+	}
+	v.Badge.Markdown = "[![SwarmScore](" + base + v.Badge.URL + ")](" + base + "/agents/" + url.PathEscape(id) + ")"
+	p.render(w, r, http.StatusOK, "agent", view{Title: id + " · SwarmScore", Section: "agent", Data: v})
+}
+
+// baseURL is this site's origin as the client reached it, for snippets
+// meant to be pasted elsewhere. A Host header that is not a plain host
+// name and port is not trusted to be one: the snippet is then relative.
+func (p *Pages) baseURL(r *http.Request) string {
+	host := r.Host
+	if host == "" || len(host) > 255 {
+		return ""
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == ':' || c == '[' || c == ']') {
+			return ""
+		}
+	}
+	if p.host.SecureRequest(r) {
+		return "https://" + host
+	}
+	return "http://" + host
+}
+
+// badgeVersion changes when the badge's drawing does, so that a cached
+// badge of an unchanged certificate is not served across the change.
+const badgeVersion = "1"
+
+// badge serves /badge/{agent_id}.svg: the agent's score and tier as a
+// two-part badge. Its freshness follows the certificate's (the score it
+// shows is the certificate's): the route's caching headers
+// (Host.CertificateCaching) and an ETag that changes exactly when a new
+// certificate is issued. An agent without a public score gets a grey "not
+// found" badge with status 404, so a README shows something.
+func (p *Pages) badge(w http.ResponseWriter, r *http.Request) {
+	id, ok := strings.CutSuffix(r.PathValue("file"), ".svg")
+	if !ok || !ledger.ValidID(id) {
+		p.errorPage(w, r, http.StatusNotFound, "Badge not found", "Badges are at /badge/{agent_id}.svg.")
+		return
+	}
+	prof, err := p.svc.PublicProfile(r.Context(), id, false)
+	h := w.Header()
+	var b badge
+	status := http.StatusOK
+	switch {
+	case err == nil:
+		c := &prof.Certificate
+		b = newBadge(strconv.Itoa(prof.Result.Score)+" "+prof.Result.Tier.String(), tierColor(prof.Result.Tier))
+		etag := badgeETag(c.Digest)
+		h.Set("ETag", etag)
+		p.host.CertificateCaching(h, c)
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	case http.StatusNotFound == statusOf(err):
+		b = newBadge("not found", tierColor(score.TierNone))
+		status = http.StatusNotFound
+		h.Set("Cache-Control", "public, max-age=300")
+	default:
+		p.fail(w, r, err, "")
+		return
+	}
+	buf := bufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufs.Put(buf)
+	if err := templates["badge"].Execute(buf, b); err != nil {
+		p.fail(w, r, err, "")
+		return
+	}
+	h.Set("Content-Type", "image/svg+xml")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(buf.Bytes())
+	}
+}
+
+func statusOf(err error) int {
+	s, _, _ := pageError(err)
+	return s
+}
+
+func badgeETag(digest [sha256.Size]byte) string {
+	return `"badge` + badgeVersion + "-" + hex.EncodeToString(digest[:16]) + `"`
+}
+
+// etagMatch is If-None-Match's weak comparison for one ETag.
+func etagMatch(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,156 @@
+// Package web serves SwarmScore's HTML pages from `swarmscore serve`: the
+// public leaderboard, agent pages, passport verification and README badges,
+// and the operator console. Pages are rendered on the server with
+// html/template from templates and assets embedded in the binary; they
+// need no JavaScript (one small script adds a copy button) and load
+// nothing from another origin.
+//
+// Like internal/httpapi, the pages only translate: every answer comes from
+// one use case of internal/service (Service), the same ones the API calls.
+// They are mounted on the API server (Host), so they share its request
+// ids, access log, metrics, client addresses and public rate limit.
+//
+// Every response carries the same security headers (securityHeaders): a
+// Content-Security-Policy allowing only this origin's stylesheet and
+// images and scripts bearing the response's nonce, no framing, no
+// sniffing, no referrer to other origins.
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+// Service lists the use cases the pages call, all of internal/service's
+// UseCases. Errors are classified by errkind (pageError renders them).
+type Service interface {
+	// Ranking lists listed agents by current score, highest first.
+	Ranking(ctx context.Context, q service.RankingQuery) (service.RankingPage, error)
+	// PublicProfile is an agent's certificate, its score and history;
+	// unknown and unlisted agents are ErrNotFound alike.
+	PublicProfile(ctx context.Context, agentID string, history bool) (service.Profile, error)
+	// Verify checks a passport as POST /swarmscore/verify does.
+	Verify(ctx context.Context, doc []byte, agentID string) (service.Verification, error)
+	// Agent is what the ledger knows about an agent, unlisted ones too.
+	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
+	// Score is an agent's current score, unlisted ones too.
+	Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error)
+	// Authenticate returns the operator owning an API token, or
+	// ErrUnauthorized.
+	Authenticate(ctx context.Context, token string) (operator string, err error)
+	// IngestActivity is what this process's ingests did recently.
+	IngestActivity() service.IngestActivity
+}
+
+// Host is the HTTP server the pages are mounted on (*httpapi.Server).
+type Host interface {
+	// HandlePage serves h for a ServeMux pattern behind the server's
+	// request id, access log, metrics and panic recovery.
+	HandlePage(pattern string, h http.Handler)
+	// ClientIP is the address a request is attributed to.
+	ClientIP(r *http.Request) string
+	// AllowPublic takes a token from the client's public rate limit.
+	AllowPublic(r *http.Request) (ok bool, retryAfter time.Duration)
+	// SecureRequest reports whether the client connected over HTTPS.
+	SecureRequest(r *http.Request) bool
+	// CertificateCaching sets the caching headers, but the ETag, that the
+	// certificate route sends with c.
+	CertificateCaching(h http.Header, c *service.Certificate)
+}
+
+// Options tunes the pages. The zero value is usable.
+type Options struct {
+	// Logger receives internal errors and sign-in events (never a token);
+	// nil discards.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// SessionIdle ends an operator session unused this long (default 30
+	// minutes); SessionLifetime ends any session this long after sign-in
+	// (default 12 hours).
+	SessionIdle, SessionLifetime time.Duration
+}
+
+// Pages is the mounted site. It holds the operator sessions and the
+// sign-in throttle in memory: a restart signs every operator out.
+type Pages struct {
+	svc      Service
+	host     Host
+	log      *slog.Logger
+	now      func() time.Time
+	sessions *sessionStore
+	throttle *throttle
+	// signinKey keys the sign-in form's CSRF token (operator.go); it
+	// never leaves the process.
+	signinKey [32]byte
+}
+
+// Mount registers every page on host and returns the site. The routes:
+//
+//	GET  /                        leaderboard, agent search (?agent=)
+//	GET  /agents/{agent_id}       an agent's score, history, escrow and passport
+//	GET  /verify, POST /verify    passport verification
+//	GET  /badge/{agent_id}.svg    README badge
+//	GET  /assets/{name}           the stylesheet and script
+//	GET  /operator                sign-in, or the console
+//	POST /operator/sign-in, POST /operator/sign-out
+//	GET  /operator/…              the console pages (consolePages)
+func Mount(host Host, svc Service, opt Options) *Pages {
+	p := &Pages{svc: svc, host: host, log: opt.Logger, now: opt.Now}
+	if p.log == nil {
+		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if opt.SessionIdle <= 0 {
+		opt.SessionIdle = 30 * time.Minute
+	}
+	if opt.SessionLifetime <= 0 {
+		opt.SessionLifetime = 12 * time.Hour
+	}
+	p.sessions = newSessionStore(opt.SessionIdle, opt.SessionLifetime, maxSessions)
+	p.throttle = newThrottle(signinBurst, signinRefill, maxThrottled)
+	rand.Read(p.signinKey[:])
+
+	handle := func(pattern string, h http.HandlerFunc) { host.HandlePage(pattern, p.secure(h)) }
+	handle("GET /{$}", p.public(p.home))
+	handle("GET /agents/{agent_id}", p.public(p.agent))
+	handle("GET /verify", p.public(p.verifyForm))
+	handle("POST /verify", p.public(p.verify))
+	handle("GET /badge/{file}", p.public(p.badge))
+	handle("GET /assets/{name}", p.asset)
+	handle("GET /operator", p.signInPage)
+	handle("POST /operator/sign-in", p.signIn)
+	handle("POST /operator/sign-out", p.signedIn(p.signOut))
+	for _, cp := range consolePages {
+		handle("GET "+cp.Path, p.signedIn(p.consolePage(cp)))
+	}
+	// Anything else under /operator/ is a page that does not exist, shown
+	// as one rather than as an API problem.
+	handle("GET /operator/", func(w http.ResponseWriter, r *http.Request) {
+		p.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no console page at this address.")
+	})
+	return p
+}
+
+// public puts a page behind the public routes' per-client rate limit.
+func (p *Pages) public(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if ok, wait := p.host.AllowPublic(r); !ok {
+			secs := int64((wait + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", itoa(secs))
+			p.errorPage(w, r, http.StatusTooManyRequests, "Too many requests",
+				"This address has made too many requests. Wait "+plural(secs, "second")+" and try again.")
+			return
+		}
+		h(w, r)
+	}
+}

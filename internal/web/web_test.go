@@ -1,0 +1,519 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/httpapi"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// maxPageBytes is the issue's limit on any page.
+const maxPageBytes = 100 << 10
+
+// page asserts r is a complete HTML page with the site's security headers,
+// within the size limit, whose script carries the response's nonce, whose
+// every form control has a label, and that loads nothing from another
+// origin. It returns the body.
+func (r response) page(t *testing.T, status int) string {
+	t.Helper()
+	if r.code != status {
+		t.Fatalf("status %d, want %d\n%s", r.code, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if len(r.body) > maxPageBytes {
+		t.Fatalf("page is %d bytes, over %d", len(r.body), maxPageBytes)
+	}
+	nonce := checkSecurityHeaders(t, r.header)
+	if !strings.HasPrefix(r.body, "<!doctype html>\n<html lang=\"en\">") || !strings.HasSuffix(r.body, "</html>\n") {
+		t.Fatalf("not a whole page: %.80q … %q", r.body, r.body[max(0, len(r.body)-40):])
+	}
+	scripts := regexp.MustCompile(`<script[^>]*>`).FindAllString(r.body, -1)
+	for _, s := range scripts {
+		if !strings.Contains(s, `nonce="`+nonce+`"`) || !strings.Contains(s, `src="/assets/`) {
+			t.Fatalf("script without the response's nonce or not from this origin: %s (nonce %s)", s, nonce)
+		}
+	}
+	// Resources (not links to follow) come from this origin only.
+	for _, m := range regexp.MustCompile(`(?:src|<link[^>]*href)="([^"]*)"`).FindAllStringSubmatch(r.body, -1) {
+		if !strings.HasPrefix(m[1], "/") || strings.HasPrefix(m[1], "//") {
+			t.Fatalf("a resource from elsewhere: %s", m[0])
+		}
+	}
+	checkLabels(t, r.body)
+	return r.body
+}
+
+// checkSecurityHeaders asserts the headers every response of the site
+// carries and returns the policy's script nonce.
+func checkSecurityHeaders(t *testing.T, h http.Header) string {
+	t.Helper()
+	csp := h.Get("Content-Security-Policy")
+	m := regexp.MustCompile(`^default-src 'none'; script-src 'nonce-([A-Za-z0-9_-]{22})'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'$`).FindStringSubmatch(csp)
+	if m == nil {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+	for k, v := range map[string]string{
+		"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY",
+		"Cross-Origin-Opener-Policy": "same-origin",
+	} {
+		if got := h.Get(k); got != v {
+			t.Fatalf("%s: %q, want %q", k, got, v)
+		}
+	}
+	return m[1]
+}
+
+// checkLabels asserts that every visible form control has a label naming
+// its id.
+func checkLabels(t *testing.T, body string) {
+	t.Helper()
+	for _, c := range regexp.MustCompile(`<(input|select|textarea)\b[^>]*>`).FindAllString(body, -1) {
+		if strings.Contains(c, `type="hidden"`) {
+			continue
+		}
+		id := regexp.MustCompile(`\bid="([^"]+)"`).FindStringSubmatch(c)
+		if id == nil || !strings.Contains(body, `<label for="`+id[1]+`">`) {
+			t.Fatalf("form control without a label: %s", c)
+		}
+	}
+}
+
+func mustContain(t *testing.T, body string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Fatalf("page lacks %q", w)
+		}
+	}
+}
+
+func mustNotContain(t *testing.T, body string, bad ...string) {
+	t.Helper()
+	for _, b := range bad {
+		if strings.Contains(body, b) {
+			t.Fatalf("page holds %q", b)
+		}
+	}
+}
+
+// rows returns the agent ids of a table's rows, in order.
+func rows(body string) []string {
+	var ids []string
+	for _, m := range regexp.MustCompile(`<th scope="row"><a href="/agents/([^"]+)">`).FindAllStringSubmatch(body, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+func TestHome(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	body := s.get("/").page(t, 200)
+	mustContain(t, body,
+		"SwarmScore is an open reputation score for AI agents",
+		`<label for="agent">Find an agent by id</label>`,
+		`<a href="https://datatracker.ietf.org/doc/draft-stone-swarmscore-v1/">draft-stone-swarmscore-v1</a>`,
+		"400 × rate × min(1, sessions/100)", "1 − score/1250",
+		disclaimer,
+		`<td class="num">983</td><td><span class="tier tier-elite">ELITE</span></td>`,
+		`<td class="num">760</td><td><span class="tier tier-standard">STANDARD</span></td>`,
+		`<td class="num">39.2%</td>`)
+	mustNotContain(t, body, "shy-agent")
+	first := rows(body)
+	if len(first) != leaderboardSize || first[0] != "elite-1" || first[1] != "agent-7" {
+		t.Fatalf("first page %v", first)
+	}
+	if !strings.Contains(body, "<tr><td>1</td><th scope=\"row\"><a href=\"/agents/elite-1\">") {
+		t.Fatal("ranks do not start at 1")
+	}
+	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">Next page</a>`).FindStringSubmatch(body)
+	if next == nil {
+		t.Fatal("no next page link")
+	}
+	href := strings.ReplaceAll(next[1], "&amp;", "&")
+	body = s.get(href).page(t, 200)
+	second := rows(body)
+	// 3 agents and 28 fillers are listed; the unlisted one is not.
+	if len(first)+len(second) != 31 || strings.Contains(body, "Next page") || !strings.Contains(body, `<a href="/">First page</a>`) {
+		t.Fatalf("second page %v", second)
+	}
+	if !strings.Contains(body, fmt.Sprintf("<tr><td>%d</td>", leaderboardSize+1)) {
+		t.Fatal("ranks do not continue on the second page")
+	}
+	for _, id := range second {
+		for _, f := range first {
+			if id == f {
+				t.Fatalf("%s on both pages", id)
+			}
+		}
+	}
+
+	// Filtered by tier: at least STANDARD, then ELITE only.
+	if ids := rows(s.get("/?tier=STANDARD").page(t, 200)); fmt.Sprint(ids) != "[elite-1 agent-7]" {
+		t.Fatalf("STANDARD and above: %v", ids)
+	}
+	body = s.get("/?tier=ELITE").page(t, 200)
+	if ids := rows(body); fmt.Sprint(ids) != "[elite-1]" || !strings.Contains(body, `<option value="ELITE" selected>`) {
+		t.Fatalf("ELITE: %v", ids)
+	}
+	mustContain(t, s.get("/?tier=bogus").page(t, 400), "Unknown tier")
+	mustContain(t, s.get("/?after=nonsense").page(t, 400), "start again from the first page")
+
+	// The search box goes to the agent's page, or says what an id is.
+	r := s.get("/?agent=+agent-7+")
+	if r.code != http.StatusSeeOther || r.header.Get("Location") != "/agents/agent-7" {
+		t.Fatalf("search: %d %q", r.code, r.header.Get("Location"))
+	}
+	body = s.get("/?agent="+url.QueryEscape("no spaces <b>")).page(t, 400)
+	mustContain(t, body, `aria-invalid="true"`, "An agent id is 1 to 128", `value="no spaces &lt;b&gt;"`)
+}
+
+func TestAgentPage(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	body := s.get("http://scores.example:8443/agents/agent-7").page(t, 200)
+	mustContain(t, body,
+		`<span class="score-value">760</span>`, `<span class="tier tier-large tier-standard">STANDARD</span>`,
+		// The dimensions against their maxima, with counts and rates.
+		"<strong>304</strong> of 400 points", "<strong>456</strong> of 600 points",
+		`<rect width="76" height="8" rx="1" class="bar-fill"/>`,
+		"76 of 80 sessions verified (95%) in 90 days · volume factor 0.8",
+		"38 of 40 transactions settled (95%) in 90 days · volume factor 0.8",
+		// The gaps in words.
+		"To reach <strong>ELITE</strong>", "<li>90 more points</li>", "<li>20 more Conduit sessions</li>", "<li>10 more AP2 transactions</li>",
+		// The escrow sentence and the agent's point on the curve: x = 64 +
+		// 760·548/1000 = 480.5, y = 16 + (1 − 0.392)·240 = 161.9; the
+		// floor starts at 937.5, x = 577.75.
+		"a $1,000 payment holds $392 in escrow (39.2%) and releases $608",
+		`<path class="curve" d="M64 16 L577.8 196 L612 196"/>`, `<circle class="point" cx="480.5" cy="161.9" r="6"/>`,
+		// The passport.
+		"Valid: signed by this server on 2026-06-15 12:00 UTC, expires 2026-06-22 12:00 UTC (in 7 days).",
+		`href="/swarmscore/agent-7/certificate" download="agent-7-passport.json"`,
+		// The badge and its snippet for this host.
+		`<img src="/badge/agent-7.svg" alt="SwarmScore 760 STANDARD" height="20">`,
+		"[![SwarmScore](http://scores.example:8443/badge/agent-7.svg)](http://scores.example:8443/agents/agent-7)",
+		disclaimer)
+
+	// The history: 90 daily points, each the ledger's score as of that
+	// day (the service's reference, AgentScore as of the day's end).
+	line := regexp.MustCompile(`<polyline class="line" points="([^"]+)"/>`).FindStringSubmatch(body)
+	if line == nil || len(strings.Fields(line[1])) != 90 {
+		t.Fatalf("history line: %v", line)
+	}
+	days := regexp.MustCompile(`<tr><th scope="row">(\d{4}-\d\d-\d\d)</th><td class="num">(\d+)</td><td>(\w+)</td></tr>`).FindAllStringSubmatch(body, -1)
+	if len(days) != 90 || days[89][1] != "2026-06-15" || days[89][2] != "760" || days[0][1] != "2026-03-18" {
+		t.Fatalf("%d daily rows, first %v, last %v", len(days), days[0], days[len(days)-1])
+	}
+	for _, i := range []int{0, 30, 60, 88} {
+		day, _ := time.Parse(time.DateOnly, days[i][1])
+		ref, err := s.u.AgentScore(t.Context(), "agent-7", day.Add(24*time.Hour-ledger.Resolution))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if days[i][2] != fmt.Sprint(ref.Entry.Result.Score) || days[i][3] != ref.Entry.Result.Tier.String() {
+			t.Fatalf("%s: page %s %s, ledger %d %s", days[i][1], days[i][2], days[i][3], ref.Entry.Result.Score, ref.Entry.Result.Tier)
+		}
+	}
+	if days[0][2] == days[89][2] {
+		t.Fatal("the seeded history is flat")
+	}
+
+	// ELITE has no next tier; a low agent needs STANDARD in words.
+	mustContain(t, s.get("/agents/elite-1").page(t, 200), "ELITE is the highest tier", "a $1,000 payment holds $250 in escrow (25%)")
+	mustContain(t, s.get("/agents/newbie").page(t, 200), "To reach <strong>STANDARD</strong>", "<li>47 more Conduit sessions</li>", "<li>24 more AP2 transactions</li>")
+
+	// Unknown, unlisted and malformed agents are the same 404 page.
+	ghost := s.get("/agents/ghost").page(t, 404)
+	shy := s.get("/agents/shy-agent").page(t, 404)
+	mustContain(t, ghost, "No agent with a public SwarmScore has the id “ghost”.")
+	mustContain(t, shy, "No agent with a public SwarmScore has the id “shy-agent”.")
+	requestID := regexp.MustCompile(`request id <code>[0-9a-f]+</code>|nonce="[^"]+"`)
+	if requestID.ReplaceAllString(strings.ReplaceAll(ghost, "ghost", "X"), "") != requestID.ReplaceAllString(strings.ReplaceAll(shy, "shy-agent", "X"), "") {
+		t.Fatal("an unlisted agent's 404 differs from an unknown agent's")
+	}
+	body = s.get("/agents/"+url.PathEscape("bad <id>"+strings.Repeat("x", 200))).page(t, 404)
+	mustContain(t, body, "That is not an agent id")
+	mustNotContain(t, body, "bad", "xxxxxxxx")
+}
+
+func TestBadge(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	// Issued now, served an hour later.
+	s.get("/badge/agent-7.svg")
+	s.clock.advance(time.Hour)
+	r := s.get("/badge/agent-7.svg")
+	if r.code != 200 || r.header.Get("Content-Type") != "image/svg+xml" {
+		t.Fatalf("badge: %d %q", r.code, r.header.Get("Content-Type"))
+	}
+	checkSecurityHeaders(t, r.header)
+	if err := xml.Unmarshal([]byte(r.body), new(struct{})); err != nil {
+		t.Fatalf("the badge is not well-formed XML: %v\n%s", err, r.body)
+	}
+	mustContain(t, r.body, `aria-label="SwarmScore: 760 STANDARD"`, ">SwarmScore</text>", ">760 STANDARD</text>", `fill="#0969da"`)
+	// Its freshness is the certificate's.
+	cert := s.get("/swarmscore/agent-7/certificate")
+	for _, h := range []string{"Cache-Control", "Expires"} {
+		if r.header.Get(h) != cert.header.Get(h) {
+			t.Fatalf("%s: badge %q, certificate %q", h, r.header.Get(h), cert.header.Get(h))
+		}
+	}
+	if r.header.Get("Cache-Control") == "" {
+		t.Fatal("the badge has no Cache-Control")
+	}
+	etag := r.header.Get("ETag")
+	if !strings.HasPrefix(etag, `"badge1-`) || !strings.Contains(etag, strings.Trim(cert.header.Get("ETag"), `"`)) {
+		t.Fatalf("ETag %q, certificate's %q", etag, cert.header.Get("ETag"))
+	}
+	if nm := s.get("/badge/agent-7.svg", "If-None-Match", etag); nm.code != http.StatusNotModified || nm.body != "" {
+		t.Fatalf("If-None-Match: %d", nm.code)
+	}
+	// A new certificate (a new event) is a new badge.
+	events := `{"type":"conduit_session","id":"late-1","agent_id":"agent-7","status":"VERIFIED","started_at":"2026-06-15T12:00:00Z","completed_at":"2026-06-15T12:30:00Z"}`
+	if _, err := s.u.IngestEvents(t.Context(), "market-1", strings.NewReader(events)); err != nil {
+		t.Fatal(err)
+	}
+	// 81 sessions, 77 verified: conduit 4·77 = 308, score 308 + 456.
+	if r2 := s.get("/badge/agent-7.svg", "If-None-Match", etag); r2.code != 200 || r2.header.Get("ETag") == etag || !strings.Contains(r2.body, ">764 STANDARD</text>") {
+		t.Fatalf("after a new event: %d %q\n%s", r2.code, r2.header.Get("ETag"), r2.body)
+	}
+	mustContain(t, s.get("/badge/elite-1.svg").body, ">983 ELITE</text>", `fill="#1a7f37"`)
+	// No public score: a grey "not found" badge, for unknown and unlisted alike.
+	for _, id := range []string{"ghost", "shy-agent"} {
+		nf := s.get("/badge/" + id + ".svg")
+		if nf.code != 404 || nf.header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(nf.body, ">not found</text>") {
+			t.Fatalf("%s: %d %s", id, nf.code, nf.body)
+		}
+	}
+	s.get("/badge/agent-7.png").page(t, 404)
+}
+
+// certificate returns agent's current passport from the API.
+func (s *site) certificate(t *testing.T, agent string) string {
+	t.Helper()
+	r := s.get("/swarmscore/" + agent + "/certificate")
+	if r.code != 200 {
+		t.Fatalf("certificate: %d %s", r.code, r.body)
+	}
+	return r.body
+}
+
+// checks reads the checks of a verify page: name → state.
+func checks(body string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`<li class="check status-(\w+)">.*?<strong>([^<]+)</strong>`).FindAllStringSubmatch(body, -1) {
+		out[m[2]] = m[1]
+	}
+	return out
+}
+
+func multipartBody(t *testing.T, fields map[string]string, file string) (io.Reader, string) {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for k, v := range fields {
+		mw.WriteField(k, v)
+	}
+	if file != "" {
+		fw, err := mw.CreateFormFile("passport_file", "passport.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write([]byte(file))
+	}
+	mw.Close()
+	return &b, mw.FormDataContentType()
+}
+
+func TestVerifyPage(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	body := s.get("/verify").page(t, 200)
+	mustContain(t, body, `enctype="multipart/form-data"`, `<label for="passport">Passport (JSON)</label>`, `type="file"`)
+	mustNotContain(t, body, `class="check`)
+
+	doc := s.certificate(t, "agent-7")
+	body = s.postForm("/verify", url.Values{"passport": {doc}}).page(t, 200)
+	mustContain(t, body, "Valid passport for agent-7")
+	mustNotContain(t, body, "Tampering detected")
+	if c := checks(body); fmt.Sprint(c) != "map[Agent:skip Expiry:pass Ledger:pass Score consistency:pass Signature:pass]" {
+		t.Fatalf("checks of a valid passport: %v", c)
+	}
+	mustContain(t, body, "No agent id was given: the passport was checked for the agent it names.")
+	// Named for its own agent, the agent check passes too.
+	body = s.postForm("/verify", url.Values{"passport": {doc}, "agent_id": {"agent-7"}}).page(t, 200)
+	if c := checks(body); c["Agent"] != "pass" || !strings.Contains(body, "The passport is for agent “agent-7”.") {
+		t.Fatalf("checks for its own agent: %v", c)
+	}
+
+	// The tampered passport of the README, uploaded: the signature and the
+	// score fail, as POST /swarmscore/verify says.
+	tampered := strings.Replace(doc, `"value":760`, `"value":900`, 1)
+	mb, ct := multipartBody(t, map[string]string{"passport": ""}, tampered)
+	body = s.do("POST", "/verify", mb, "Content-Type", ct).page(t, 200)
+	mustContain(t, body, "Not valid for agent-7</h2>", "Tampering detected", "score.value is 900; the counts give 760",
+		"the signature does not match the document")
+	if c := checks(body); fmt.Sprint(c) != "map[Agent:skip Expiry:pass Ledger:pass Score consistency:fail Signature:fail]" {
+		t.Fatalf("checks of a tampered passport: %v", c)
+	}
+	req, _ := json.Marshal(map[string]any{"certificate": json.RawMessage(tampered), "agent_id": "agent-7"})
+	var api struct {
+		Valid             bool `json:"valid"`
+		DetectedTampering bool `json:"detected_tampering"`
+		Errors            []struct{ Code, Message string }
+	}
+	if r := s.do("POST", "/swarmscore/verify", bytes.NewReader(req)); json.Unmarshal([]byte(r.body), &api) != nil || api.Valid || !api.DetectedTampering {
+		t.Fatalf("the API disagrees: %s", r.body)
+	}
+	for _, e := range api.Errors {
+		mustContain(t, body, e.Code)
+	}
+
+	// Presented for another agent: the agent check fails, as tampering.
+	body = s.postForm("/verify", url.Values{"passport": {doc}, "agent_id": {"elite-1"}}).page(t, 200)
+	if c := checks(body); c["Agent"] != "fail" || c["Signature"] != "pass" || !strings.Contains(body, "Tampering detected") {
+		t.Fatalf("another agent's passport: %v", c)
+	}
+	// Another server's agent: the ledger check does not apply.
+	s.clock.advance(8 * 24 * time.Hour)
+	expired := s.postForm("/verify", url.Values{"passport": {doc}}).page(t, 200)
+	if c := checks(expired); c["Expiry"] != "fail" || !strings.Contains(expired, "expired at 2026-06-22T12:00:00Z") {
+		t.Fatalf("an expired passport: %v", c)
+	}
+	foreign := strings.ReplaceAll(doc, `"agent_id":"agent-7"`, `"agent_id":"elsewhere-1"`)
+	if c := checks(s.postForm("/verify", url.Values{"passport": {foreign}}).page(t, 200)); c["Ledger"] != "skip" {
+		t.Fatalf("a passport for an agent this server does not hold: %v", c)
+	}
+	// Not a passport at all.
+	body = s.postForm("/verify", url.Values{"passport": {`{"hello": "world"`}}).page(t, 200)
+	if c := checks(body); c["Signature"] != "fail" || c["Score consistency"] != "fail" || c["Ledger"] != "skip" {
+		t.Fatalf("not JSON: %v", c)
+	}
+	mustContain(t, body, "invalid_json", `{&#34;hello&#34;: &#34;world&#34;</textarea>`)
+
+	// Nothing to verify, an impossible agent id, too much.
+	mustContain(t, s.postForm("/verify", url.Values{"passport": {"  "}}).page(t, 400), "Paste a passport or choose a passport file.")
+	mustContain(t, s.postForm("/verify", url.Values{"passport": {doc}, "agent_id": {"a b"}}).page(t, 400), "An agent id is")
+	huge := `{"pad":"` + strings.Repeat("x", 70<<10) + `"}`
+	body = s.postForm("/verify", url.Values{"passport": {huge}}).page(t, 413)
+	mustNotContain(t, body, "xxxxxxxxxx")
+	mb, ct = multipartBody(t, nil, strings.Repeat("y", 300<<10))
+	s.do("POST", "/verify", mb, "Content-Type", ct).page(t, 413)
+	// The largest passport shown again still fits in a page.
+	big := `{"pad":"` + strings.Repeat("z", 64<<10-10) + `"}`
+	s.postForm("/verify", url.Values{"passport": {big}}).page(t, 200)
+}
+
+func TestAssets(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	for _, name := range []string{"style.css", "app.js", "favicon.svg"} {
+		r := s.get(assetURL(name))
+		if r.code != 200 || r.header.Get("Cache-Control") != "public, max-age=31536000, immutable" || len(r.body) == 0 {
+			t.Fatalf("%s: %d %q", name, r.code, r.header.Get("Cache-Control"))
+		}
+		checkSecurityHeaders(t, r.header)
+		if stale := s.get("/assets/" + name); stale.header.Get("Cache-Control") != "no-cache" {
+			t.Fatalf("%s without its version: %q", name, stale.header.Get("Cache-Control"))
+		}
+		if nm := s.get(assetURL(name), "If-None-Match", r.header.Get("ETag")); nm.code != 304 {
+			t.Fatalf("%s revalidated: %d", name, nm.code)
+		}
+	}
+	if ct := s.get(assetURL("style.css")).header.Get("Content-Type"); !strings.HasPrefix(ct, "text/css") {
+		t.Fatalf("style.css: %q", ct)
+	}
+	s.get("/assets/nothing.js").page(t, 404)
+}
+
+func TestPublicRateLimit(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{RateLimit: 1, RateBurst: 2})
+	s.get("/").page(t, 200)
+	s.get("/agents/agent-7").page(t, 200)
+	r := s.get("/verify")
+	body := r.page(t, http.StatusTooManyRequests)
+	if r.header.Get("Retry-After") != "1" || !strings.Contains(body, "Wait 1 second and try again.") {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	// The API shares the bucket: it is empty for this client there too.
+	if api := s.get("/swarmscore/agent-7"); api.code != http.StatusTooManyRequests {
+		t.Fatalf("API after the pages used the bucket: %d", api.code)
+	}
+	// Assets are not limited.
+	if a := s.get(assetURL("style.css")); a.code != 200 {
+		t.Fatalf("asset: %d", a.code)
+	}
+}
+
+// unavailable is a Service whose database is gone: every use case fails
+// as the back ends do, naming their internals.
+type unavailable struct{ Service }
+
+func (unavailable) err() error {
+	return fmt.Errorf("%w: sqlite: open /var/lib/swarmscore/ledger.db: disk I/O error", errkind.ErrUnavailable)
+}
+func (u unavailable) Ranking(context.Context, service.RankingQuery) (service.RankingPage, error) {
+	return service.RankingPage{}, u.err()
+}
+func (u unavailable) PublicProfile(context.Context, string, bool) (service.Profile, error) {
+	return service.Profile{}, u.err()
+}
+func (u unavailable) Authenticate(context.Context, string) (string, error) { return "", u.err() }
+
+func TestErrorPages(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	// The database gone: a friendly 503 that names nothing internal.
+	api := httpapi.New(s.u, httpapi.Options{})
+	Mount(api, unavailable{s.u}, Options{})
+	s.handler = api
+	for _, path := range []string{"/", "/agents/agent-7"} {
+		body := s.get(path).page(t, http.StatusServiceUnavailable)
+		mustContain(t, body, "Temporarily unavailable", "request id <code>")
+		mustNotContain(t, body, "sqlite", "ledger.db", "disk I/O")
+	}
+	// A sign-in that cannot be judged is a 503 and counts as no failure.
+	for range signinBurst + 1 {
+		form := openSignIn(t, s, "198.51.100.9:1000")
+		body := form.submit(t, s, testToken).page(t, http.StatusServiceUnavailable)
+		mustNotContain(t, body, testToken, "ledger.db")
+	}
+	s.get("/operator/nothing").page(t, 404)
+	// Pages answer HEAD like GET, without a body.
+	s2 := newSite(t, testNow, httpapi.Options{})
+	if r := s2.do("HEAD", "/agents/agent-7", nil); r.code != 200 || r.body != "" || r.header.Get("Content-Length") == "" {
+		t.Fatalf("HEAD: %d %q", r.code, r.body)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{dollars(39200), "$392"}, {dollars(100000), "$1,000"}, {dollars(39250), "$392.50"}, {dollars(5), "$0.05"},
+		{dollars(123456789), "$1,234,567.89"},
+		{percent(76, 80), "95%"}, {percent(2, 3), "66.6%"}, {percent(9999, 10000), "99.9%"}, {percent(0, 0), "0%"},
+		{modifierPercent(score.EscrowModifier(760)), "39.2%"}, {modifierPercent(score.EscrowModifier(0)), "100%"},
+		{gapWords(score.Gap{Requirement: score.RequirementScore, Required: 850, Actual: 849}), "1 more point"},
+		{gapWords(score.Gap{Requirement: score.RequirementAP2, Required: 25, Actual: 24}), "1 more AP2 transaction"},
+		{gapWords(score.Gap{Requirement: score.RequirementConduit, Required: 1000, Actual: 0}), "1,000 more Conduit sessions"},
+		{until(testNow, testNow.Add(7*24*time.Hour)), "in 7 days"}, {until(testNow, testNow.Add(5*time.Hour)), "in 5 hours"},
+		{until(testNow, testNow.Add(-3*24*time.Hour)), "3 days ago"}, {until(testNow, testNow.Add(30*time.Second)), "in a moment"},
+		{thousands(-1234), "-1,234"}, {plural(1, "second"), "1 second"}, {plural(2, "second"), "2 seconds"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
