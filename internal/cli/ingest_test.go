@@ -138,8 +138,12 @@ func TestIngestRemote(t *testing.T) {
 	ts := httptest.NewServer(httpapi.New(u, httpapi.Options{}))
 	defer ts.Close()
 
+	// One copy of the events for every run: they are dated from the
+	// clock, and a second boundary between two copies would make the
+	// re-send a conflict.
+	events := cliEvents()
 	file := filepath.Join(dir, "events.ndjson")
-	os.WriteFile(file, []byte(cliEvents()), 0o600)
+	os.WriteFile(file, []byte(events), 0o600)
 	local := run(t, nil, nil, "ingest", "--db", "sqlite:"+filepath.Join(dir, "local.db"), "--operator", "market-1", "--batch-size", "2", file)
 	env := map[string]string{"SWARMSCORE_TOKEN": tok.Secret}
 	remote := run(t, nil, env, "ingest", file, "--server", ts.URL, "--batch-size", "2")
@@ -149,7 +153,7 @@ func TestIngestRemote(t *testing.T) {
 	// Again, from a token file and standard input: all duplicates now.
 	tokenFile := filepath.Join(dir, "token")
 	os.WriteFile(tokenFile, []byte(tok.Secret+"\n"), 0o600)
-	r := run(t, strings.NewReader(cliEvents()), nil, "ingest", "-", "--server", ts.URL, "--token-file", tokenFile, "--json")
+	r := run(t, strings.NewReader(events), nil, "ingest", "-", "--server", ts.URL, "--token-file", tokenFile, "--json")
 	if r.code != ExitFailure || !strings.HasPrefix(r.stdout, `{"accepted":0,"duplicates":4,"superseded":0,"rejected":[{"index":2,"line":3,`) {
 		t.Fatalf("token file: %+v", r)
 	}
@@ -172,7 +176,7 @@ func TestIngestRemote(t *testing.T) {
 		{env, []string{"--server", "http://127.0.0.1:1", "--attempts", "1"}, ExitUnavailable, "cannot reach http://127.0.0.1:1"},
 		{env, []string{"--server", ts.URL + "/nowhere"}, ExitNotFound, "404"},
 	} {
-		r := run(t, strings.NewReader(cliEvents()), c.env, append([]string{"ingest"}, c.args...)...)
+		r := run(t, strings.NewReader(events), c.env, append([]string{"ingest"}, c.args...)...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stdout+r.stderr, tok.Secret) ||
 			strings.Contains(r.stderr, "sst_wrong") {
 			t.Errorf("%v: %+v", c.args, r)
