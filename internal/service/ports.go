@@ -143,4 +143,5 @@ type Backend interface {
 	PassportStore
 	AppealStore
 	CheckpointStore
+	SignalStore
 }

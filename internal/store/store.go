@@ -90,6 +90,10 @@
 //     checkpoint_leaves(number, agent_id, seq, hash; SQLite 00008,
 //     PostgreSQL 00009): the signed checkpoints of internal/checkpoint and
 //     the chain heads each committed to.
+//   - chain_breaks(agent_id PK, found_at, seq, reason; SQLite 00012,
+//     PostgreSQL 00013): the breaks the last full walk found, for the
+//     chain_break gaming signal (internal/signal), whose other figures are
+//     computed set-based from the event rows and received times.
 //   - consent (§11.1: agent_id PK, visibility public | unlisted,
 //     consented_at, and the consent itself: disclosure_version,
 //     consent_given_at, consent_by; SQLite 00011, PostgreSQL 00012).

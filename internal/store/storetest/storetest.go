@@ -91,6 +91,8 @@ func Run(t *testing.T, h Harness) {
 		{"Checkpoints", testCheckpoints},
 		{"Consent", testConsent},
 		{"Records", testRecords},
+		{"Signals", testSignals},
+		{"SignalsProperty", testSignalsProperty},
 		{"Concurrent", testConcurrent},
 		{"Property", testProperty},
 	}

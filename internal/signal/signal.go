@@ -1,0 +1,147 @@
+// Package signal computes the gaming signals of spec §8.3 and §15.2 from
+// per-agent figures over the scoring window: volume farming (one buyer's
+// share of an agent's Conduit sessions), partner shuffling (the top five
+// buyers' share of its AP2 transactions and their diversity), self-dealing
+// (an agent buying from itself, or two agents mostly buying from each
+// other), success-rate gaming (its acceptance rate of task offers) and
+// timestamp manipulation (reports arriving long after they ended, and
+// broken chains). Signals are shown to the operator and exported; they
+// never change a score. It does no I/O: the store computes Figures
+// set-based, and this package compares them with the deployment's
+// Thresholds.
+package signal
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+)
+
+// Figures are one agent's counts over the window ending at an instant, as
+// the store computes them.
+type Figures struct {
+	AgentID string
+	// ConduitTotal counts its counted Conduit sessions; ConduitTopBuyer
+	// those of its largest single buyer (sessions without a buyer count
+	// for no buyer).
+	ConduitTotal, ConduitTopBuyer int64
+	// AP2Total counts its counted AP2 transactions, AP2Top5 those of its
+	// five largest buyers, AP2Buyers its distinct buyers.
+	AP2Total, AP2Top5, AP2Buyers int64
+	// SelfDealt counts its counted events whose buyer is itself, and
+	// Reciprocal those whose buyer is an agent whose own largest buyer is
+	// this agent, each being the other's largest buyer.
+	SelfDealt, Reciprocal int64
+	// OffersDecided counts its task offers accepted or declined in the
+	// window, OffersAccepted the accepted ones.
+	OffersDecided, OffersAccepted int64
+	// MaxReportLag is the longest time between a counted event's end and
+	// the arrival of the report that ended it (the received time in its
+	// chain record); zero when no report carries one.
+	MaxReportLag time.Duration
+	// ChainBroken is true when the last walk of its chain found a break.
+	ChainBroken bool
+}
+
+// The signals' names, as the API, the CLI and /metrics name them.
+const (
+	ConduitTopBuyerShare = "conduit_top_buyer_share"
+	AP2Top5BuyerShare    = "ap2_top5_buyer_share"
+	AP2BuyerDiversity    = "ap2_buyer_diversity"
+	SelfDealing          = "self_dealing"
+	AcceptanceRate       = "acceptance_rate"
+	ReportLag            = "report_lag"
+	ChainBreak           = "chain_break"
+)
+
+// Names lists the signals in the order they are reported.
+var Names = []string{ConduitTopBuyerShare, AP2Top5BuyerShare, AP2BuyerDiversity, SelfDealing, AcceptanceRate, ReportLag, ChainBreak}
+
+// Thresholds are a deployment's limits. A share or a count is flagged above
+// its threshold, a diversity or an acceptance rate below it.
+type Thresholds struct {
+	ConduitTopBuyerShare float64       // default 0.5 (§15.2: one buyer behind most sessions)
+	AP2Top5BuyerShare    float64       // default 0.7
+	AP2BuyerDiversity    float64       // default 0.1: fewer than one buyer in ten transactions
+	SelfDealing          float64       // default 0: any self-dealt or reciprocal event
+	AcceptanceRate       float64       // default 0.3, judged only when offers were reported
+	ReportLag            time.Duration // default 24 h
+	// MinEvents is the number of counted events below which the share and
+	// diversity signals are not flagged: with three sessions, one buyer
+	// is always half of them. Default 10.
+	MinEvents int64
+}
+
+// Defaults are the thresholds a deployment starts with.
+var Defaults = Thresholds{
+	ConduitTopBuyerShare: 0.5, AP2Top5BuyerShare: 0.7, AP2BuyerDiversity: 0.1, SelfDealing: 0,
+	AcceptanceRate: 0.3, ReportLag: 24 * time.Hour, MinEvents: 10,
+}
+
+// Validate checks thresholds (errkind.ErrInvalid naming the one at fault).
+func (t Thresholds) Validate() error {
+	for name, v := range map[string]float64{ConduitTopBuyerShare: t.ConduitTopBuyerShare, AP2Top5BuyerShare: t.AP2Top5BuyerShare,
+		AP2BuyerDiversity: t.AP2BuyerDiversity, AcceptanceRate: t.AcceptanceRate} {
+		if v < 0 || v > 1 {
+			return fmt.Errorf("%w: threshold %s %v is outside 0..1", errkind.ErrInvalid, name, v)
+		}
+	}
+	switch {
+	case t.SelfDealing < 0:
+		return fmt.Errorf("%w: threshold %s %v is negative", errkind.ErrInvalid, SelfDealing, t.SelfDealing)
+	case t.ReportLag <= 0:
+		return fmt.Errorf("%w: threshold %s %s must be positive", errkind.ErrInvalid, ReportLag, t.ReportLag)
+	case t.MinEvents < 0:
+		return fmt.Errorf("%w: the minimum of events %d is negative", errkind.ErrInvalid, t.MinEvents)
+	}
+	return nil
+}
+
+// Signal is one figure beside its threshold. Value and Threshold are in
+// the signal's unit: a share or rate in 0..1, a count, report_lag in
+// hours, chain_break 0 or 1.
+type Signal struct {
+	Name      string  `json:"name"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Flagged   bool    `json:"flagged"`
+}
+
+// Evaluate compares f with t and returns every signal, in Names order.
+func Evaluate(f Figures, t Thresholds) []Signal {
+	ratio := func(n, d int64) float64 {
+		if d == 0 {
+			return 0
+		}
+		return float64(n) / float64(d)
+	}
+	broken := 0.0
+	if f.ChainBroken {
+		broken = 1
+	}
+	selfDealt := float64(f.SelfDealt + f.Reciprocal)
+	return []Signal{
+		{ConduitTopBuyerShare, ratio(f.ConduitTopBuyer, f.ConduitTotal), t.ConduitTopBuyerShare,
+			f.ConduitTotal >= t.MinEvents && ratio(f.ConduitTopBuyer, f.ConduitTotal) > t.ConduitTopBuyerShare},
+		{AP2Top5BuyerShare, ratio(f.AP2Top5, f.AP2Total), t.AP2Top5BuyerShare,
+			f.AP2Total >= t.MinEvents && ratio(f.AP2Top5, f.AP2Total) > t.AP2Top5BuyerShare},
+		{AP2BuyerDiversity, ratio(f.AP2Buyers, f.AP2Total), t.AP2BuyerDiversity,
+			f.AP2Total >= t.MinEvents && ratio(f.AP2Buyers, f.AP2Total) < t.AP2BuyerDiversity},
+		{SelfDealing, selfDealt, t.SelfDealing, selfDealt > t.SelfDealing},
+		{AcceptanceRate, ratio(f.OffersAccepted, f.OffersDecided), t.AcceptanceRate,
+			f.OffersDecided > 0 && ratio(f.OffersAccepted, f.OffersDecided) < t.AcceptanceRate},
+		{ReportLag, f.MaxReportLag.Hours(), t.ReportLag.Hours(), f.MaxReportLag > t.ReportLag},
+		{ChainBreak, broken, 0, f.ChainBroken},
+	}
+}
+
+// Flagged reports whether any of signals is flagged.
+func Flagged(signals []Signal) bool {
+	for _, s := range signals {
+		if s.Flagged {
+			return true
+		}
+	}
+	return false
+}

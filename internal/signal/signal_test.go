@@ -1,0 +1,72 @@
+package signal
+
+import (
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+)
+
+func flags(ss []Signal) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range ss {
+		if s.Flagged {
+			out[s.Name] = true
+		}
+	}
+	return out
+}
+
+func TestEvaluate(t *testing.T) {
+	quiet := Figures{AgentID: "a", ConduitTotal: 40, ConduitTopBuyer: 20, AP2Total: 20, AP2Top5: 14, AP2Buyers: 2,
+		OffersDecided: 10, OffersAccepted: 3, MaxReportLag: 24 * time.Hour}
+	ss := Evaluate(quiet, Defaults)
+	if len(ss) != len(Names) {
+		t.Fatalf("%d signals", len(ss))
+	}
+	for i, s := range ss {
+		if s.Name != Names[i] {
+			t.Errorf("signal %d is %s, want %s", i, s.Name, Names[i])
+		}
+	}
+	if f := flags(ss); len(f) != 0 || Flagged(ss) {
+		t.Errorf("figures at every threshold are flagged: %v", f)
+	}
+	if ss[0].Value != 0.5 || ss[1].Value != 0.7 || ss[2].Value != 0.1 || ss[4].Value != 0.3 || ss[5].Value != 24 {
+		t.Errorf("values %+v", ss)
+	}
+	loud := quiet
+	loud.ConduitTopBuyer, loud.AP2Top5, loud.AP2Buyers, loud.SelfDealt = 21, 15, 1, 1
+	loud.OffersAccepted, loud.MaxReportLag, loud.ChainBroken = 2, 24*time.Hour+time.Second, true
+	if f := flags(Evaluate(loud, Defaults)); len(f) != len(Names) {
+		t.Errorf("every signal should trip: %v", f)
+	}
+	// Too few events to judge shares; no offers, no acceptance rate.
+	few := Figures{ConduitTotal: 3, ConduitTopBuyer: 3, AP2Total: 2, AP2Top5: 2, AP2Buyers: 1}
+	if f := flags(Evaluate(few, Defaults)); len(f) != 0 {
+		t.Errorf("a handful of events is flagged: %v", f)
+	}
+	recip := Figures{Reciprocal: 4}
+	if f := flags(Evaluate(recip, Defaults)); !f[SelfDealing] {
+		t.Error("a reciprocal pair is self-dealing")
+	}
+}
+
+func TestThresholds(t *testing.T) {
+	if err := Defaults.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range map[string]func(*Thresholds){
+		"share above 1":  func(x *Thresholds) { x.ConduitTopBuyerShare = 1.5 },
+		"negative rate":  func(x *Thresholds) { x.AcceptanceRate = -0.1 },
+		"negative self":  func(x *Thresholds) { x.SelfDealing = -1 },
+		"no lag":         func(x *Thresholds) { x.ReportLag = 0 },
+		"negative count": func(x *Thresholds) { x.MinEvents = -1 },
+	} {
+		th := Defaults
+		mod(&th)
+		if err := th.Validate(); errkind.Of(err) != errkind.Invalid {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

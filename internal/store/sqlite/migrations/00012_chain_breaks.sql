@@ -1,0 +1,14 @@
+-- The breaks the last full walk of the chains found (ledger verify, or the
+-- server's schedule), one row per broken chain, so that the gaming signals
+-- (internal/signal, chain_break) can be listed set-based.
+
+-- +goose Up
+CREATE TABLE chain_breaks (
+    agent_id  TEXT PRIMARY KEY,
+    found_at  INTEGER NOT NULL,
+    seq       INTEGER NOT NULL,
+    reason    TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- +goose Down
+DROP TABLE chain_breaks;
