@@ -220,6 +220,10 @@ type ChainRecord struct {
 	// zero for reports recorded before it was kept, and for corrections,
 	// whose content has its own time).
 	ReceivedAt time.Time
+	// SealedBy names the erasure that last sealed the record: its content
+	// named an erased agent, and the walk checks it against that
+	// erasure's digests instead of its link (erase.go). "" when unsealed.
+	SealedBy string
 }
 
 // Empty reports whether the plan writes nothing (every report was a

@@ -22,10 +22,12 @@ type memLedger struct {
 	events      map[EventKey]StoredEvent
 	records     map[string][]ChainRecord // by agent, in seq order
 	corrections map[string]Correction
+	erasures    map[string]Erasure
 }
 
 func newMemLedger() *memLedger {
-	return &memLedger{heads: map[string]Head{}, events: map[EventKey]StoredEvent{}, records: map[string][]ChainRecord{}, corrections: map[string]Correction{}}
+	return &memLedger{heads: map[string]Head{}, events: map[EventKey]StoredEvent{}, records: map[string][]ChainRecord{}, corrections: map[string]Correction{},
+		erasures: map[string]Erasure{}}
 }
 
 func (m *memLedger) ingest(t *testing.T, b Batch) []Outcome {
@@ -94,7 +96,9 @@ func (m *memLedger) walk() (iter.Seq2[*ChainRow, error], iter.Seq2[*EventLink, e
 			}
 			for _, r := range rs {
 				row := &ChainRow{AgentID: a, Registered: true, HeadSeq: h.Seq, HeadHash: h.Hash[:], HasRecord: true, Record: r, StoredHash: r.Hash[:]}
-				row.Event, row.HasEvent = m.events[EventKey{r.Type, r.EventID}]
+				if r.Type != ErasureType {
+					row.Event, row.HasEvent = m.events[EventKey{r.Type, r.EventID}]
+				}
 				if r.CorrectionID != "" {
 					row.Correction, row.HasCorrection = m.corrections[r.CorrectionID]
 				}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"iter"
 	"slices"
@@ -67,8 +68,11 @@ type EventLink struct {
 //
 // The error is only for failing to read (the first error an iterator
 // yields).
-func VerifyChains(chains iter.Seq2[*ChainRow, error], links iter.Seq2[*EventLink, error]) (VerifyReport, error) {
-	v := walker{broken: make(map[string]BrokenLink), moved: make(map[EventKey]movedRow)}
+func VerifyChains(chains iter.Seq2[*ChainRow, error], links iter.Seq2[*EventLink, error], opts ...VerifyOption) (VerifyReport, error) {
+	v := walker{broken: make(map[string]BrokenLink), moved: make(map[EventKey]movedRow), erasures: map[string]*erasureCheck{}}
+	for _, o := range opts {
+		o(&v)
+	}
 	for r, err := range chains {
 		if err != nil {
 			return VerifyReport{}, err
@@ -82,6 +86,11 @@ func VerifyChains(chains iter.Seq2[*ChainRow, error], links iter.Seq2[*EventLink
 		}
 		v.link(l)
 	}
+	for id, e := range v.erasures {
+		if !e.recorded {
+			v.fail(e.Pseudonym, 0, id, "erasure %s has no record in the chain of %s (removed)", id, e.Pseudonym)
+		}
+	}
 	for _, b := range v.broken {
 		v.report.Broken = append(v.report.Broken, b)
 	}
@@ -89,10 +98,36 @@ func VerifyChains(chains iter.Seq2[*ChainRow, error], links iter.Seq2[*EventLink
 	return v.report, nil
 }
 
+// VerifyOption adds to what VerifyChains knows.
+type VerifyOption func(*walker)
+
+// WithErasures gives VerifyChains the stored erasures, every one of them:
+// a sealed record is checked against the digests of the erasure that
+// sealed it, and an erasure's record against its digests.
+func WithErasures(es []Erasure) VerifyOption {
+	return func(v *walker) {
+		for _, e := range es {
+			set := make(map[Hash]bool, len(e.Digests))
+			for _, d := range e.Digests {
+				set[d] = true
+			}
+			v.erasures[e.ID] = &erasureCheck{Erasure: e, digests: set}
+		}
+	}
+}
+
+// erasureCheck is an erasure as the walk uses it.
+type erasureCheck struct {
+	Erasure
+	digests  map[Hash]bool
+	recorded bool // its record was met in the walk
+}
+
 // walker holds one chain at a time.
 type walker struct {
-	report VerifyReport
-	broken map[string]BrokenLink
+	erasures map[string]*erasureCheck
+	report   VerifyReport
+	broken   map[string]BrokenLink
 
 	agent      string
 	started    bool
@@ -149,6 +184,8 @@ func (v *walker) step(r *ChainRow) {
 	isCorrection := rec.CorrectionID != ""
 	key := EventKey{rec.Type, rec.EventID}
 	switch {
+	case rec.Type == ErasureType:
+		v.erasureRecord(r)
 	case isCorrection && !r.HasCorrection:
 		v.fail(v.agent, rec.Seq, rec.EventID, "correction %s recorded in the chain has no row (deleted)", rec.CorrectionID)
 	case isCorrection && (cor.ID != rec.CorrectionID || cor.EventType != rec.Type || cor.EventID != rec.EventID || cor.ToStatus != rec.Status ||
@@ -157,15 +194,25 @@ func (v *walker) step(r *ChainRow) {
 	case !r.HasEvent:
 		v.fail(v.agent, rec.Seq, rec.EventID, "%s recorded in the chain has no row (deleted)", rec.Type)
 	default:
-		var got Hash
-		if isCorrection {
-			got, _ = v.chain.LinkCorrection(v.prev, v.agent, rec.Seq, cor)
+		if rec.SealedBy != "" {
+			e := v.erasures[rec.SealedBy]
+			switch content := v.chain.contentOf(r); {
+			case e == nil:
+				v.fail(v.agent, rec.Seq, rec.EventID, "the record is sealed by erasure %s, which does not exist", rec.SealedBy)
+			case !e.digests[sha256.Sum256(content)]:
+				v.fail(v.agent, rec.Seq, rec.EventID, "sealed record differs from what erasure %s sealed: its %s row or correction was altered", rec.SealedBy, rec.Type)
+			}
 		} else {
-			canonical := RebuildRecord(rec, row)
-			got, _ = v.chain.Link(v.prev, &canonical)
-		}
-		if !bytes.Equal(got[:], r.StoredHash) {
-			v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: the chain record, its %s row or its correction was altered outside the ledger", rec.Type)
+			var got Hash
+			if isCorrection {
+				got, _ = v.chain.LinkCorrection(v.prev, v.agent, rec.Seq, cor)
+			} else {
+				canonical := RebuildRecord(rec, row)
+				got, _ = v.chain.Link(v.prev, &canonical)
+			}
+			if !bytes.Equal(got[:], r.StoredHash) {
+				v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: the chain record, its %s row or its correction was altered outside the ledger", rec.Type)
+			}
 		}
 		voids := isCorrection && cor.Action == ActionVoid
 		switch current := row.CurrentAgent(); {
@@ -189,6 +236,24 @@ func (v *walker) step(r *ChainRow) {
 	// record is reported where it is, not as every record after it.
 	v.prev = Hash{}
 	copy(v.prev[:], r.StoredHash)
+}
+
+// erasureRecord checks an erasure's record: the erasure exists, names this
+// chain's agent, and its content links.
+func (v *walker) erasureRecord(r *ChainRow) {
+	rec := &r.Record
+	e := v.erasures[rec.EventID]
+	switch {
+	case e == nil:
+		v.fail(v.agent, rec.Seq, rec.EventID, "erasure %s recorded in the chain has no row (deleted)", rec.EventID)
+	case e.Pseudonym != v.agent:
+		v.fail(v.agent, rec.Seq, rec.EventID, "erasure %s names %s, not this chain", rec.EventID, e.Pseudonym)
+	default:
+		e.recorded = true
+		if got := v.chain.LinkErasure(v.prev, rec.Seq, &e.Erasure); !bytes.Equal(got[:], r.StoredHash) {
+			v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: erasure %s or its digests were altered outside the ledger", rec.EventID)
+		}
+	}
 }
 
 // end checks the chain just walked against its agent's head, and that

@@ -1,0 +1,210 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+)
+
+// An erasure (GDPR Art. 17, spec §11.4) replaces an agent's id with an
+// irreversible pseudonym everywhere, while every chain keeps verifying.
+//
+// A record's hash covers its content, and the content names agents (the
+// chain's agent, a buyer, a correction's agents), so after the rename the
+// content rebuilt from the rows is not the content that was hashed. Every
+// record whose content named the agent is therefore sealed: the walk no
+// longer recomputes its link (it was verified when the erasure was made,
+// and a changed hash still breaks the next link or the head), but checks
+// instead that SHA-256 of its content as rebuilt now — pseudonym in place —
+// is one of the digests the erasure committed to. The erasure itself is a
+// record appended to the pseudonym's chain, whose content commits to those
+// digests, so a sealed record whose row is altered afterwards still breaks
+// the chain. A record sealed by an earlier erasure is sealed again when a
+// later one renames another party of it.
+
+// ErasureType is the type a ledger_records row gives an erasure's record:
+// not an event type, so no event row is looked for.
+const ErasureType Type = "erasure"
+
+// Erasure is a stored erasure: it names the pseudonym, never the erased id.
+type Erasure struct {
+	ID        string
+	Pseudonym string
+	By        string
+	At        time.Time
+	// Digests are the sealed contents' SHA-256, sorted: what the erasure's
+	// record commits to.
+	Digests []Hash
+}
+
+// Commitment is SHA-256 over the sorted digests: the "sealed" member of the
+// erasure's record.
+func (e *Erasure) Commitment() Hash {
+	h := sha256.New()
+	for _, d := range e.Digests {
+		h.Write(d[:])
+	}
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+// AppendCanonical appends the canonical content of the erasure's record at
+// position seq of the pseudonym's chain: RFC 8785 canonical JSON whose
+// "erasure" member no event or correction record has.
+func (e *Erasure) AppendCanonical(dst []byte, seq int64) []byte {
+	c := e.Commitment()
+	dst = append(dst, `{"agent_id":`...)
+	dst = appendJCSString(dst, e.Pseudonym)
+	dst = append(dst, `,"at":`...)
+	dst = appendJSONTime(dst, e.At)
+	dst = append(dst, `,"by":`...)
+	dst = appendJCSString(dst, e.By)
+	dst = append(dst, `,"erasure":`...)
+	dst = appendJCSString(dst, e.ID)
+	dst = append(dst, `,"sealed":"`...)
+	dst = hex.AppendEncode(dst, c[:])
+	dst = append(dst, `","sealed_count":`...)
+	dst = strconv.AppendInt(dst, int64(len(e.Digests)), 10)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	return append(dst, '}')
+}
+
+// LinkErasure returns the chain hash of the erasure's record at seq of the
+// pseudonym's chain, whose predecessor's hash is prev.
+func (c *Chainer) LinkErasure(prev Hash, seq int64, e *Erasure) Hash {
+	c.buf = append(c.buf[:0], prev[:]...)
+	c.buf = e.AppendCanonical(c.buf, seq)
+	return sha256.Sum256(c.buf)
+}
+
+// contentOf is the canonical content of a chain row's record as its rows
+// give it back now (a report rebuilt from its event row, or a correction).
+func (c *Chainer) contentOf(r *ChainRow) []byte {
+	if r.Record.CorrectionID != "" {
+		c.buf = r.Correction.AppendCanonical(c.buf[:0], r.AgentID, r.Record.Seq)
+	} else {
+		rec := RebuildRecord(&r.Record, &r.Event)
+		c.buf = rec.AppendCanonical(c.buf[:0])
+	}
+	return c.buf
+}
+
+// ErasureRequest asks to erase one agent.
+type ErasureRequest struct {
+	AgentID   string
+	Pseudonym string // chosen at random by the caller; never derived from AgentID
+	ID        string // the erasure's id
+	By        string
+	At        time.Time
+}
+
+// ScopedRow is a record an erasure affects, as the walk reads it, with the
+// stored hash of the record before it in its chain (zero for the first).
+type ScopedRow struct {
+	ChainRow
+	Prev Hash
+}
+
+// ErasureScope is what an erasure is decided against, loaded in the
+// transaction that writes it: every record whose content names the agent
+// (its whole chain, the reports of events it bought, the corrections that
+// moved events to or from it), the agent's head, and the digests of the
+// erasures that sealed any of those records before.
+type ErasureScope struct {
+	Head    Head
+	Found   bool // the agent is registered
+	Records []ScopedRow
+	Sealed  map[string][]Hash // earlier erasures' digests, by erasure id
+}
+
+// ErasurePlan is what a decided erasure writes, in one transaction: rename
+// the agent to the pseudonym everywhere, mark Sealed records sealed by the
+// erasure, store the erasure and append its record to the pseudonym's
+// chain.
+type ErasurePlan struct {
+	Erasure Erasure
+	// Sealed are the records to mark, named as they will be after the
+	// rename.
+	Sealed []ChainRecord
+	// Record is the erasure's record in the pseudonym's chain, and Head
+	// that chain's head after it.
+	Record ChainRecord
+	Head   Head
+}
+
+// DecideErasure checks that every record the erasure affects is intact —
+// an unsealed one by its link, a sealed one by its digest — and returns the
+// plan. Errors: ErrInvalid for a malformed request or a pseudonym equal to
+// the id; ErrNotFound for an unknown agent; ErrConflict when an affected
+// record is broken (repair the chain first: sealing it would hide the
+// break).
+func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
+	for _, f := range []struct{ name, v string }{{"agent_id", req.AgentID}, {"pseudonym", req.Pseudonym}, {"id", req.ID}, {"by", req.By}} {
+		if err := CheckID(f.name, f.v); err != nil {
+			return ErasurePlan{}, err
+		}
+	}
+	switch {
+	case req.Pseudonym == req.AgentID:
+		return ErasurePlan{}, fieldErr("pseudonym", "must differ from the erased id")
+	case req.At.IsZero():
+		return ErasurePlan{}, fieldErr("at", "is required")
+	case !sc.Found:
+		return ErasurePlan{}, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, req.AgentID)
+	}
+	x, p := req.AgentID, req.Pseudonym
+	rename := func(s string) string {
+		if s == x {
+			return p
+		}
+		return s
+	}
+	var chain Chainer
+	plan := ErasurePlan{Erasure: Erasure{ID: req.ID, Pseudonym: p, By: req.By, At: req.At.UTC().Truncate(Resolution)}}
+	seen := map[Hash]bool{}
+	for i := range sc.Records {
+		r := sc.Records[i].ChainRow
+		if !r.HasRecord || (r.Record.CorrectionID == "" && !r.HasEvent) || (r.Record.CorrectionID != "" && !r.HasCorrection) {
+			return ErasurePlan{}, fmt.Errorf("%w: record %s/%d has lost its row; repair the chain before erasing", errkind.ErrConflict, r.AgentID, r.Record.Seq)
+		}
+		content := chain.contentOf(&r)
+		if by := r.Record.SealedBy; by != "" {
+			if !slices.Contains(sc.Sealed[by], sha256.Sum256(content)) {
+				return ErasurePlan{}, fmt.Errorf("%w: sealed record %s/%d does not match erasure %s; repair the chain before erasing", errkind.ErrConflict, r.AgentID, r.Record.Seq, by)
+			}
+		} else if h := Link(sc.Records[i].Prev, content); !bytes.Equal(h[:], r.StoredHash) {
+			return ErasurePlan{}, fmt.Errorf("%w: record %s/%d is broken; repair the chain before erasing", errkind.ErrConflict, r.AgentID, r.Record.Seq)
+		}
+		// The same record as its rows will give it back after the rename.
+		r.AgentID, r.Record.AgentID = rename(r.AgentID), rename(r.Record.AgentID)
+		r.Event.Event.AgentID, r.Event.Event.BuyerID = rename(r.Event.Event.AgentID), rename(r.Event.Event.BuyerID)
+		if r.Event.Corrected != nil {
+			cur := *r.Event.Corrected
+			cur.AgentID = rename(cur.AgentID)
+			r.Event.Corrected = &cur
+		}
+		r.Correction.FromAgent, r.Correction.ToAgent, r.Correction.AgentID = rename(r.Correction.FromAgent), rename(r.Correction.ToAgent), rename(r.Correction.AgentID)
+		d := sha256.Sum256(chain.contentOf(&r))
+		if !seen[d] {
+			seen[d] = true
+			plan.Erasure.Digests = append(plan.Erasure.Digests, d)
+		}
+		sealed := r.Record
+		sealed.SealedBy = req.ID
+		plan.Sealed = append(plan.Sealed, sealed)
+	}
+	slices.SortFunc(plan.Erasure.Digests, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+	seq := sc.Head.Seq + 1
+	hash := chain.LinkErasure(sc.Head.Hash, seq, &plan.Erasure)
+	plan.Record = ChainRecord{AgentID: p, Seq: seq, Type: ErasureType, EventID: req.ID, Hash: hash}
+	plan.Head = Head{Seq: seq, Hash: hash}
+	return plan, nil
+}

@@ -1,0 +1,203 @@
+package ledger
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+)
+
+// erase decides an erasure against the in-memory ledger and applies the
+// plan the way a back end does: rename everywhere, mark the sealed records,
+// store the erasure and append its record.
+func (m *memLedger) erase(t *testing.T, req ErasureRequest) error {
+	t.Helper()
+	x := req.AgentID
+	names := func(r *ChainRow) bool {
+		return r.AgentID == x || r.Event.Event.BuyerID == x || r.Event.Event.AgentID == x || r.Event.CurrentAgent() == x ||
+			(r.Record.CorrectionID != "" && (r.Correction.FromAgent == x || r.Correction.ToAgent == x))
+	}
+	sc := ErasureScope{Sealed: map[string][]Hash{}}
+	sc.Head, sc.Found = m.heads[x]
+	for _, e := range m.erasures {
+		sc.Sealed[e.ID] = e.Digests
+	}
+	for _, a := range slices.Sorted(maps.Keys(m.records)) {
+		var prev Hash
+		for _, rec := range m.records[a] {
+			row := ChainRow{AgentID: a, Registered: true, HasRecord: true, Record: rec, StoredHash: rec.Hash[:]}
+			if rec.Type != ErasureType {
+				row.Event, row.HasEvent = m.events[EventKey{rec.Type, rec.EventID}]
+			}
+			if rec.CorrectionID != "" {
+				row.Correction, row.HasCorrection = m.corrections[rec.CorrectionID]
+			}
+			if rec.Type != ErasureType && names(&row) {
+				sc.Records = append(sc.Records, ScopedRow{ChainRow: row, Prev: prev})
+			}
+			prev = rec.Hash
+		}
+	}
+	plan, err := DecideErasure(req, sc)
+	if err != nil {
+		return err
+	}
+	p := req.Pseudonym
+	rn := func(s string) string {
+		if s == x {
+			return p
+		}
+		return s
+	}
+	delete(m.heads, x)
+	m.heads[p] = plan.Head
+	if rs, ok := m.records[x]; ok {
+		delete(m.records, x)
+		for i := range rs {
+			rs[i].AgentID = p
+		}
+		m.records[p] = rs
+	}
+	for k, e := range m.events {
+		e.Event.AgentID, e.Event.BuyerID = rn(e.Event.AgentID), rn(e.Event.BuyerID)
+		if e.Corrected != nil {
+			c := *e.Corrected
+			c.AgentID = rn(c.AgentID)
+			e.Corrected = &c
+		}
+		m.events[k] = e
+	}
+	for id, c := range m.corrections {
+		c.FromAgent, c.ToAgent, c.AgentID = rn(c.FromAgent), rn(c.ToAgent), rn(c.AgentID)
+		m.corrections[id] = c
+	}
+	for _, s := range plan.Sealed {
+		rs := m.records[s.AgentID]
+		rs[s.Seq-1].SealedBy = s.SealedBy
+	}
+	m.records[p] = append(m.records[p], plan.Record)
+	m.erasures[plan.Erasure.ID] = plan.Erasure
+	return nil
+}
+
+func (m *memLedger) verify(t *testing.T) VerifyReport {
+	t.Helper()
+	chains, links := m.walk()
+	rep, err := VerifyChains(chains, links, WithErasures(slices.Collect(maps.Values(m.erasures))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// dump lists every string the ledger holds, to prove an id is gone.
+func (m *memLedger) dump() string {
+	return fmt.Sprint(m.heads, m.records, m.events, m.corrections, m.erasures)
+}
+
+func TestErasure(t *testing.T) {
+	end := t0.Add(-time.Hour)
+	build := func(t *testing.T) *memLedger {
+		m := newMemLedger()
+		bought := session("c-bought", "seller", Verified, end)
+		bought.BuyerID = "victim"
+		pay := payment("t-bought", "seller", Held, time.Time{})
+		pay.BuyerID = "victim"
+		m.ingest(t, Batch{Operator: "op", ReceivedAt: t0, MaxSkew: time.Minute, Events: []Event{
+			session("c1", "victim", Running, time.Time{}),
+			session("c1", "victim", Verified, end),
+			payment("t1", "victim", Settled, end),
+			bought, pay,
+			session("c2", "other", Verified, end),
+		}})
+		pay.Status, pay.EndedAt = Settled, end
+		m.ingest(t, Batch{Operator: "op", Events: []Event{pay}})
+		mv := request(ActionReattribute, ConduitSession, "c2")
+		mv.AgentID = "victim"
+		if _, err := m.correct(t, mv); err != nil {
+			t.Fatal(err)
+		}
+		if rep := m.verify(t); len(rep.Broken) != 0 {
+			t.Fatalf("before: %v", rep.Broken)
+		}
+		return m
+	}
+	req := ErasureRequest{AgentID: "victim", Pseudonym: "erased-5f2c", ID: "era-1", By: "op", At: t0}
+
+	m := build(t)
+	before := m.heads["seller"]
+	if err := m.erase(t, req); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(m.dump(), "victim") {
+		t.Fatalf("the erased id is still in the ledger: %s", m.dump())
+	}
+	if rep := m.verify(t); len(rep.Broken) != 0 || rep.Agents != 3 {
+		t.Fatalf("after the erasure: %+v", rep)
+	}
+	if m.heads["seller"] != before || m.heads["erased-5f2c"].Seq != 5 {
+		t.Errorf("heads: seller %+v (was %+v), pseudonym %+v", m.heads["seller"], before, m.heads["erased-5f2c"])
+	}
+	// A second erasure of another party of a sealed record seals it again.
+	if err := m.erase(t, ErasureRequest{AgentID: "seller", Pseudonym: "erased-77aa", ID: "era-2", By: "op", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := m.verify(t); len(rep.Broken) != 0 {
+		t.Fatalf("after the second erasure: %+v", rep)
+	}
+
+	cases := []struct {
+		name   string
+		tamper func(m *memLedger)
+		want   string
+	}{
+		{"sealed row altered", func(m *memLedger) {
+			e := m.events[EventKey{ConduitSession, "c1"}]
+			e.Event.EndedAt = e.Event.EndedAt.Add(-time.Minute)
+			m.events[EventKey{ConduitSession, "c1"}] = e
+		}, "erased-5f2c/2"},
+		{"digest replaced", func(m *memLedger) {
+			e := m.erasures["era-1"]
+			e.Digests = append([]Hash{{1}}, e.Digests[1:]...)
+			m.erasures["era-1"] = e
+		}, "erased-5f2c/"},
+		{"erasure removed", func(m *memLedger) { delete(m.erasures, "era-1") }, "erased-5f2c/"},
+		{"seal removed", func(m *memLedger) { m.records["erased-5f2c"][0].SealedBy = "" }, "erased-5f2c/1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := build(t)
+			if err := m.erase(t, req); err != nil {
+				t.Fatal(err)
+			}
+			tc.tamper(m)
+			rep := m.verify(t)
+			var got []string
+			for _, b := range rep.Broken {
+				got = append(got, fmt.Sprintf("%s/%d", b.AgentID, b.Seq))
+			}
+			if len(got) == 0 || !strings.HasPrefix(got[0], tc.want) {
+				t.Errorf("broken %v, want %s first", rep.Broken, tc.want)
+			}
+		})
+	}
+
+	// Refused: an unknown agent, a broken chain, a pseudonym that is the id.
+	m = build(t)
+	if err := m.erase(t, ErasureRequest{AgentID: "nobody", Pseudonym: "erased-1", ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.NotFound {
+		t.Errorf("unknown agent: %v", err)
+	}
+	if err := m.erase(t, ErasureRequest{AgentID: "victim", Pseudonym: "victim", ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.Invalid {
+		t.Errorf("pseudonym = id: %v", err)
+	}
+	e := m.events[EventKey{AP2Transaction, "t1"}]
+	e.Event.EscrowAmountCents++
+	m.events[EventKey{AP2Transaction, "t1"}] = e
+	if err := m.erase(t, req); errkind.Of(err) != errkind.Conflict {
+		t.Errorf("erasing over a broken chain: %v", err)
+	}
+}
