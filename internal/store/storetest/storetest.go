@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 		{"Superseded", testSuperseded},
 		{"ClockSkew", testClockSkew},
 		{"ReceivedAt", testReceivedAt},
+		{"ChangedSince", testChangedSince},
 		{"TaskOffers", testTaskOffers},
 		{"Invalid", testInvalid},
 		{"BatchAtomicity", testBatchAtomicity},

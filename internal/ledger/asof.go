@@ -1,0 +1,136 @@
+package ledger
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// The ledger as it stood at an instant: every report and correction keeps
+// the time the ledger received it (a report's record its received_at, a
+// correction its at), so the state of an event at t is what the ledger had
+// received by t. Records written before received times were kept have none
+// and count as received before any t.
+
+// Receipt is one report's chain record: the status it reported and when the
+// ledger received it (zero when unknown).
+type Receipt struct {
+	Status     Status
+	ReceivedAt time.Time
+}
+
+// History is an event with every report and correction the ledger holds of
+// it: the material to tell what the ledger said of it at any instant.
+type History struct {
+	Event StoredEvent
+	// Reports are its report records in chain order.
+	Reports []Receipt
+	// Corrections are its corrections in the order they were made.
+	Corrections []Correction
+}
+
+// received reports whether the ledger had received a record by t.
+func received(at, t time.Time) bool { return at.IsZero() || !at.After(t) }
+
+// At returns the event as the ledger held it at t: the agent it counted
+// for, its status and whether it was voided; ok is false when no report of
+// it had been received.
+//
+// A correction needs a final status, and a final status is never reported
+// over, so the reports received by t and the corrections made by t are in
+// that order: if a report came after t, no correction applies at t; else
+// the first correction after t says the state just before it.
+func (h *History) At(t time.Time) (cur Current, ok bool) {
+	n := 0
+	for _, r := range h.Reports {
+		if !received(r.ReceivedAt, t) {
+			break
+		}
+		n++
+	}
+	switch {
+	case n == 0:
+		return Current{}, false
+	case n < len(h.Reports):
+		return Current{AgentID: h.Event.Event.AgentID, Status: h.Reports[n-1].Status}, true
+	}
+	for _, c := range h.Corrections {
+		if !received(c.At, t) {
+			return Current{AgentID: c.FromAgent, Status: c.FromStatus}, true
+		}
+	}
+	return Current{AgentID: h.Event.CurrentAgent(), Status: h.Event.CurrentStatus(), Voided: h.Event.IsVoided()}, true
+}
+
+// changedAfter reports whether a report or correction of the event was
+// received after t.
+func (h *History) changedAfter(t time.Time) bool {
+	for _, r := range h.Reports {
+		if !received(r.ReceivedAt, t) {
+			return true
+		}
+	}
+	for _, c := range h.Corrections {
+		if !received(c.At, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// countIn adds the event, in state cur, to the agent's counts of the
+// window ending asOf, and reports whether it counted.
+func countIn(c *score.Counts, h *History, cur Current, agent string, asOf time.Time) bool {
+	end := h.Event.Event.EndedAt
+	if cur.Voided || cur.AgentID != agent || !cur.Status.CountsTotal() || end.IsZero() {
+		return false
+	}
+	if lo, hi := Bounds(asOf); end.Before(lo) || end.After(hi) {
+		return false
+	}
+	switch h.Event.Event.Type {
+	case ConduitSession:
+		c.ConduitTotal++
+		if cur.Status.CountsSuccess() {
+			c.ConduitSuccess++
+		}
+	case AP2Transaction:
+		c.AP2Total++
+		if cur.Status.CountsSuccess() {
+			c.AP2Success++
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// ChangedSince tells how agent's window ending asOf has changed since
+// issuedAt, from the histories of every event that is or was the agent's:
+// the events counted in it now, or counted in it as the ledger stood at
+// issuedAt, of which a report or correction was received after issuedAt
+// (by type, then id); and the window's counts as the ledger stood at
+// issuedAt.
+func ChangedSince(agent string, hs []History, asOf, issuedAt time.Time) (changed []EventKey, atIssue score.Counts) {
+	var now score.Counts
+	for i := range hs {
+		h := &hs[i]
+		countedNow := countIn(&now, h, Current{AgentID: h.Event.CurrentAgent(), Status: h.Event.CurrentStatus(), Voided: h.Event.IsVoided()}, agent, asOf)
+		countedThen := false
+		if cur, ok := h.At(issuedAt); ok {
+			countedThen = countIn(&atIssue, h, cur, agent, asOf)
+		}
+		if (countedNow || countedThen) && h.changedAfter(issuedAt) {
+			changed = append(changed, EventKey{h.Event.Event.Type, h.Event.Event.ID})
+		}
+	}
+	slices.SortFunc(changed, func(a, b EventKey) int {
+		if c := strings.Compare(string(a.Type), string(b.Type)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return changed, atIssue
+}

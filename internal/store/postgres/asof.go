@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// involves selects, from an event table aliased e, the events that are or
+// were agent $1's and ended in [$2, $3]: an event's end time never
+// changes, so the window's events then are among these.
+func involves(t ledger.Type) (table, cond string) {
+	table, agent, end := "conduit_sessions", "agent_id", "completed_at"
+	if t == ledger.AP2Transaction {
+		table, agent, end = "ap2_transactions", "provider_id", "settled_at"
+	}
+	return table, fmt.Sprintf(`e.%[1]s BETWEEN $2 AND $3 AND (e.%[2]s = $1 OR e.reported_agent_id = $1
+	    OR e.id IN (SELECT k.event_id FROM corrections k WHERE k.event_type = '%[3]s' AND (k.from_agent = $1 OR k.to_agent = $1)))`, end, agent, t)
+}
+
+// ChangedSince implements the service's ChangeFinder: it loads, in one
+// snapshot, the histories of the events that are or were the agent's in
+// the window ending asOf — rows, report records, corrections — and leaves
+// the rule to ledger.ChangedSince. Errors: ErrNotFound for an unknown
+// agent, ErrUnavailable.
+func (s *Store) ChangedSince(ctx context.Context, agentID string, asOf, issuedAt time.Time) ([]ledger.EventKey, score.Counts, error) {
+	var hs []ledger.History
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM agents WHERE id = $1`, agentID).Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+			return notFound(agentID)
+		} else if err != nil {
+			return err
+		}
+		var err error
+		hs, err = histories(ctx, tx, agentID, asOf)
+		return err
+	})
+	if err != nil {
+		return nil, score.Counts{}, fmt.Errorf("postgres: changed since: %w", classify(err))
+	}
+	changed, atIssue := ledger.ChangedSince(agentID, hs, asOf, issuedAt)
+	return changed, atIssue, nil
+}
+
+// histories loads the History of every event involves selects.
+func histories(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time) ([]ledger.History, error) {
+	lo, hi := ledger.Bounds(asOf)
+	var hs []ledger.History
+	at := map[ledger.EventKey]int{}
+	reporters := map[string]bool{}
+	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
+		table, cond := involves(t)
+		rows, err := tx.Query(ctx, eventSelect(t)+` e WHERE `+cond, agentID, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		events := map[ledger.EventKey]ledger.StoredEvent{}
+		if err := scanEvents(t, events)(rows); err != nil {
+			return nil, err
+		}
+		for _, k := range slices.SortedFunc(maps.Keys(events), func(a, b ledger.EventKey) int { return strings.Compare(a.ID, b.ID) }) {
+			at[k] = len(hs)
+			hs = append(hs, ledger.History{Event: events[k]})
+			reporters[events[k].Event.AgentID] = true
+		}
+		cols := strings.ReplaceAll("k."+correctionColumns, ", ", ", k.")
+		rows, err = tx.Query(ctx, `SELECT `+cols+` FROM corrections k JOIN `+table+` e
+		    ON k.event_type = '`+string(t)+`' AND e.id = k.event_id WHERE `+cond+` ORDER BY k.created_at, k.id`, agentID, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			c, err := scanCorrection(rows.Scan)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			h := &hs[at[ledger.EventKey{Type: t, ID: c.EventID}]]
+			h.Corrections = append(h.Corrections, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	// An event's reports are in the chain of the agent that reported it;
+	// records carry no time to select by, so those chains are read whole.
+	for _, a := range slices.Sorted(maps.Keys(reporters)) {
+		rows, err := tx.Query(ctx, `SELECT event_type, event_id, status, received_at FROM ledger_records
+		    WHERE agent_id = $1 AND correction_id IS NULL ORDER BY seq`, a)
+		if err != nil {
+			return nil, err
+		}
+		var typ, id, status string
+		var received *time.Time
+		_, err = pgx.ForEachRow(rows, []any{&typ, &id, &status, &received}, func() error {
+			i, ok := at[ledger.EventKey{Type: ledger.Type(typ), ID: id}]
+			if ok && hs[i].Event.Event.AgentID == a {
+				hs[i].Reports = append(hs[i].Reports, ledger.Receipt{Status: ledger.Status(status), ReceivedAt: timeOrZero(received)})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return hs, nil
+}
