@@ -51,7 +51,9 @@ func testChangedSince(t *testing.T, h Harness) {
 	st.Status = ledger.Disputed
 	correct(t, s, st, nil)
 
-	cs := func(n ...int64) score.Counts { return score.Counts{ConduitTotal: n[0], ConduitSuccess: n[1], AP2Total: n[2], AP2Success: n[3]} }
+	cs := func(n ...int64) score.Counts {
+		return score.Counts{ConduitTotal: n[0], ConduitSuccess: n[1], AP2Total: n[2], AP2Success: n[3]}
+	}
 	for _, tc := range []struct {
 		issued  time.Time
 		changed string
