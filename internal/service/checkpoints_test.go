@@ -220,8 +220,8 @@ func TestVerifyCheckpoint(t *testing.T) {
 	if _, err := a.VerifyCheckpoint(ctx, []byte(forged)); !errors.Is(err, checkpoint.ErrSignature) {
 		t.Fatalf("forged root: %v", err)
 	}
-	other := *a
-	other.CheckpointKey, _ = NewCheckpointKey([]byte("another-key-of-32-bytes-or-more-0000"))
+	otherKey, _ := NewCheckpointKey([]byte("another-key-of-32-bytes-or-more-0000"))
+	other := &UseCases{Store: a.Store, Now: a.Now, CheckpointKey: otherKey}
 	if _, err := other.VerifyCheckpoint(ctx, archived.Document); !errors.Is(err, checkpoint.ErrSignature) {
 		t.Fatalf("another key: %v", err)
 	}
