@@ -14,6 +14,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -32,6 +33,7 @@ func commands() []*cobra.Command {
 		newPassportCmd(),
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
+		newCorrectCmd(), newAppealCmd(),
 	}
 }
 
@@ -88,6 +90,9 @@ type Process struct {
 	// Drivers are the database back ends by DSN scheme; a command given a
 	// DSN of another scheme fails with a usage error.
 	Drivers Drivers
+	// Now is the clock of the use cases (service.UseCases.Now: deadlines,
+	// corrections, checkpoints, passports); nil means time.Now.
+	Now func() time.Time
 }
 
 // Run executes the command line args (without the program name) and returns
