@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func (f *fake) AppealStats(ctx context.Context) (service.AppealStats, error) {
 // checkpoints: use cases over a fresh SQLite file on the harness's clock,
 // holding agent-1 (10 Conduit sessions, 8 VERIFIED; 4 AP2 transactions
 // SETTLED) with a passport issued.
-func withService(t *testing.T, h *harness) (*service.UseCases, *clockwork) {
+func withService(t testing.TB, h *harness) (*service.UseCases, *clockwork) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "api.db"))
@@ -288,4 +289,68 @@ func TestCheckpointRoutes(t *testing.T) {
 	}
 	h.do("GET", "/swarmscore/elsewhere/1", nil).problem(t, "no-route", 404)
 	h.do("POST", "/swarmscore/checkpoints/1", nil).problem(t, "method-not-allowed", 405)
+}
+
+// FuzzCorrectionBodies sends arbitrary bodies to the routes of
+// corrections.go over real use cases: whatever arrives, the answer is a
+// 2xx with JSON or a 4xx problem, never a 5xx or a panic, and a body with a
+// repeated member is never accepted.
+func FuzzCorrectionBodies(f *testing.F) {
+	f.Add(uint8(0), `{"event_type":"ap2_transaction","event_id":"t-1","action":"status","status":"REFUNDED","reason":"chargeback"}`)
+	f.Add(uint8(0), `{"event_type":"conduit_session","event_id":"s-1","action":"reattribute","agent_id":"agent-2","reason":"moved","appeal_id":null}`)
+	f.Add(uint8(0), `{"event_type":"conduit_session","event_id":"s-1","action":"void","reason":"x","reason":"y"}`)
+	f.Add(uint8(1), `{"agent_passport_id":"x","grounds":"incorrect_count","statement":"s","events":[{"event_type":"conduit_session","event_id":"s-1"}]}`)
+	f.Add(uint8(2), `{"reason":"ok","corrections":[{"event_type":"conduit_session","event_id":"s-9","action":"status","status":"VERIFIED"}]}`)
+	f.Add(uint8(2), `{"reason":"ok","corrections":[1,{}]}`)
+	h := newHarness(f, Options{})
+	withService(f, h)
+	f.Fuzz(func(t *testing.T, route uint8, body string) {
+		target := []string{"/swarmscore/corrections", "/swarmscore/appeals", "/swarmscore/appeals/apl-0/uphold"}[route%3]
+		req := httptest.NewRequest("POST", target, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+goodToken)
+		rec := httptest.NewRecorder()
+		h.s.ServeHTTP(rec, req)
+		switch code := rec.Code; {
+		case code == 200 || code == 201:
+			if !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("%d with invalid JSON: %q", code, rec.Body)
+			}
+			if hasRepeatedMember(body) {
+				t.Fatalf("accepted a repeated member: %q", body)
+			}
+		case code >= 400 && code < 500:
+			var p Problem
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || !strings.HasPrefix(p.Type, ProblemBase) || p.Detail == "" {
+				t.Fatalf("%d without a problem: %q", code, rec.Body)
+			}
+		default:
+			t.Fatalf("status %d for %s %q: %s", code, target, body, rec.Body)
+		}
+	})
+}
+
+// hasRepeatedMember reports whether the top-level JSON object in body
+// names a member twice (false for anything else).
+func hasRepeatedMember(body string) bool {
+	dec := json.NewDecoder(strings.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return true
+		}
+		seen[name] = true
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return false
+		}
+	}
+	return false
 }
