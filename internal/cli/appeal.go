@@ -385,7 +385,7 @@ func printAppeals(w io.Writer, list []service.AppealStatus) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tAGENT\tFILED\tNEXT DUTY\tDUE\t")
+	fmt.Fprintln(tw, "ID\tSTATE\tAGENT\tFILED\tNEXT DUTY\tDUE")
 	for i := range list {
 		s := &list[i]
 		duty, due := "-", "-"
@@ -395,7 +395,7 @@ func printAppeals(w io.Writer, list []service.AppealStatus) {
 				due += " OVERDUE"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", s.ID, s.State, s.AgentID, ledger.FormatTime(s.FiledAt), duty, due)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.AgentID, ledger.FormatTime(s.FiledAt), duty, due)
 	}
 	tw.Flush()
 }

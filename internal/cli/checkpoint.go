@@ -152,8 +152,8 @@ func readCheckpointFile(cmd *cobra.Command, file string) ([]byte, error) {
 
 func printCheckpointCheck(w io.Writer, r *service.CheckpointCheck) {
 	c := r.Checkpoint
-	fmt.Fprintf(w, "checkpoint %d of %s: %d agents, root %s, signed by %s key %s: signature valid\n",
-		c.Number, c.Time.UTC().Format(checkpoint.TimeLayout), c.Agents, c.Root, c.Issuer.Alg, c.Issuer.KeyID)
+	fmt.Fprintf(w, "checkpoint %d of %s: %d %s, root %s, signed by %s key %s: signature valid\n",
+		c.Number, c.Time.UTC().Format(checkpoint.TimeLayout), c.Agents, plural(int(c.Agents), "agent", "agents"), c.Root, c.Issuer.Alg, c.Issuer.KeyID)
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "NOT SHOWN %s\n", p)
 	}

@@ -44,8 +44,9 @@ signed Execution Passports.
 Exit status:
   0  success
   1  the command ran and the answer is negative or it failed: an invalid
-     passport (passport verify), a rejected input line (score --batch), or an
-     internal error
+     passport (passport verify), a rejected input line (score --batch), a
+     broken chain or a checkpoint the ledger does not extend (ledger verify),
+     or an internal error
   2  usage: unknown command or flag, missing or malformed value, impossible
      counts, missing or short SWARMSCORE_SIGNING_KEY, unreadable input file
   3  not found (e.g. an unknown agent)

@@ -15,11 +15,12 @@ import (
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+	"github.com/swarmscore/swarmscore/passport"
 )
 
 // newCheckpointing returns use cases over a fresh SQLite file with a
 // checkpoint key, and a raw connection to that file for tampering.
-func newCheckpointing(t *testing.T) (*UseCases, *clock, *sql.DB) {
+func newCheckpointing(t testing.TB) (*UseCases, *clock, *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cp.db")
@@ -31,8 +32,12 @@ func newCheckpointing(t *testing.T) (*UseCases, *clock, *sql.DB) {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	a, c := newUseCases(t)
-	a.Store = st
+	key, err := passport.NewKey([]byte(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t0.Add(10 * 24 * time.Hour)}
+	a := &UseCases{Store: st, Key: key, Platform: "test.example", Now: c.now}
 	if a.CheckpointKey, err = NewCheckpointKey([]byte(testKey)); err != nil {
 		t.Fatal(err)
 	}
