@@ -128,7 +128,7 @@ func TestCorrectionRoute(t *testing.T) {
 			t.Errorf("%s: detail %q, want %q", name, p.Detail, tc.detail)
 		}
 	}
-	if list, _ := u.Corrections(context.Background(), ledger.AP2Transaction, "t-2"); len(list) != 0 {
+	if list, _ := u.Store.Corrections(context.Background(), ledger.AP2Transaction, "t-2"); len(list) != 0 {
 		t.Fatalf("a refused request corrected t-2: %+v", list)
 	}
 	h.do("POST", "/swarmscore/corrections", jsonBody(body)).problem(t, "unauthorized", 401)

@@ -55,19 +55,6 @@ func (u *UseCases) Correct(ctx context.Context, req ledger.CorrectionRequest) (l
 	return c, created, nil
 }
 
-// Corrections returns an event's corrections, oldest first (none for an
-// event never corrected or unknown). Errors: ErrInvalid for a malformed
-// type or id, ErrUnavailable.
-func (u *UseCases) Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error) {
-	if !typ.Valid() {
-		return nil, fmt.Errorf("%w: event_type: %q is not conduit_session or ap2_transaction", errkind.ErrInvalid, typ)
-	}
-	if err := ledger.CheckID("event_id", eventID); err != nil {
-		return nil, err
-	}
-	return u.Store.Corrections(ctx, typ, eventID)
-}
-
 // canReissue refuses, before anything is written, a correction this
 // process could not re-issue passports for: without a key the store's
 // transaction would fail at the first signature.

@@ -65,7 +65,7 @@ func TestCorrectChargeback(t *testing.T) {
 	if err != nil || created || again.ID != cor.ID || !again.At.Equal(cor.At) {
 		t.Fatalf("repeat: %+v %v %v", again, created, err)
 	}
-	list, err := a.Corrections(ctx, ledger.AP2Transaction, "t-0")
+	list, err := a.Store.Corrections(ctx, ledger.AP2Transaction, "t-0")
 	if err != nil || len(list) != 1 || list[0].ID != cor.ID {
 		t.Fatalf("corrections of t-0: %+v %v", list, err)
 	}
@@ -156,7 +156,7 @@ func TestCorrectErrors(t *testing.T) {
 		!strings.Contains(err.Error(), SigningKeyEnv) {
 		t.Fatalf("no key: %v", err)
 	}
-	if list, _ := a.Corrections(ctx, ledger.ConduitSession, "c-0"); len(list) != 0 {
+	if list, _ := a.Store.Corrections(ctx, ledger.ConduitSession, "c-0"); len(list) != 0 {
 		t.Fatalf("a refused correction was stored: %+v", list)
 	}
 }
