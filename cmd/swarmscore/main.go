@@ -22,6 +22,6 @@ func main() {
 	// Signals keep their default effect (Ctrl-C ends a CLI command at once);
 	// `serve` installs its own handler for a graceful shutdown.
 	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.Process{
-		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Drivers: drivers,
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Drivers: drivers, Now: clock(),
 	}))
 }

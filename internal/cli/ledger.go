@@ -16,13 +16,14 @@ func newLedgerCmd() *cobra.Command {
 		Short: "Verify the ledger's hash chains and recompute scores",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("missing subcommand (verify, recompute)")
+			return usageErrorf("missing subcommand (verify, recompute, checkpoint)")
 		},
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
 	var asJSON bool
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the report as JSON")
-	cmd.AddCommand(&cobra.Command{
+	var checkpointFile string
+	verify := &cobra.Command{
 		Use:   "verify",
 		Short: "Walk every agent's hash chain and report the first broken link",
 		Long: `Recompute every agent's SHA-256 hash chain from its first record and check
@@ -33,9 +34,24 @@ as the first broken link of that agent's chain.
 
 With --json: {"agents","records","events","broken":[{"agent_id","seq","event_id","reason"}]}.
 
-Exit status: 0 when every chain is intact, 1 when any is broken.`,
+With --checkpoint FILE (an archived checkpoint; '-' reads standard input) it
+first checks the checkpoint's signature, then that the ledger extends it:
+every agent it named is still there, with the same chain hash at its
+checkpointed seq (so no record up to there was rewritten, removed or
+inserted, even with every hash after it recomputed). It names each agent whose
+chain was rewritten, truncated or dropped, then walks every chain as above.
+--json adds "checkpoint": {"number","time","agents","root","kid","extends",
+"changes":[{"agent_id","kind","archived_seq","archived_hash","current_seq",
+"current_hash"}],"problems"}.
+
+Exit status: 0 when every chain is intact (and extends the checkpoint), 1 when
+any is broken, the checkpoint's signature does not verify or the ledger does
+not extend it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if checkpointFile != "" {
+				return verifyCheckpoint(cmd, db, checkpointFile, asJSON)
+			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				r, err := u.VerifyLedger(cmd.Context())
 				if err != nil {
@@ -61,7 +77,9 @@ Exit status: 0 when every chain is intact, 1 when any is broken.`,
 				return withStatus(ExitFailure, fmt.Errorf("%d of %d chains broken", len(r.Broken), r.Agents))
 			})
 		},
-	})
+	}
+	verify.Flags().StringVar(&checkpointFile, "checkpoint", "", "an archived checkpoint the ledger must extend")
+	cmd.AddCommand(verify, newLedgerCheckpointCmd(&db))
 	var stale bool
 	recompute := &cobra.Command{
 		Use:   "recompute",

@@ -14,6 +14,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -32,6 +33,7 @@ func commands() []*cobra.Command {
 		newPassportCmd(),
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
+		newCorrectCmd(), newAppealCmd(),
 	}
 }
 
@@ -42,8 +44,9 @@ signed Execution Passports.
 Exit status:
   0  success
   1  the command ran and the answer is negative or it failed: an invalid
-     passport (passport verify), a rejected input line (score --batch), or an
-     internal error
+     passport (passport verify), a rejected input line (score --batch), a
+     broken chain or a checkpoint the ledger does not extend (ledger verify),
+     or an internal error
   2  usage: unknown command or flag, missing or malformed value, impossible
      counts, missing or short SWARMSCORE_SIGNING_KEY, unreadable input file
   3  not found (e.g. an unknown agent)
@@ -88,6 +91,9 @@ type Process struct {
 	// Drivers are the database back ends by DSN scheme; a command given a
 	// DSN of another scheme fails with a usage error.
 	Drivers Drivers
+	// Now is the clock of the use cases (service.UseCases.Now: deadlines,
+	// corrections, checkpoints, passports); nil means time.Now.
+	Now func() time.Time
 }
 
 // Run executes the command line args (without the program name) and returns

@@ -46,6 +46,11 @@ e.g. swarmscore.key) and logs its path; a PostgreSQL store refuses to start.
 SWARMSCORE_ADMIN_TOKEN (at least 32 characters) is accepted as the bearer
 token of the operator "admin"; mint more with 'swarmscore token create'.
 
+--checkpoint-every DURATION signs a checkpoint of the ledger (see 'swarmscore
+ledger checkpoint') at start and then at that interval, but only when a chain
+head moved since the latest one, so that each published checkpoint commits to
+a new state of the ledger.
+
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
 (up to --shutdown-timeout) and closes the database.
 
@@ -76,6 +81,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.skew, "max-clock-skew", service.DefaultMaxClockSkew, "how far past the server's clock a reported event may be dated")
 	f.StringSliceVar(&cfg.metricsAllow, "metrics-allow", nil, "CIDR or address of a network /metrics answers to (repeatable; default loopback)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	f.DurationVar(&cfg.checkpointEvery, "checkpoint-every", 0, "sign a checkpoint of the ledger at start and at this interval, when a chain head moved since the latest (0: never)")
 	return cmd
 }
 
@@ -88,6 +94,7 @@ type serveConfig struct {
 	skew               time.Duration
 	metricsAllow       []string
 	logLevel           string
+	checkpointEvery    time.Duration
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -133,6 +140,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if cfg.skew <= 0 {
 		return usageErrorf("--max-clock-skew %s must be positive", cfg.skew)
 	}
+	if cfg.checkpointEvery != 0 && cfg.checkpointEvery < minCheckpointEvery {
+		return usageErrorf("--checkpoint-every %s is below %s (0 disables it)", cfg.checkpointEvery, minCheckpointEvery)
+	}
 	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
 	if err != nil {
 		return err
@@ -168,6 +178,10 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if err != nil {
 		return err
 	}
+	cpKey, err := service.LoadCheckpointKey(getenv(cmd, service.SigningKeyEnv), dbFile)
+	if err != nil {
+		return err
+	}
 
 	st, err := drv.Open(ctx, dsn)
 	if err != nil {
@@ -183,9 +197,15 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if l, ok := st.(interface{ SetLogger(*slog.Logger) }); ok {
 		l.SetLogger(log)
 	}
-	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform, MaxClockSkew: cfg.skew}
+	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform, MaxClockSkew: cfg.skew,
+		CheckpointKey: cpKey, Environment: getenv(cmd, environmentEnv), Now: process(cmd).Now}
 	if _, err := u.Migrate(ctx); err != nil {
 		return err
+	}
+	if cfg.checkpointEvery > 0 {
+		// Deferred after the store's Close, so it runs first: a checkpoint
+		// under way finishes before the database goes.
+		defer startCheckpoints(ctx, u, cfg.checkpointEvery, log)()
 	}
 	u.StartCacheWatch()
 	if admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN"); admin != "" {

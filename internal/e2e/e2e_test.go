@@ -90,6 +90,12 @@ func start(t *testing.T, dsn string, env ...string) *server {
 // waited for on /healthz.
 func startArgs(t *testing.T, dsn string, args []string, env ...string) *server {
 	t.Helper()
+	return startBinary(t, bin, dsn, args, env...)
+}
+
+// startBinary is startArgs with another build of the binary.
+func startBinary(t *testing.T, bin, dsn string, args []string, env ...string) *server {
+	t.Helper()
 	addr := "127.0.0.1:0"
 	quiet := slices.Contains(args, "--log-level")
 	if quiet {

@@ -52,6 +52,8 @@ type Service interface {
 	// CertificateStats reports how certificates were served and how the
 	// back end's cache watch fares, for /metrics. It must not block.
 	CertificateStats() service.CertificateStats
+	// Corrections, appeals and checkpoints (corrections.go).
+	CorrectionsService
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -148,6 +150,7 @@ func New(svc Service, opt Options) *Server {
 	s.route("POST /swarmscore/events", operator, MaxEventsBody, s.events)
 	s.route("POST /swarmscore/{agent_id}/escrow", operator, maxSmallBody, s.escrow)
 	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
+	s.correctionRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
@@ -175,11 +178,18 @@ const (
 
 // route registers a handler behind its body limit and access check.
 func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc) {
+	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+	s.mux.HandleFunc(pattern, s.guard(pattern, a, limit, h))
+}
+
+// guard records pattern as a route and returns h behind its body limit and
+// access check, for route, or for a dispatcher that serves the route under
+// a less specific pattern (items).
+func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc) http.HandlerFunc {
 	s.routes[pattern] = true
 	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
-	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
 		rw, _ := w.(*recorder)
 		if rw != nil {
 			rw.route = m
@@ -224,5 +234,5 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 			}
 		}
 		h(w, r)
-	})
+	}
 }

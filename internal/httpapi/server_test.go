@@ -31,6 +31,10 @@ var now = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
 // fake implements Service with canned answers and records what it was
 // asked, so each test states the use case's behaviour it relies on.
 type fake struct {
+	// CorrectionsService answers the routes of corrections.go; nil (any
+	// call panics) in tests of the other routes.
+	CorrectionsService
+
 	mu        sync.Mutex
 	cert      service.Certificate
 	verifyRes service.Verification

@@ -1,7 +1,8 @@
 // Package service holds SwarmScore's use cases: ingesting reported events,
 // scores through the cache, signed certificates (Execution Passports, kept
 // in memory per process), verification, escrow holds, ranking, the ledger's
-// checks and operator tokens. UseCases is the one entry point; the CLI
+// checks, operator tokens, corrections and appeals (§11.3: corrections.go,
+// appeals.go) and signed checkpoints (§8.3: checkpoints.go). UseCases is the one entry point; the CLI
 // (internal/cli) and the HTTP API (internal/httpapi) both call it, and
 // differ only in how they read input and render results, which this
 // package never does beyond parsing events and giving verification checks

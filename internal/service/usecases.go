@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
@@ -38,6 +39,13 @@ type UseCases struct {
 	// rejected, since once stored it could never be corrected. Zero means
 	// DefaultMaxClockSkew; it must not be negative.
 	MaxClockSkew time.Duration
+	// CheckpointKey signs checkpoints and checks archived ones until the
+	// keyring does (checkpointSigner, checkpointVerifier); nil in
+	// processes that handle none.
+	CheckpointKey *checkpoint.HMACKey
+	// Environment names the deployment in checkpoints (production,
+	// staging…); "" means DefaultEnvironment.
+	Environment string
 
 	certs certMemo
 	// histories and ingests serve the pages (profile.go, activity.go).

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+const checkpointLong = `Sign a checkpoint (spec §8.3, external notarisation): an RFC 6962 Merkle
+root over every agent's hash chain head, with their count and the time,
+numbered after the latest. It is stored, published at
+GET /swarmscore/checkpoints/latest and /swarmscore/checkpoints/{number}, and
+printed on standard output. Archive it elsewhere: 'swarmscore ledger verify
+--checkpoint FILE' later proves that the ledger still extends it, and names
+any agent whose chain was rewritten, truncated or dropped.
+
+It is signed (HS256) with the key passports are signed with
+(SWARMSCORE_SIGNING_KEY, else the key file beside an SQLite database), named by
+its fingerprint. The environment is SWARMSCORE_ENVIRONMENT (default
+production) and the platform SWARMSCORE_PLATFORM (default swarmscore).
+'serve --checkpoint-every' makes them on a schedule.`
+
+// newLedgerCheckpointCmd is `ledger checkpoint`; db is the ledger
+// command's --db.
+func newLedgerCheckpointCmd(db *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "checkpoint",
+		Short: "Sign and publish a checkpoint of every chain head; print it",
+		Long:  checkpointLong,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withSigning(cmd, *db, readOnly, func(u *service.UseCases) error {
+				nc, err := u.MakeCheckpoint(cmd.Context(), false)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(append(nc.Document, '\n'))
+				return err
+			})
+		},
+	}
+}
+
+// checkpointVerifyJSON is `ledger verify --checkpoint FILE --json`: the
+// walk's report and what the checkpoint check found.
+type checkpointVerifyJSON struct {
+	ledgerVerifyJSON
+	Checkpoint checkpointCheckJSON `json:"checkpoint"`
+}
+
+type checkpointCheckJSON struct {
+	Number   int64        `json:"number"`
+	Time     string       `json:"time"`
+	Agents   int64        `json:"agents"`
+	Root     string       `json:"root"`
+	KeyID    string       `json:"kid"`
+	Extends  bool         `json:"extends"`
+	Changes  []changeJSON `json:"changes"`
+	Problems []string     `json:"problems"`
+}
+
+type changeJSON struct {
+	AgentID      string `json:"agent_id"`
+	Kind         string `json:"kind"`
+	ArchivedSeq  int64  `json:"archived_seq"`
+	ArchivedHash string `json:"archived_hash"`
+	CurrentSeq   int64  `json:"current_seq"`
+	CurrentHash  string `json:"current_hash"`
+}
+
+// verifyCheckpoint is `ledger verify --checkpoint FILE`. A checkpoint whose
+// signature does not verify, or that the ledger no longer extends, is a
+// negative answer (exit 1), as a broken chain is; a file that is not a
+// checkpoint is unreadable input (exit 2).
+func verifyCheckpoint(cmd *cobra.Command, db, file string, asJSON bool) error {
+	doc, err := readCheckpointFile(cmd, file)
+	if err != nil {
+		return err
+	}
+	return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
+		dbFile, err := localDBFile(cmd, db)
+		if err != nil {
+			return err
+		}
+		// Only read: checking needs the key that exists, and never makes
+		// one.
+		if u.CheckpointKey, err = service.LoadCheckpointKey(getenv(cmd, service.SigningKeyEnv), dbFile); err != nil {
+			return err
+		}
+		configure(cmd, u)
+		r, err := u.VerifyCheckpoint(cmd.Context(), doc)
+		if errors.Is(err, checkpoint.ErrSignature) {
+			return withStatus(ExitFailure, fmt.Errorf("%s: %w", file, err))
+		}
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if asJSON {
+			if err := printJSON(cmd, checkpointJSON(&r)); err != nil {
+				return err
+			}
+		} else {
+			printCheckpointCheck(out, &r)
+		}
+		c := r.Checkpoint
+		switch {
+		case !r.Extends():
+			n := len(r.Changes)
+			what := fmt.Sprintf("%d %s changed", n, plural(n, "agent", "agents"))
+			if n == 0 {
+				what = r.Problems[0]
+			}
+			return withStatus(ExitFailure, fmt.Errorf("the ledger does not extend checkpoint %d: %s", c.Number, what))
+		case len(r.Ledger.Broken) > 0:
+			return withStatus(ExitFailure, fmt.Errorf("%d of %d chains broken", len(r.Ledger.Broken), r.Ledger.Agents))
+		}
+		return nil
+	})
+}
+
+func readCheckpointFile(cmd *cobra.Command, file string) ([]byte, error) {
+	var r io.Reader = cmd.InOrStdin()
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errkind.ErrInvalid, err)
+		}
+		defer f.Close()
+		r = f
+	}
+	// One byte past the limit tells an oversized file from one at it;
+	// checkpoint.Parse refuses it with the reason.
+	doc, err := io.ReadAll(io.LimitReader(r, checkpoint.MaxDocumentSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %v", errkind.ErrInvalid, file, err)
+	}
+	return doc, nil
+}
+
+func printCheckpointCheck(w io.Writer, r *service.CheckpointCheck) {
+	c := r.Checkpoint
+	fmt.Fprintf(w, "checkpoint %d of %s: %d %s, root %s, signed by %s key %s: signature valid\n",
+		c.Number, c.Time.UTC().Format(checkpoint.TimeLayout), c.Agents, plural(int(c.Agents), "agent", "agents"), c.Root, c.Issuer.Alg, c.Issuer.KeyID)
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "NOT SHOWN %s\n", p)
+	}
+	for _, ch := range r.Changes {
+		fmt.Fprintf(w, "DIVERGED %s\n", ch)
+	}
+	if r.Extends() {
+		fmt.Fprintf(w, "the ledger extends checkpoint %d: every agent it named is there, unchanged up to its checkpointed seq\n", c.Number)
+	}
+	l := r.Ledger
+	fmt.Fprintf(w, "%d agents, %d chain records, %d events checked\n", l.Agents, l.Records, l.Events)
+	if len(l.Broken) == 0 {
+		fmt.Fprintln(w, "every chain is intact")
+	}
+	for _, b := range l.Broken {
+		fmt.Fprintf(w, "BROKEN %s\n", b)
+	}
+}
+
+func checkpointJSON(r *service.CheckpointCheck) checkpointVerifyJSON {
+	c := r.Checkpoint
+	out := checkpointVerifyJSON{ledgerVerifyJSON: verifyJSON(r.Ledger), Checkpoint: checkpointCheckJSON{
+		Number: c.Number, Time: c.Time.UTC().Format(checkpoint.TimeLayout), Agents: c.Agents, Root: c.Root.String(),
+		KeyID: c.Issuer.KeyID, Extends: r.Extends(), Changes: make([]changeJSON, len(r.Changes)), Problems: append([]string{}, r.Problems...)}}
+	for i, ch := range r.Changes {
+		out.Checkpoint.Changes[i] = changeJSON{AgentID: ch.AgentID, Kind: string(ch.Kind), ArchivedSeq: ch.ArchivedSeq,
+			ArchivedHash: hex.EncodeToString(ch.ArchivedHash[:]), CurrentSeq: ch.CurrentSeq, CurrentHash: hex.EncodeToString(ch.CurrentHash[:])}
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// minCheckpointEvery bounds serve --checkpoint-every from below: a
+// checkpoint reads every head, and one a second is already more than
+// anyone archives.
+const minCheckpointEvery = time.Second
+
+// startCheckpoints makes a checkpoint at once and then every every, each
+// only when the heads changed since the latest (MakeCheckpoint with
+// onlyIfChanged): archivers then see one checkpoint per change of the
+// ledger, and a quiet ledger's latest checkpoint stays current rather than
+// being re-signed on every tick. Failures are logged and retried at the
+// next tick. stop ends the schedule and waits for a checkpoint under way,
+// so that the store can be closed after it.
+func startCheckpoints(ctx context.Context, u *service.UseCases, every time.Duration, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			nc, err := u.MakeCheckpoint(ctx, true)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				log.Warn("making a checkpoint failed; retrying at the next tick", "err", err, "every", every.String())
+			case nc.Created:
+				log.Info("checkpoint made", "checkpoint", nc.Checkpoint.Number, "agents", nc.Checkpoint.Agents, "root", nc.Checkpoint.Root.String())
+			default:
+				log.Debug("no chain head moved since the latest checkpoint", "checkpoint", nc.Checkpoint.Number)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+// environmentEnv names the deployment's environment in checkpoints, as
+// the keyring names it in its keys.
+const environmentEnv = "SWARMSCORE_ENVIRONMENT"
+
+// withSigning is withUseCases for commands that sign: the passports a
+// correction re-issues, checkpoints. It gives the use cases the keys as
+// serve loads them (service.LoadSigningKey, then the checkpoint key from
+// the same secret), the issuer platform ($SWARMSCORE_PLATFORM, else
+// swarmscore, as serve without --platform), the environment and the
+// process's clock. The database is checked first, so no key file is
+// created beside a database that does not exist.
+func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error) error {
+	return withUseCases(cmd, db, mode, func(u *service.UseCases) error {
+		dbFile, err := localDBFile(cmd, db)
+		if err != nil {
+			return err
+		}
+		// Only a generated key would be logged at Info; the CLI says
+		// nothing on success, and the file is where serve would make it.
+		quiet := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		env := getenv(cmd, service.SigningKeyEnv)
+		if u.Key, err = service.LoadSigningKey(env, dbFile, quiet); err != nil {
+			return err
+		}
+		if u.CheckpointKey, err = service.LoadCheckpointKey(env, dbFile); err != nil {
+			return err
+		}
+		configure(cmd, u)
+		return f(u)
+	})
+}
+
+// configure gives the use cases what serve gives them besides keys.
+func configure(cmd *cobra.Command, u *service.UseCases) {
+	u.Platform = getenv(cmd, "SWARMSCORE_PLATFORM")
+	if u.Platform == "" {
+		u.Platform = "swarmscore"
+	}
+	u.Environment = getenv(cmd, environmentEnv)
+	u.Now = process(cmd).Now
+}
+
+// localDBFile is the file of a database kept in a local file ("" for a
+// database server), where the signing key is kept beside it.
+func localDBFile(cmd *cobra.Command, db string) (string, error) {
+	dsn := dbDSN(cmd, db)
+	drv, err := process(cmd).Drivers.lookup(dsn)
+	if err != nil || drv.File == nil {
+		return "", err
+	}
+	return drv.File(dsn)
+}
+
+const correctLong = `Correct a recorded event (spec §11.3). A correction never edits history: it
+is appended to the hash chains of the agents it affects, and says what
+changes, who made it and why. Exactly one of:
+
+  --status S   a new final status, e.g. a chargeback after settlement
+               (ap2_transaction SETTLED -> DISPUTED or REFUNDED) or a session
+               wrongly marked VERIFIED (conduit_session -> FAILED)
+  --agent ID   re-attribution: the event was filed under the wrong agent
+  --void       the event stops counting altogether
+
+--reason is required; --appeal names the appeal the correction answers (it
+must exist). The affected agents' scores are recomputed and their passports
+re-issued in the correction's transaction, signed with the key serve uses
+(SWARMSCORE_SIGNING_KEY, else the key file beside an SQLite database), with
+issuer.platform from SWARMSCORE_PLATFORM (default swarmscore). Running the
+same correction again changes nothing and prints the first one.
+
+With --json: the correction as POST /swarmscore/corrections returns it.
+
+Exit status: 0 when recorded or already recorded, 2 for a correction that is
+invalid or changes nothing, 3 for an unknown event or appeal, 5 for an event
+that is not final yet or was voided.`
+
+func newCorrectCmd() *cobra.Command {
+	var db, operator, status, agent, reason, appealID string
+	var void, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "correct EVENT_TYPE EVENT_ID (--status S | --agent ID | --void) --reason TEXT",
+		Short: "Correct an event's final status or agent, or void it (chargebacks too)",
+		Long:  correctLong,
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req, err := correctionFlags(status, agent, void)
+			if err != nil {
+				return err
+			}
+			req.EventType, req.EventID, req.Reason, req.AppealID, req.By = ledger.Type(args[0]), args[1], reason, appealID, operator
+			return withSigning(cmd, db, readOnly, func(u *service.UseCases) error {
+				c, created, err := u.Correct(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd, correctionOut(&c))
+				}
+				printCorrection(cmd.OutOrStdout(), &c, created)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&db, "db", "", dbFlagUsage)
+	f.StringVar(&operator, "operator", "local", "the operator making the correction (recorded as its author)")
+	f.StringVar(&status, "status", "", "the event's new final status")
+	f.StringVar(&agent, "agent", "", "the agent the event moves to")
+	f.BoolVar(&void, "void", false, "void the event: it no longer counts")
+	f.StringVar(&reason, "reason", "", "why (required; recorded in the chain)")
+	f.StringVar(&appealID, "appeal", "", "the appeal the correction answers")
+	f.BoolVar(&asJSON, "json", false, "print the correction as JSON")
+	return cmd
+}
+
+// correctionFlags turns --status, --agent and --void, exactly one of
+// which is given, into the request's action and target.
+func correctionFlags(status, agent string, void bool) (ledger.CorrectionRequest, error) {
+	var req ledger.CorrectionRequest
+	n := 0
+	if status != "" {
+		n++
+		req.Action, req.Status = ledger.ActionStatus, ledger.Status(strings.ToUpper(status))
+	}
+	if agent != "" {
+		n++
+		req.Action, req.AgentID = ledger.ActionReattribute, agent
+	}
+	if void {
+		n++
+		req.Action = ledger.ActionVoid
+	}
+	if n != 1 {
+		return req, usageErrorf("give exactly one of --status, --agent and --void")
+	}
+	return req, nil
+}
+
+func printCorrection(w io.Writer, c *ledger.Correction, created bool) {
+	what := fmt.Sprintf("%s %s %s", c.EventType, c.EventID, c.Action)
+	switch c.Action {
+	case ledger.ActionStatus:
+		what = fmt.Sprintf("%s %s: %s -> %s (agent %s)", c.EventType, c.EventID, c.FromStatus, c.ToStatus, c.FromAgent)
+	case ledger.ActionReattribute:
+		what = fmt.Sprintf("%s %s: agent %s -> %s", c.EventType, c.EventID, c.FromAgent, c.ToAgent)
+	case ledger.ActionVoid:
+		what = fmt.Sprintf("%s %s (agent %s, %s): voided", c.EventType, c.EventID, c.FromAgent, c.FromStatus)
+	}
+	if created {
+		fmt.Fprintf(w, "correction %s recorded: %s\n", c.ID, what)
+	} else {
+		fmt.Fprintf(w, "correction %s was already recorded at %s: %s; nothing changed\n", c.ID, ledger.FormatTime(c.At), what)
+	}
+	if !c.ReissuedAt.IsZero() {
+		agents := c.FromAgent
+		if c.ToAgent != c.FromAgent {
+			agents += " and " + c.ToAgent
+		}
+		fmt.Fprintf(w, "passports of %s re-issued at %s\n", agents, ledger.FormatTime(c.ReissuedAt))
+	}
+}
+
+// correctionJSON is a correction as the CLI and POST /swarmscore/corrections
+// print it.
+type correctionJSON struct {
+	ID         string  `json:"id"`
+	EventType  string  `json:"event_type"`
+	EventID    string  `json:"event_id"`
+	Action     string  `json:"action"`
+	Status     string  `json:"status,omitempty"`
+	AgentID    string  `json:"agent_id,omitempty"`
+	Reason     string  `json:"reason"`
+	AppealID   string  `json:"appeal_id,omitempty"`
+	By         string  `json:"by"`
+	At         string  `json:"at"`
+	FromAgent  string  `json:"from_agent"`
+	ToAgent    string  `json:"to_agent"`
+	FromStatus string  `json:"from_status"`
+	ToStatus   string  `json:"to_status"`
+	ReissuedAt *string `json:"reissued_at"`
+}
+
+func correctionOut(c *ledger.Correction) correctionJSON {
+	return correctionJSON{ID: c.ID, EventType: string(c.EventType), EventID: c.EventID, Action: string(c.Action),
+		Status: string(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID, By: c.By,
+		At: ledger.FormatTime(c.At), FromAgent: c.FromAgent, ToAgent: c.ToAgent, FromStatus: string(c.FromStatus),
+		ToStatus: string(c.ToStatus), ReissuedAt: optTime(c.ReissuedAt)}
+}
+
+// optTime is t in JSON, or null when it has not happened.
+func optTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := ledger.FormatTime(t)
+	return &s
+}

@@ -1,0 +1,313 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+type eventKeyJSON struct {
+	EventType string `json:"event_type"`
+	EventID   string `json:"event_id"`
+}
+
+type deadlineJSON struct {
+	Duty string `json:"duty"`
+	Due  string `json:"due"`
+}
+
+type historyJSON struct {
+	Action string `json:"action"`
+	By     string `json:"by"`
+	At     string `json:"at"`
+	Note   string `json:"note,omitempty"`
+}
+
+type appealJSON struct {
+	ID                 string         `json:"id"`
+	AgentID            string         `json:"agent_id"`
+	PassportID         string         `json:"agent_passport_id"`
+	PassportComputedAt string         `json:"passport_computed_at"`
+	Grounds            string         `json:"grounds"`
+	Statement          string         `json:"statement"`
+	Events             []eventKeyJSON `json:"events"`
+	State              string         `json:"state"`
+	FiledBy            string         `json:"filed_by"`
+	FiledAt            string         `json:"filed_at"`
+	AcknowledgedAt     *string        `json:"acknowledged_at"`
+	DecidedAt          *string        `json:"decided_at"`
+	EscalatedAt        *string        `json:"escalated_at"`
+	Decision           string         `json:"decision,omitempty"`
+	Corrections        []string       `json:"corrections"`
+	ReissuedAt         *string        `json:"reissued_at"`
+	NextDeadline       *deadlineJSON  `json:"next_deadline"`
+	Overdue            bool           `json:"overdue"`
+	History            []historyJSON  `json:"history"`
+}
+
+func appealOut(s *service.AppealStatus) appealJSON {
+	a := &s.Appeal
+	out := appealJSON{ID: a.ID, AgentID: a.AgentID, PassportID: a.PassportID, PassportComputedAt: ledger.FormatTime(a.PassportComputedAt),
+		Grounds: string(a.Grounds), Statement: a.Statement, Events: make([]eventKeyJSON, len(a.Events)), State: string(a.State),
+		FiledBy: a.FiledBy, FiledAt: ledger.FormatTime(a.FiledAt), AcknowledgedAt: optTime(a.AcknowledgedAt),
+		DecidedAt: optTime(a.DecidedAt), EscalatedAt: optTime(a.EscalatedAt), Decision: a.Decision,
+		Corrections: append([]string{}, a.Corrections...), ReissuedAt: optTime(a.ReissuedAt), Overdue: s.Overdue,
+		History: make([]historyJSON, len(a.History))}
+	for i, e := range a.Events {
+		out.Events[i] = eventKeyJSON{string(e.Type), e.ID}
+	}
+	for i, h := range a.History {
+		out.History[i] = historyJSON{Action: string(h.Action), By: h.By, At: ledger.FormatTime(h.At), Note: h.Note}
+	}
+	if s.Next.Duty != "" {
+		out.NextDeadline = &deadlineJSON{Duty: s.Next.Duty, Due: ledger.FormatTime(s.Next.Due)}
+	}
+	return out
+}
+
+// fileAppeal files an appeal on an agent's behalf: 201 with the appeal.
+func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	m, err := readMembers(body, "", []string{"agent_passport_id", "grounds", "statement", "events"})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var f service.AppealFiling
+	var grounds string
+	for name, dst := range map[string]*string{"agent_passport_id": &f.PassportID, "grounds": &grounds, "statement": &f.Statement} {
+		if *dst, err = stringMember(m, "", name); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	f.Grounds = appeal.Grounds(grounds)
+	if f.Events, err = eventKeys(m["events"]); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	a, err := s.svc.FileAppeal(r.Context(), operatorFrom(r), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Location", "/swarmscore/appeals/"+a.ID)
+	writeJSON(w, http.StatusCreated, marshal(appealOut(&a)))
+}
+
+// eventKeys reads the events member: an array of {"event_type","event_id"}.
+func eventKeys(raw json.RawMessage) ([]ledger.EventKey, error) {
+	switch k := jsonKind(raw); k {
+	case "array":
+	case "nothing", "null":
+		return nil, nil
+	default:
+		return nil, errorf(ptWrongType, "field events must be a JSON array, not a JSON %s", k)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, jsonError(err)
+	}
+	out := make([]ledger.EventKey, len(items))
+	for i, it := range items {
+		where := "events[" + itoa(int64(i)) + "]."
+		m, err := readMembers(it, where, []string{"event_type", "event_id"})
+		if err != nil {
+			return nil, err
+		}
+		typ, err := stringMember(m, where, "event_type")
+		if err != nil {
+			return nil, err
+		}
+		id, err := stringMember(m, where, "event_id")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ledger.EventKey{Type: ledger.Type(typ), ID: id}
+	}
+	return out, nil
+}
+
+type appealsResponse struct {
+	Appeals []appealJSON `json:"appeals"`
+}
+
+// listAppeals lists appeals: state filters by state, overdue=true keeps
+// those past a deadline; overdue ones come first.
+func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		s.fail(w, r, errorf(ptInvalid, "the query string is not valid: %v", err))
+		return
+	}
+	var q service.AppealQuery
+	for k, vals := range values {
+		if len(vals) > 1 {
+			s.fail(w, r, errorf(ptInvalid, "query parameter %s is given %d times", k, len(vals)))
+			return
+		}
+		switch v := vals[0]; k {
+		case "state":
+			q.State = appeal.State(v)
+		case "overdue":
+			switch v {
+			case "true":
+				q.Overdue = true
+			case "false", "":
+			default:
+				s.fail(w, r, errorf(ptInvalid, "query parameter overdue: %q is not true or false", v))
+				return
+			}
+		default:
+			s.fail(w, r, errorf(ptInvalid, "unknown query parameter %q (known: state, overdue)", k))
+			return
+		}
+	}
+	list, err := s.svc.Appeals(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := appealsResponse{Appeals: make([]appealJSON, len(list))}
+	for i := range list {
+		resp.Appeals[i] = appealOut(&list[i])
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+// showAppeal serves one appeal (GET /swarmscore/appeals/{id}, through
+// items).
+func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
+	a, err := s.svc.Appeal(r.Context(), r.PathValue("item"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(appealOut(&a)))
+}
+
+// appealAction handles POST /swarmscore/appeals/{id}/<act>: a body with
+// "reason" (required to uphold or reject; ack and escalate take it as a
+// note, or no body at all) and, for an uphold, "corrections" in the shape
+// of POST /swarmscore/corrections (reason defaults to the decision's,
+// appeal_id to this appeal). It answers with the appeal after the action.
+func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
+	known := []string{"reason"}
+	if act == appeal.Uphold {
+		known = append(known, "corrections")
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		d := service.AppealDecision{Action: act}
+		if len(body) > 0 || act == appeal.Uphold || act == appeal.Reject {
+			m, err := readMembers(body, "", known)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if d.Reason, err = stringMember(m, "", "reason"); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if d.Corrections, err = corrections(m["corrections"]); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		a, _, err := s.svc.ActOnAppeal(r.Context(), r.PathValue("id"), operatorFrom(r), d)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, marshal(appealOut(&a)))
+	}
+}
+
+// corrections reads an uphold's corrections member.
+func corrections(raw json.RawMessage) ([]ledger.CorrectionRequest, error) {
+	switch k := jsonKind(raw); k {
+	case "array":
+	case "nothing", "null":
+		return nil, nil
+	default:
+		return nil, errorf(ptWrongType, "field corrections must be a JSON array, not a JSON %s", k)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, jsonError(err)
+	}
+	if len(items) > maxUpholdCorrections {
+		return nil, errorf(ptInvalid, "field corrections holds %d corrections; an uphold applies at most %d", len(items), maxUpholdCorrections)
+	}
+	out := make([]ledger.CorrectionRequest, len(items))
+	for i, it := range items {
+		c, err := parseCorrection(it, "corrections["+itoa(int64(i))+"].")
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// appealCollector exports the appeals by state and the overdue ones by
+// duty, counted at each scrape (appeals are few: a scrape reads them all).
+// When the database cannot answer within appealScrapeTimeout the series
+// are left out of that scrape rather than reported as zero.
+type appealCollector struct {
+	stats            func(context.Context) (service.AppealStats, error)
+	byState, overdue *prometheus.Desc
+}
+
+const appealScrapeTimeout = 2 * time.Second
+
+func newAppealCollector(stats func(context.Context) (service.AppealStats, error)) *appealCollector {
+	return &appealCollector{
+		stats:   stats,
+		byState: prometheus.NewDesc("swarmscore_appeals", "Appeals (spec §11.3) by state.", []string{"state"}, nil),
+		overdue: prometheus.NewDesc("swarmscore_appeals_overdue",
+			"Appeals past the deadline of the duty they wait on: acknowledge (7 days), decide (21 days) or re-issue (7 days after an uphold).",
+			[]string{"duty"}, nil),
+	}
+}
+
+func (c *appealCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.byState
+	ch <- c.overdue
+}
+
+func (c *appealCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), appealScrapeTimeout)
+	defer cancel()
+	st, err := c.stats(ctx)
+	if err != nil {
+		return
+	}
+	for state, n := range st.ByState {
+		ch <- prometheus.MustNewConstMetric(c.byState, prometheus.GaugeValue, float64(n), string(state))
+	}
+	for duty, n := range st.Overdue {
+		ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, float64(n), duty)
+	}
+}

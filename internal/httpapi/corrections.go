@@ -1,0 +1,249 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+// CorrectionsService lists the use cases of corrections, appeals (spec
+// §11.3) and checkpoints (§8.3), with the errors of Service.
+type CorrectionsService interface {
+	// Correct records a correction made by req.By and re-issues the
+	// affected passports in its transaction; created is false for a
+	// repeat, which returns the first.
+	Correct(ctx context.Context, req ledger.CorrectionRequest) (c ledger.Correction, created bool, err error)
+	// FileAppeal files an appeal on an agent's behalf.
+	FileAppeal(ctx context.Context, operator string, f service.AppealFiling) (service.AppealStatus, error)
+	// Appeal returns one appeal as of now.
+	Appeal(ctx context.Context, id string) (service.AppealStatus, error)
+	// Appeals lists appeals as of now, overdue first.
+	Appeals(ctx context.Context, q service.AppealQuery) ([]service.AppealStatus, error)
+	// ActOnAppeal acks, upholds (applying corrections), rejects or
+	// escalates an appeal.
+	ActOnAppeal(ctx context.Context, id, operator string, d service.AppealDecision) (service.AppealStatus, []ledger.Correction, error)
+	// AppealStats counts appeals by state and overdue duty, for /metrics.
+	AppealStats(ctx context.Context) (service.AppealStats, error)
+	// PublishedCheckpoint returns a checkpoint's document as stored (the
+	// latest for 0).
+	PublishedCheckpoint(ctx context.Context, number int64) ([]byte, error)
+}
+
+// Body limits of these routes: a correction's reason is at most 1,000
+// bytes and an appeal's statement or decision 4,000, each up to six times
+// that once JSON-escaped; an uphold carries up to maxUpholdCorrections
+// corrections.
+const (
+	maxCorrectionBody    = 16 << 10
+	maxAppealBody        = 64 << 10
+	maxUpholdCorrections = 100
+)
+
+// correctionRoutes registers the routes of corrections, appeals and
+// checkpoints.
+func (s *Server) correctionRoutes() {
+	s.metrics.reg.MustRegister(newAppealCollector(s.svc.AppealStats))
+	s.route("POST /swarmscore/corrections", operator, maxCorrectionBody, s.correct)
+	s.route("POST /swarmscore/appeals", operator, maxAppealBody, s.fileAppeal)
+	s.route("GET /swarmscore/appeals", operator, maxNoBody, s.listAppeals)
+	s.route("POST /swarmscore/appeals/{id}/ack", operator, maxAppealBody, s.appealAction(appeal.Ack))
+	s.route("POST /swarmscore/appeals/{id}/uphold", operator, maxAppealBody, s.appealAction(appeal.Uphold))
+	s.route("POST /swarmscore/appeals/{id}/reject", operator, maxAppealBody, s.appealAction(appeal.Reject))
+	s.route("POST /swarmscore/appeals/{id}/escalate", operator, maxAppealBody, s.appealAction(appeal.Escalate))
+	s.route("GET /swarmscore/checkpoints/latest", crossOrigin, maxNoBody, s.checkpoint)
+	s.items(map[string]http.HandlerFunc{
+		"appeals":     s.guard("GET /swarmscore/appeals/{id}", operator, maxNoBody, s.showAppeal),
+		"checkpoints": s.guard("GET /swarmscore/checkpoints/{number}", crossOrigin, maxNoBody, s.checkpoint),
+	})
+}
+
+// items serves GET /swarmscore/{collection}/{item} for the collections in
+// byCollection. ServeMux cannot hold GET /swarmscore/appeals/{id} beside
+// GET /swarmscore/{agent_id}/certificate: both match
+// /swarmscore/appeals/certificate and neither is more specific, so it
+// refuses the second. This pattern is less specific than both, so the
+// certificate route keeps every path it had (/swarmscore/appeals/certificate
+// is the certificate of agent "appeals"), and these routes get the rest.
+// Handlers read the segment as PathValue("item").
+func (s *Server) items(byCollection map[string]http.HandlerFunc) {
+	const pattern = "GET /swarmscore/{collection}/{item}"
+	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := byCollection[r.PathValue("collection")]; ok {
+			h(w, r)
+			return
+		}
+		s.fail(w, r, errorf(ptNoRoute, "no route for %s %s; see /openapi.json", r.Method, r.URL.Path))
+	})
+}
+
+// correctionFields are the members of a correction object.
+var correctionFields = []string{"event_type", "event_id", "action", "status", "agent_id", "reason", "appeal_id"}
+
+// correct records a correction (or a chargeback) for the calling operator:
+// 201 with the stored correction, 200 with the first one for a repeat.
+func (s *Server) correct(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := parseCorrection(body, "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req.By = operatorFrom(r)
+	c, created, err := s.svc.Correct(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, marshal(correctionOut(&c)))
+}
+
+// parseCorrection reads one correction object strictly; where prefixes
+// field names in messages ("corrections[2].").
+func parseCorrection(data []byte, where string) (ledger.CorrectionRequest, error) {
+	m, err := readMembers(data, where, correctionFields)
+	if err != nil {
+		return ledger.CorrectionRequest{}, err
+	}
+	var f [7]string
+	for i, name := range correctionFields {
+		if f[i], err = stringMember(m, where, name); err != nil {
+			return ledger.CorrectionRequest{}, err
+		}
+	}
+	return ledger.CorrectionRequest{EventType: ledger.Type(f[0]), EventID: f[1], Action: ledger.CorrectionAction(f[2]),
+		Status: ledger.Status(f[3]), AgentID: f[4], Reason: f[5], AppealID: f[6]}, nil
+}
+
+type correctionJSON struct {
+	ID         string  `json:"id"`
+	EventType  string  `json:"event_type"`
+	EventID    string  `json:"event_id"`
+	Action     string  `json:"action"`
+	Status     string  `json:"status,omitempty"`
+	AgentID    string  `json:"agent_id,omitempty"`
+	Reason     string  `json:"reason"`
+	AppealID   string  `json:"appeal_id,omitempty"`
+	By         string  `json:"by"`
+	At         string  `json:"at"`
+	FromAgent  string  `json:"from_agent"`
+	ToAgent    string  `json:"to_agent"`
+	FromStatus string  `json:"from_status"`
+	ToStatus   string  `json:"to_status"`
+	ReissuedAt *string `json:"reissued_at"`
+}
+
+func correctionOut(c *ledger.Correction) correctionJSON {
+	return correctionJSON{ID: c.ID, EventType: string(c.EventType), EventID: c.EventID, Action: string(c.Action),
+		Status: string(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID, By: c.By,
+		At: ledger.FormatTime(c.At), FromAgent: c.FromAgent, ToAgent: c.ToAgent, FromStatus: string(c.FromStatus),
+		ToStatus: string(c.ToStatus), ReissuedAt: optTime(c.ReissuedAt)}
+}
+
+// optTime is t on the wire, or null when it has not happened.
+func optTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := ledger.FormatTime(t)
+	return &s
+}
+
+// readBody reads a whole request body, within the route's limit.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	var mb *http.MaxBytesError
+	if err != nil && !errors.As(err, &mb) {
+		return nil, fmt.Errorf("reading the request body: %w", err)
+	}
+	return b, err
+}
+
+// readMembers reads data as exactly one JSON object and returns its
+// members, refusing (invalid-request, naming it) a member not in known or
+// given twice: encoding/json keeps the last of duplicates silently, and
+// the two readings of such a correction would differ. where prefixes
+// member names in messages.
+func readMembers(data []byte, where string, known []string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonError(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		what := "the request body"
+		if where != "" {
+			what = where[:len(where)-1]
+		}
+		return nil, errorf(ptWrongType, "%s must be a JSON object", what)
+	}
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, jsonError(err)
+		}
+		name := tok.(string) // an object's keys are strings, or Token fails
+		if !slices.Contains(known, name) {
+			return nil, errorf(ptInvalid, "unknown field %q", where+name)
+		}
+		if _, dup := m[name]; dup {
+			return nil, errorf(ptInvalid, "field %s%s is given twice", where, name)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(err)
+		}
+		m[name] = raw
+	}
+	if _, err := dec.Token(); err != nil { // the '}'
+		return nil, jsonError(err)
+	}
+	if where == "" {
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, errorf(ptMalformedJSON, "unexpected data after the JSON object")
+		}
+	}
+	return m, nil
+}
+
+// stringMember returns member name of m as a string: "" when absent or
+// null, wrong-type for any other JSON value.
+func stringMember(m map[string]json.RawMessage, where, name string) (string, error) {
+	raw, ok := m[name]
+	if !ok {
+		return "", nil
+	}
+	switch k := jsonKind(raw); k {
+	case "null":
+		return "", nil
+	case "string":
+	default:
+		return "", errorf(ptWrongType, "field %s%s must be a JSON string, not a JSON %s", where, name, k)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", jsonError(err)
+	}
+	return s, nil
+}

@@ -1,0 +1,214 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/passport"
+)
+
+// issued returns the agent's current passport id.
+func issued(t *testing.T, a *UseCases, agent string) string {
+	t.Helper()
+	c, err := a.Certificate(context.Background(), agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := passport.Verify(c.Passport, []passport.Key{a.Key}, a.now())
+	if v.Passport == nil {
+		t.Fatalf("certificate does not parse: %+v", v)
+	}
+	return v.Passport.AgentPassportID
+}
+
+// TestAppealUpheld follows §11.3 with the clock moved by hand: filed,
+// overdue to acknowledge after 7 days, acknowledged, upheld with a
+// correction (recorded and re-issued in the decision's transaction), the
+// old passport failing L2, escalated; every action in the history.
+func TestAppealUpheld(t *testing.T) {
+	ctx := context.Background()
+	a, c := newUseCases(t)
+	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
+	pid := issued(t, a, "agent-1")
+	old, _ := a.Certificate(ctx, "agent-1")
+
+	filed, err := a.FileAppeal(ctx, "market-1", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus,
+		Statement: "c-77 was delivered; the buyer confirmed", Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-77"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filedAt := c.t.Truncate(time.Second)
+	if filed.State != appeal.Submitted || filed.AgentID != "agent-1" || filed.FiledBy != "market-1" || !filed.FiledAt.Equal(filedAt) ||
+		filed.Next.Duty != "acknowledge" || !filed.Next.Due.Equal(filedAt.Add(7*24*time.Hour)) || filed.Overdue || !strings.HasPrefix(filed.ID, "apl-") {
+		t.Fatalf("filed %+v", filed)
+	}
+	if list, _ := a.Appeals(ctx, AppealQuery{Overdue: true}); len(list) != 0 {
+		t.Fatalf("overdue at once: %+v", list)
+	}
+	c.t = c.t.Add(7*24*time.Hour + time.Second)
+	list, err := a.Appeals(ctx, AppealQuery{Overdue: true})
+	if err != nil || len(list) != 1 || list[0].ID != filed.ID || !list[0].Overdue {
+		t.Fatalf("overdue after 7 days: %+v %v", list, err)
+	}
+	st, err := a.AppealStats(ctx)
+	if err != nil || st.ByState[appeal.Submitted] != 1 || st.Overdue["acknowledge"] != 1 || st.Overdue["decide"] != 0 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+
+	acked, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Ack})
+	if err != nil || acked.State != appeal.Acknowledged || acked.Next.Duty != "decide" || acked.Overdue {
+		t.Fatalf("ack: %+v %v", acked, err)
+	}
+	// An uphold must apply corrections, of disputed events only.
+	fix := statusCorrection(ledger.ConduitSession, "c-77", ledger.Verified, "", "")
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Uphold, Reason: "confirmed"}); errkind.Of(err) != errkind.Invalid {
+		t.Fatalf("uphold without corrections: %v", err)
+	}
+	other := statusCorrection(ledger.ConduitSession, "c-78", ledger.Verified, "", "")
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Uphold, Reason: "confirmed",
+		Corrections: []ledger.CorrectionRequest{other}}); errkind.Of(err) != errkind.Invalid || !strings.Contains(err.Error(), "does not dispute") {
+		t.Fatalf("uphold correcting another event: %v", err)
+	}
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Reject, Reason: "no",
+		Corrections: []ledger.CorrectionRequest{fix}}); errkind.Of(err) != errkind.Invalid {
+		t.Fatalf("reject with corrections: %v", err)
+	}
+	c.t = c.t.Add(time.Hour)
+	decidedAt := c.t.Truncate(time.Second)
+	up, done, err := a.ActOnAppeal(ctx, filed.ID, "ops-2", AppealDecision{Action: appeal.Uphold, Reason: "the buyer's confirmation checks out",
+		Corrections: []ledger.CorrectionRequest{fix}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.State != appeal.Upheld || !up.DecidedAt.Equal(decidedAt) || !up.ReissuedAt.Equal(decidedAt) || up.Next.Duty != "" ||
+		len(up.Corrections) != 1 || len(done) != 1 || up.Corrections[0] != done[0].ID {
+		t.Fatalf("upheld %+v, corrections %+v", up, done)
+	}
+	if d := done[0]; d.AppealID != filed.ID || d.By != "ops-2" || d.Reason != "the buyer's confirmation checks out" || d.ToStatus != ledger.Verified {
+		t.Fatalf("correction %+v", d)
+	}
+	if e, _ := a.Score(ctx, "agent-1"); e.Result.Counts.ConduitSuccess != 77 {
+		t.Fatalf("score after the uphold %+v", e.Result.Counts)
+	}
+	if v, _ := a.Verify(ctx, old.Passport, "agent-1"); v.ScoreValid {
+		t.Fatal("the disputed passport still passes L2")
+	}
+	cur, _ := a.Certificate(ctx, "agent-1")
+	verifyOK(t, a, cur.Passport, "agent-1")
+
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Reject, Reason: "late"}); errkind.Of(err) != errkind.Conflict {
+		t.Fatalf("reject after uphold: %v", err)
+	}
+	esc, _, err := a.ActOnAppeal(ctx, filed.ID, "agent-rep", AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
+	if err != nil || esc.State != appeal.Escalated {
+		t.Fatalf("escalate: %+v %v", esc, err)
+	}
+	got, err := a.Appeal(ctx, filed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist []string
+	for _, h := range got.History {
+		hist = append(hist, string(h.Action)+" by "+h.By)
+	}
+	if strings.Join(hist, "; ") != "file by market-1; ack by ops-1; uphold by ops-2; escalate by agent-rep" {
+		t.Fatalf("history %v", hist)
+	}
+	st, _ = a.AppealStats(ctx)
+	if st.ByState[appeal.Escalated] != 1 || st.ByState[appeal.Submitted] != 0 || st.Overdue["acknowledge"] != 0 {
+		t.Fatalf("stats at the end %+v", st)
+	}
+}
+
+func TestAppealFilingRules(t *testing.T) {
+	ctx := context.Background()
+	a, c := newUseCases(t)
+	ingest(t, a, conduit("agent-1", "c", 3, 3, t0))
+	pid := issued(t, a, "agent-1")
+	ev := []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-1"}}
+	cases := []struct {
+		name string
+		f    AppealFiling
+		kind errkind.Kind
+		msg  string
+	}{
+		{"formula", AppealFiling{PassportID: pid, Grounds: "formula", Statement: "weights are unfair", Events: ev}, errkind.Invalid, "disagreement with the formula"},
+		{"no events", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x"}, errkind.Invalid, "at least one"},
+		{"unknown passport", AppealFiling{PassportID: "00000000-0000-4000-8000-000000000000", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}, errkind.NotFound, ""},
+		{"bad passport id", AppealFiling{PassportID: "no spaces", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}, errkind.Invalid, "agent_passport_id"},
+	}
+	for _, tc := range cases {
+		_, err := a.FileAppeal(ctx, "ops", tc.f)
+		if errkind.Of(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	if _, err := a.FileAppeal(ctx, "ops", AppealFiling{PassportID: "00000000-0000-4000-8000-000000000000", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); err != nil {
+		if d, ok := errkind.PublicDetail(err); !ok || !strings.Contains(d, "was issued here") {
+			t.Errorf("unknown passport detail %q", d)
+		}
+	}
+	// 30 days after the passport's computation the window closes.
+	c.t = c.t.Add(30*24*time.Hour + time.Second)
+	if _, err := a.FileAppeal(ctx, "ops", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); errkind.Of(err) != errkind.Invalid ||
+		!strings.Contains(err.Error(), "30 days") {
+		t.Fatalf("late filing: %v", err)
+	}
+	if _, err := a.Appeals(ctx, AppealQuery{State: "open"}); errkind.Of(err) != errkind.Invalid {
+		t.Fatalf("unknown state: %v", err)
+	}
+	if _, err := a.Appeal(ctx, "apl-none"); errkind.Of(err) != errkind.NotFound {
+		t.Fatalf("unknown appeal: %v", err)
+	}
+}
+
+// TestAppealsOrder: overdue first, longest overdue first; then the others
+// by filing time; a state filter applies before.
+func TestAppealsOrder(t *testing.T) {
+	ctx := context.Background()
+	a, c := newUseCases(t)
+	ingest(t, a, conduit("agent-1", "c", 3, 3, t0))
+	pid := issued(t, a, "agent-1")
+	file := func() string {
+		s, err := a.FileAppeal(ctx, "ops", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x",
+			Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-1"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	first := file() // will be acknowledged: decide within 21 days
+	c.t = c.t.Add(24 * time.Hour)
+	second := file() // overdue to acknowledge after 7 days
+	c.t = c.t.Add(24 * time.Hour)
+	third := file()
+	if _, _, err := a.ActOnAppeal(ctx, first, "ops", AppealDecision{Action: appeal.Ack}); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(7*24*time.Hour + time.Hour) // second and third overdue to ack; first not yet to decide
+	ids := func(q AppealQuery) string {
+		list, err := a.Appeals(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range list {
+			out = append(out, s.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	if got, want := ids(AppealQuery{}), strings.Join([]string{second, third, first}, ","); got != want {
+		t.Fatalf("all: %s, want %s", got, want)
+	}
+	if got := ids(AppealQuery{State: appeal.Acknowledged}); got != first {
+		t.Fatalf("acknowledged: %s", got)
+	}
+	if got := ids(AppealQuery{State: appeal.Acknowledged, Overdue: true}); got != "" {
+		t.Fatalf("acknowledged and overdue: %s", got)
+	}
+}

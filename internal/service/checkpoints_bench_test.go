@@ -1,0 +1,65 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+)
+
+// benchAgents is the ledger size of the checkpoint benchmarks: issue 14
+// asks for a checkpoint over 100,000 agents.
+const benchAgents = 100_000
+
+// checkpointLedger returns use cases over an SQLite ledger of benchAgents
+// agents with two records each, and one checkpoint of it.
+func checkpointLedger(b *testing.B) (*UseCases, NewCheckpoint) {
+	b.Helper()
+	a, _, _ := newCheckpointing(b)
+	ctx := context.Background()
+	for i := 0; i < benchAgents; i += MaxBatchSize / 2 {
+		var evs []ledger.Event
+		for j := i; j < min(i+MaxBatchSize/2, benchAgents); j++ {
+			agent := fmt.Sprintf("agent-%06d", j)
+			evs = append(evs, conduit(agent, agent+"-s", 2, 1, t0)...)
+		}
+		if _, err := a.Ingest(ctx, "op-1", evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nc, err := a.MakeCheckpoint(ctx, false)
+	if err != nil || nc.Checkpoint.Agents != benchAgents {
+		b.Fatalf("%+v %v", nc.Checkpoint, err)
+	}
+	return a, nc
+}
+
+// BenchmarkMakeCheckpoint: read every head, build the tree, sign, and
+// store the checkpoint with its 100,000 leaves.
+func BenchmarkMakeCheckpoint(b *testing.B) {
+	a, _ := checkpointLedger(b)
+	c := &clock{t0.Add(11 * 24 * time.Hour)}
+	a.Now = c.now
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := a.MakeCheckpoint(context.Background(), false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyCheckpoint: an archived checkpoint of 100,000 agents
+// checked against the ledger (stored leaves, record hashes at the archived
+// seqs, Diff) and the walk of every chain.
+func BenchmarkVerifyCheckpoint(b *testing.B) {
+	a, nc := checkpointLedger(b)
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := a.VerifyCheckpoint(context.Background(), nc.Document)
+		if err != nil || !r.Intact() {
+			b.Fatalf("%+v %v", r.Problems, err)
+		}
+	}
+}
