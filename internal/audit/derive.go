@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -78,20 +79,20 @@ type Finding struct {
 }
 
 func (f *Finding) Error() string {
-	s := f.Code + ": "
+	var where []string
 	if f.AgentID != "" {
-		s += "agent " + f.AgentID + " "
+		where = append(where, "agent "+f.AgentID)
 	}
 	if f.Seq != 0 {
-		s += fmt.Sprintf("seq %d ", f.Seq)
+		where = append(where, fmt.Sprintf("seq %d", f.Seq))
 	}
 	if f.EventID != "" {
-		s += "event " + f.EventID + " "
+		where = append(where, "event "+f.EventID)
 	}
-	if s[len(s)-1] == ' ' {
-		s = s[:len(s)-1] + ": "
+	if len(where) == 0 {
+		return f.Code + ": " + f.Message
 	}
-	return s + f.Message
+	return f.Code + ": " + strings.Join(where, " ") + ": " + f.Message
 }
 
 func findingf(code string, agent Value, seq int64, event, format string, args ...any) *Finding {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,6 +56,22 @@ type Report struct {
 	PassportID  string    `json:"passport_id,omitempty"`
 	Discrepancy *Finding  `json:"discrepancy"`
 	Warnings    []Finding `json:"warnings"`
+}
+
+// MarshalJSON renders the report with its counts as the bundle names them.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	type counts struct {
+		ConduitTotal   int64 `json:"conduit_total"`
+		ConduitSuccess int64 `json:"conduit_success"`
+		AP2Total       int64 `json:"ap2_total"`
+		AP2Success     int64 `json:"ap2_success"`
+	}
+	c := r.Counts
+	return json.Marshal(struct {
+		*plain
+		Counts counts `json:"counts"`
+	}{(*plain)(r), counts{c.ConduitTotal, c.ConduitSuccess, c.AP2Total, c.AP2Success}})
 }
 
 // Verify checks a bundle with nothing but keys, in this order, and stops at

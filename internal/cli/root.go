@@ -31,6 +31,7 @@ func commands() []*cobra.Command {
 		newPassportCmd(),
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
+		newAuditCmd(),
 	}
 }
 
