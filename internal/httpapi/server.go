@@ -134,6 +134,7 @@ func New(svc Service, opt Options) *Server {
 	s.route("POST /swarmscore/events", operator, MaxEventsBody, s.events)
 	s.route("POST /swarmscore/{agent_id}/escrow", operator, maxSmallBody, s.escrow)
 	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
+	s.auditRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", probe, maxNoBody, s.metrics.handler().ServeHTTP)
