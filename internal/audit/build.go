@@ -73,7 +73,7 @@ func Build(src Source) (*Bundle, error) {
 	}
 	res, err := score.Compute(src.Counts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the store's counts: %w", errkind.ErrConflict, err)
+		return nil, fmt.Errorf("%w: the store's counts: %v", errkind.ErrConflict, err)
 	}
 	b := &Bundle{AgentID: src.AgentID, AsOf: src.AsOf.UTC().Truncate(ledger.Resolution), Counts: src.Counts,
 		Score: Score{res.Score, res.Tier, res.Escrow}, Passport: src.Passport, Checkpoint: src.Checkpoint}
@@ -173,11 +173,11 @@ func (b *Bundle) prove(leaves []checkpoint.Leaf) error {
 		return nil
 	}
 	if _, err := checkpoint.Parse(b.Checkpoint); err != nil {
-		return fmt.Errorf("%w: the stored checkpoint: %w", errkind.ErrConflict, err)
+		return fmt.Errorf("%w: the stored checkpoint: %v", errkind.ErrConflict, err)
 	}
 	tree, err := checkpoint.NewTree(leaves)
 	if err != nil {
-		return fmt.Errorf("%w: the stored checkpoint leaves: %w", errkind.ErrConflict, err)
+		return fmt.Errorf("%w: the stored checkpoint leaves: %v", errkind.ErrConflict, err)
 	}
 	for i := range b.Chains {
 		c := &b.Chains[i]
@@ -187,7 +187,7 @@ func (b *Bundle) prove(leaves []checkpoint.Leaf) error {
 		}
 		p, err := tree.Prove(at)
 		if err != nil {
-			return fmt.Errorf("%w: proving agent %q: %w", errkind.ErrConflict, c.AgentID.S, err)
+			return fmt.Errorf("%w: proving agent %q: %v", errkind.ErrConflict, c.AgentID.S, err)
 		}
 		c.Proof = &Inclusion{Seq: leaves[at].Seq, Proof: p}
 	}

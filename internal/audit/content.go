@@ -30,7 +30,7 @@ func contentOf(canonical []byte) (Content, error) {
 // string, an integer or a withheld value, sorted by name as they are
 // stored (the canonical order; the document may list them in any order).
 func (s *scanner) content(what string) (Content, error) {
-	var c Content
+	c := make(Content, 0, 16)
 	err := s.object(what, func(name string) error {
 		if len(c) == maxMembers {
 			return s.fail("%s: more than %d members", what, maxMembers)
@@ -39,28 +39,23 @@ func (s *scanner) content(what string) (Content, error) {
 			return s.fail("%s: member name %s is not in [a-z_]", what, strconv.Quote(clip(name)))
 		}
 		m := Member{Name: name}
-		switch c := s.peek(); {
-		case c == '"':
-			v, err := s.str(what + "." + name)
-			if err != nil {
-				return err
-			}
+		var err error
+		switch s.peek() {
+		case '"':
+			var v string
+			v, err = s.str(what)
 			m.Str = Clear(v)
-		case c == '{':
-			v, err := s.withheld(what + "." + name)
-			if err != nil {
-				return err
-			}
-			m.Str = v
+		case '{':
+			m.Str, err = s.withheld(what)
 		default:
-			v, err := s.integer(what + "." + name)
-			if err != nil {
-				return err
-			}
-			m.Int, m.IsInt = v, true
+			m.Int, err = s.integer(what)
+			m.IsInt = true
+		}
+		if pe, ok := err.(*ParseError); ok {
+			pe.Reason = "member " + name + ": " + pe.Reason
 		}
 		c = append(c, m)
-		return nil
+		return err
 	})
 	slices.SortFunc(c, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return c, err
@@ -157,14 +152,19 @@ type decoded struct {
 	canonical []byte
 }
 
-// decode reads a record's content as a report (ledger.ParseCanonical) or a
-// correction and checks that re-encoding it with the ledger's own code
-// gives back exactly its canonical form, so that every member is known,
-// none is missing and each has the one spelling the ledger hashes. A
-// withheld member is checked the same way with a placeholder in its place,
-// and must be of a category that may be withheld (audited is the agent
-// whose id is never withheld). buf is reused scratch.
-func decode(c Content, audited string, buf *[]byte) (decoded, error) {
+// scratch are the buffers decode reuses from one record to the next.
+type scratch struct {
+	mine, back []byte
+}
+
+// decode reads a record's content as a report or a correction and checks
+// that re-encoding it with the ledger's own code gives back exactly its
+// canonical form, so that every member is known, none is missing and each
+// has the one spelling the ledger hashes. A withheld member is checked the
+// same way with a placeholder in its place, and must be of a category that
+// may be withheld (audited is the agent whose id is never withheld).
+// d.canonical, when set, is valid until the next call with buf.
+func decode(c Content, audited string, buf *scratch) (decoded, error) {
 	d := decoded{content: c}
 	for i := range c {
 		if m := &c[i]; !m.IsInt && m.Str.Withheld && category(m.Name, m.Str, audited) == "" {
@@ -181,27 +181,33 @@ func decode(c Content, audited string, buf *[]byte) (decoded, error) {
 			}
 		}
 	}
-	*buf = subst.appendCanonical((*buf)[:0])
-	mine := *buf
+	buf.mine = subst.appendCanonical(buf.mine[:0])
+	mine := buf.mine
 	d.correction = c.isCorrection()
 	d.agent = c.str("agent_id")
-	var back []byte
 	if d.correction {
 		cor, agent, seq, err := correctionOf(subst)
 		if err != nil {
 			return d, err
 		}
 		d.cor, d.seq = cor, seq
-		back = cor.AppendCanonical(make([]byte, 0, len(mine)), agent, seq)
+		buf.back = cor.AppendCanonical(buf.back[:0], agent, seq)
 	} else {
-		rec, err := ledger.ParseCanonical(mine)
-		if err != nil {
-			return d, err
+		rec, err := reportOf(subst)
+		if err == nil {
+			buf.back = rec.AppendCanonical(buf.back[:0])
+		}
+		if err != nil || !bytes.Equal(buf.back, mine) {
+			// A member this reader does not know, added to the ledger's
+			// records since: the ledger's own reader knows every one.
+			if rec, err = ledger.ParseCanonical(mine); err != nil {
+				return d, err
+			}
+			buf.back = rec.AppendCanonical(buf.back[:0])
 		}
 		d.report, d.seq = rec, rec.Seq
-		back = rec.AppendCanonical(make([]byte, 0, len(mine)))
 	}
-	if !bytes.Equal(back, mine) {
+	if !bytes.Equal(buf.back, mine) {
 		return d, fmt.Errorf("not the canonical content of a %s record (a member unknown, missing, of another type or spelt otherwise)", kind(d.correction))
 	}
 	if d.seq < 1 {
@@ -225,6 +231,46 @@ func decode(c Content, audited string, buf *[]byte) (decoded, error) {
 		d.canonical = mine
 	}
 	return d, nil
+}
+
+// reportOf reads a report's content into a ledger.Record: the members
+// ledger.Record.Canonical writes, by name.
+func reportOf(c Content) (ledger.Record, error) {
+	var r ledger.Record
+	var started, ended string
+	for i := range c {
+		m := &c[i]
+		switch m.Name {
+		case "agent_id":
+			r.Event.AgentID = m.Str.S
+		case "buyer_id":
+			r.Event.BuyerID = m.Str.S
+		case "ended_at":
+			ended = m.Str.S
+		case "escrow_amount_cents":
+			r.Event.EscrowAmountCents = m.Int
+		case "id":
+			r.Event.ID = m.Str.S
+		case "operator":
+			r.Operator = m.Str.S
+		case "seq":
+			r.Seq = m.Int
+		case "started_at":
+			started = m.Str.S
+		case "status":
+			r.Event.Status = ledger.Status(m.Str.S)
+		case "type":
+			r.Event.Type = ledger.Type(m.Str.S)
+		}
+	}
+	var err error
+	if r.Event.StartedAt, err = ledger.ParseTime("started_at", started); err != nil {
+		return r, err
+	}
+	if ended != "" {
+		r.Event.EndedAt, err = ledger.ParseTime("ended_at", ended)
+	}
+	return r, err
 }
 
 func kind(correction bool) string {

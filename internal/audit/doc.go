@@ -65,21 +65,23 @@
 //
 //   - Still proved: the chain's shape and anchoring. Every record keeps its
 //     position (its seq is disclosed and checked), the next complete
-//     record's link and the head check the stated hash, and the checkpoint
-//     anchors the chain's hash at its seq, so the records it covers cannot
-//     be removed, added, reordered or rewritten (by anyone, the exporter
-//     included) without a discrepancy, and a withheld record's hash is the
-//     one the ledger committed to.
+//     record's link checks the stated hash of the record before it (and
+//     the head and checkpoint the last one's), and the checkpoint anchors
+//     the chain's hash at its seq, so the records it covers cannot be
+//     removed, added or reordered (by anyone, the exporter included)
+//     without a discrepancy.
 //     The rules, the replay, the counts, the score and the passport are
 //     checked exactly as before, so a change to a withheld record that
 //     alters the counts fails against the signed passport.
 //   - Not proved: that what a withheld record discloses (its status,
-//     times, amount) is what its hash covers. A dishonest exporter could
-//     state another end time inside the window, another amount, or another
-//     buyer, and nothing in the bundle would show it. It binds itself,
-//     though: the hash is fixed by the chain, so once the values are
-//     disclosed (Open with the exporter's openings, or the full bundle
-//     given to an arbiter) a false statement is exposed.
+//     times, amount, the commitments themselves) is what its hash covers,
+//     nor, inside a run of consecutive withheld records, their stated
+//     hashes but the last. A dishonest exporter could state another start,
+//     another end time inside the window, another amount or another buyer,
+//     and nothing in the bundle would show it. It binds itself, though: the
+//     chain fixes the hashes, so once the values are disclosed (Open with
+//     the exporter's openings, or the full bundle given to an arbiter) a
+//     false statement fails the links.
 //   - A withheld agent's chain segment has no checkpoint proof (the leaf
 //     names the agent); the end times of events moved from it then rest on
 //     the exporter's word in the same way.

@@ -118,7 +118,8 @@ func Parse(data []byte) (*Bundle, error) {
 
 // members reads an object of exactly required and any of optional.
 func (s *scanner) members(what string, required, optional []string, member func(name string) error) error {
-	var have []string
+	var haveBuf [8]string
+	have := haveBuf[:0]
 	err := s.object(what, func(name string) error {
 		if !slices.Contains(required, name) && !slices.Contains(optional, name) {
 			return s.fail("%s: unknown member %s", what, strconv.Quote(clip(name)))
@@ -155,16 +156,28 @@ func (s *scanner) time(what string) (time.Time, error) {
 func (s *scanner) hash(what string) (ledger.Hash, error) {
 	var h ledger.Hash
 	at := s.pos
-	v, err := s.str(what)
+	v, _, err := s.strBytes(what)
 	if err != nil {
 		return h, err
 	}
-	if !lowerHex(v, 2*ledger.HashSize) {
+	if !lowerHexBytes(v, 2*ledger.HashSize) {
 		s.pos = at
 		return h, s.fail("%s: want %d lowercase hex characters", what, 2*ledger.HashSize)
 	}
-	_, _ = hex.Decode(h[:], []byte(v)) // checked above
+	_, _ = hex.Decode(h[:], v) // checked above
 	return h, nil
+}
+
+func lowerHexBytes(b []byte, n int) bool {
+	if len(b) != n {
+		return false
+	}
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func lowerHex(s string, n int) bool {

@@ -18,7 +18,16 @@ type scanner struct {
 	data  []byte
 	pos   int
 	depth int
+	// intern holds the strings read so far, up to maxInterned of them:
+	// member names, agents, operators, statuses and types repeat in every
+	// record, and reading them as one string each saves most of the
+	// allocations of a large bundle.
+	intern map[string]string
 }
+
+// maxInterned bounds intern, so that a document of distinct strings costs
+// no more than one without interning.
+const maxInterned = 4096
 
 // maxDepth bounds nesting: a bundle nests five deep; the passport and the
 // checkpoint it embeds a few more.
@@ -101,7 +110,8 @@ func (s *scanner) object(what string, member func(name string) error) error {
 	if s.depth++; s.depth > maxDepth {
 		return s.fail("%s: nested more than %d deep", what, maxDepth)
 	}
-	var seen []string
+	var seenBuf [16]string
+	seen := seenBuf[:0]
 	if s.peek() == '}' {
 		s.pos++
 		s.depth--
@@ -174,8 +184,28 @@ func (s *scanner) array(what string, elem func(i int) error) error {
 // surrogate escapes are refused: RFC 8785 cannot canonicalise them, so no
 // honest bundle holds one.
 func (s *scanner) str(what string) (string, error) {
+	b, escaped, err := s.strBytes(what)
+	if err != nil || escaped {
+		return string(b), err
+	}
+	if v, ok := s.intern[string(b)]; ok { // no allocation for the lookup
+		return v, nil
+	}
+	v := string(b)
+	if len(s.intern) < maxInterned {
+		if s.intern == nil {
+			s.intern = make(map[string]string)
+		}
+		s.intern[v] = v
+	}
+	return v, nil
+}
+
+// strBytes reads a string and returns its bytes: a slice of the document
+// when it has no escapes, a new slice otherwise (escaped true).
+func (s *scanner) strBytes(what string) ([]byte, bool, error) {
 	if s.peek() != '"' {
-		return "", s.fail("%s: want a string, found %s", what, s.found())
+		return nil, false, s.fail("%s: want a string, found %s", what, s.found())
 	}
 	s.pos++
 	start := s.pos
@@ -183,38 +213,39 @@ func (s *scanner) str(what string) (string, error) {
 		c := s.data[s.pos]
 		switch {
 		case c == '"':
-			v := string(s.data[start:s.pos])
+			v := s.data[start:s.pos]
 			s.pos++
-			return v, nil
+			return v, false, nil
 		case c == '\\':
-			return s.strSlow(what, start)
+			b, err := s.strSlow(what, start)
+			return b, true, err
 		case c < 0x20:
-			return "", s.fail("%s: control character %#02x in a string", what, c)
+			return nil, false, s.fail("%s: control character %#02x in a string", what, c)
 		case c < utf8.RuneSelf:
 			s.pos++
 		default:
 			r, n := utf8.DecodeRune(s.data[s.pos:])
 			if r == utf8.RuneError && n <= 1 {
-				return "", s.fail("%s: invalid UTF-8 in a string", what)
+				return nil, false, s.fail("%s: invalid UTF-8 in a string", what)
 			}
 			s.pos += n
 		}
 	}
-	return "", s.fail("%s: unterminated string", what)
+	return nil, false, s.fail("%s: unterminated string", what)
 }
 
 // strSlow finishes a string that has escapes, from its first byte at start.
-func (s *scanner) strSlow(what string, start int) (string, error) {
+func (s *scanner) strSlow(what string, start int) ([]byte, error) {
 	b := append([]byte(nil), s.data[start:s.pos]...)
 	for s.pos < len(s.data) {
 		c := s.data[s.pos]
 		switch {
 		case c == '"':
 			s.pos++
-			return string(b), nil
+			return b, nil
 		case c == '\\':
 			if s.pos+1 >= len(s.data) {
-				return "", s.fail("%s: unterminated escape", what)
+				return nil, s.fail("%s: unterminated escape", what)
 			}
 			e := s.data[s.pos+1]
 			s.pos += 2
@@ -234,40 +265,40 @@ func (s *scanner) strSlow(what string, start int) (string, error) {
 			case 'u':
 				r, err := s.hex4(what)
 				if err != nil {
-					return "", err
+					return nil, err
 				}
 				if utf16.IsSurrogate(r) {
 					if r >= 0xdc00 || s.pos+1 >= len(s.data) || s.data[s.pos] != '\\' || s.data[s.pos+1] != 'u' {
-						return "", s.fail("%s: lone surrogate \\u%04x", what, r)
+						return nil, s.fail("%s: lone surrogate \\u%04x", what, r)
 					}
 					s.pos += 2
 					r2, err := s.hex4(what)
 					if err != nil {
-						return "", err
+						return nil, err
 					}
 					if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
-						return "", s.fail("%s: lone surrogate before \\u%04x", what, r2)
+						return nil, s.fail("%s: lone surrogate before \\u%04x", what, r2)
 					}
 				}
 				b = utf8.AppendRune(b, r)
 			default:
-				return "", s.fail("%s: invalid escape \\%c", what, e)
+				return nil, s.fail("%s: invalid escape \\%c", what, e)
 			}
 		case c < 0x20:
-			return "", s.fail("%s: control character %#02x in a string", what, c)
+			return nil, s.fail("%s: control character %#02x in a string", what, c)
 		case c < utf8.RuneSelf:
 			b = append(b, c)
 			s.pos++
 		default:
 			r, n := utf8.DecodeRune(s.data[s.pos:])
 			if r == utf8.RuneError && n <= 1 {
-				return "", s.fail("%s: invalid UTF-8 in a string", what)
+				return nil, s.fail("%s: invalid UTF-8 in a string", what)
 			}
 			b = append(b, s.data[s.pos:s.pos+n]...)
 			s.pos += n
 		}
 	}
-	return "", s.fail("%s: unterminated string", what)
+	return nil, s.fail("%s: unterminated string", what)
 }
 
 func (s *scanner) hex4(what string) (rune, error) {

@@ -170,7 +170,7 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 		return nil, &Finding{Code: CodeMalformed, Message: "the first chain must be the audited agent's, whole: from seq 1 after the zero hash"}
 	}
 	dec := make([][]decoded, len(b.Chains))
-	var buf []byte
+	var buf scratch
 	withheld := 0
 	for ci := range b.Chains {
 		c := &b.Chains[ci]

@@ -133,7 +133,7 @@ func (u *UseCases) latestCheckpoint(ctx context.Context) ([]byte, []checkpoint.L
 	}
 	c, err := checkpoint.Parse(doc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: the latest stored checkpoint: %w", errkind.ErrConflict, err)
+		return nil, nil, fmt.Errorf("%w: the latest stored checkpoint: %v", errkind.ErrConflict, err)
 	}
 	leaves, err := u.Store.CheckpointLeaves(ctx, c.Number)
 	if err != nil {
