@@ -192,6 +192,9 @@ const (
 	AfterAsOf Outcome = "after_as_of"
 )
 
+// Outcomes lists the outcomes in the order Verify decides them.
+var Outcomes = []Outcome{Counted, MovedAway, Voided, NotFinal, StatusNotCounted, BeforeWindow, AfterAsOf}
+
 func (o Outcome) valid() bool {
 	switch o {
 	case Counted, MovedAway, Voided, NotFinal, StatusNotCounted, BeforeWindow, AfterAsOf:

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -272,11 +271,12 @@ func printAuditReport(out io.Writer, r *audit.Report) error {
 	if len(r.Events) > 0 {
 		outcomes := make([]string, 0, len(r.Events))
 		total := 0
-		for o, n := range r.Events {
-			outcomes = append(outcomes, fmt.Sprintf("%d %s", n, o))
-			total += n
+		for _, o := range audit.Outcomes {
+			if n := r.Events[o]; n > 0 {
+				outcomes = append(outcomes, fmt.Sprintf("%d %s", n, o))
+				total += n
+			}
 		}
-		slices.Sort(outcomes)
 		fmt.Fprintf(w, "events\t%d: %s\n", total, strings.Join(outcomes, ", "))
 	}
 	if r.Discrepancy == nil || r.Discrepancy.Code == audit.CodePassport || r.Discrepancy.Code == audit.CodePassportCounts {
