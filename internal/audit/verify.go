@@ -174,6 +174,9 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 	withheld := 0
 	for ci := range b.Chains {
 		c := &b.Chains[ci]
+		if c.AgentID.Withheld && !slices.Contains(b.Withheld, Agents) {
+			return nil, findingf(CodeMalformed, c.AgentID, 0, "", "the chain's agent is withheld, but the bundle does not say it withholds agents")
+		}
 		if ci > 0 {
 			switch {
 			case c.AgentID == Clear(b.AgentID):
@@ -194,6 +197,9 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 				return nil, findingf(CodeChainContent, c.AgentID, seq, eventOf(rec.Content), "%v", err)
 			}
 			event := eventOf(rec.Content)
+			if cat := unlisted(rec.Content, b); cat != "" {
+				return nil, findingf(CodeChainContent, c.AgentID, seq, event, "the record withholds %s, which the bundle does not say it withholds", cat)
+			}
 			switch {
 			case d.seq != seq:
 				return nil, findingf(CodeChainSeq, c.AgentID, seq, event, "the record at seq %d says it is seq %d: a record was removed, added or moved", seq, d.seq)
@@ -232,6 +238,19 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 		}
 	}
 	return dec, nil
+}
+
+// unlisted returns the category of a withheld member of c that b.Withheld
+// does not list, or "": a bundle says what it withholds.
+func unlisted(c Content, b *Bundle) Category {
+	for i := range c {
+		if m := &c[i]; !m.IsInt && m.Str.Withheld {
+			if cat := category(m.Name, m.Str, b.AgentID); !slices.Contains(b.Withheld, cat) {
+				return cat
+			}
+		}
+	}
+	return ""
 }
 
 func categoriesText(cs []Category) string {

@@ -273,6 +273,23 @@ func TestOpenWrongCategory(t *testing.T) {
 	}
 }
 
+// TestWithheldUnlisted: a bundle says what it withholds.
+func TestWithheldUnlisted(t *testing.T) {
+	_, src := audittest.Scenario(t)
+	b := build(t, src)
+	if _, err := b.Withhold([]audit.Category{audit.Buyers, audit.Agents}, bytes.NewReader(bytes.Repeat([]byte{1}, 4096))); err != nil {
+		t.Fatal(err)
+	}
+	b.Withheld = []audit.Category{audit.Agents}
+	if r := audit.Verify(b, audittest.Keys(t)); r.Valid || r.Discrepancy.Code != audit.CodeChainContent || !strings.Contains(r.Discrepancy.Message, "buyers") {
+		t.Fatalf("buyers withheld unsaid: %+v", r.Discrepancy)
+	}
+	b.Withheld = []audit.Category{audit.Buyers}
+	if r := audit.Verify(b, audittest.Keys(t)); r.Valid || r.Discrepancy.Code != audit.CodeChainContent || !strings.Contains(r.Discrepancy.Message, "agents") {
+		t.Fatalf("agents withheld unsaid: %+v", r.Discrepancy)
+	}
+}
+
 func TestFindingError(t *testing.T) {
 	f := audit.Finding{Code: "chain_link", Message: "m", AgentID: "a", Seq: 3, EventID: "e"}
 	if got := f.Error(); got != "chain_link: agent a seq 3 event e: m" {
