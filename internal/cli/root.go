@@ -34,6 +34,7 @@ func commands() []*cobra.Command {
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(),
+		newAuditCmd(),
 	}
 }
 

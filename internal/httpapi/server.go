@@ -151,6 +151,7 @@ func New(svc Service, opt Options) *Server {
 	s.route("POST /swarmscore/{agent_id}/escrow", operator, maxSmallBody, s.escrow)
 	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
 	s.correctionRoutes()
+	s.auditRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)

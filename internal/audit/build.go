@@ -1,0 +1,195 @@
+package audit
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// Source is what Build needs from a ledger, read by the caller.
+type Source struct {
+	AgentID string
+	// AsOf is the end of the window (truncated to the microsecond).
+	AsOf time.Time
+	// Counts are the store's counts as of AsOf (LedgerStore.Counts): the
+	// bundle states them, and Verify recounts them from the records.
+	Counts score.Counts
+	// Passport is the passport document in force at AsOf, nil for none.
+	Passport []byte
+	// Chain is the agent's chain as CheckpointStore.Chain returns it.
+	Chain []ledger.ChainRow
+	// Origins are the chains (CheckpointStore.Chain) of the agents
+	// OriginAgents names.
+	Origins map[string][]ledger.ChainRow
+	// Checkpoint is the latest checkpoint's document and Leaves its
+	// stored leaves (CheckpointStore.CheckpointLeaves); nil for none. Read
+	// them before Chain, so that the chain read holds every record the
+	// checkpoint saw.
+	Checkpoint []byte
+	Leaves     []checkpoint.Leaf
+}
+
+// OriginAgents returns the agents whose chains hold the reports of events
+// moved into rows (an agent's chain, CheckpointStore.Chain): the agents
+// those events were first reported for, sorted. Build needs their chains.
+func OriginAgents(agentID string, rows []ledger.ChainRow) []string {
+	var out []string
+	for i := range rows {
+		r := &rows[i]
+		if r.HasRecord && r.Record.CorrectionID != "" && r.HasEvent && r.Event.Event.AgentID != agentID && !slices.Contains(out, r.Event.Event.AgentID) {
+			out = append(out, r.Event.Event.AgentID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Build assembles the bundle of src: the agent's whole chain, each origin
+// chain from its first report of an event moved to the agent up to its
+// head, inclusion proofs in the checkpoint for every chain it names at a
+// seq the chain holds, and the account of every event as of AsOf, derived
+// from the records exactly as Verify derives it. Record contents are
+// rebuilt from the rows as the ledger hashes them (ledger.RebuildRecord,
+// ledger.Correction.AppendCanonical) and carry the hashes as stored, so
+// that a row altered outside the ledger yields a bundle that fails Verify
+// where it was altered. Nothing is withheld (Bundle.Withhold).
+//
+// Errors: ErrInvalid for an invalid agent id, ErrNotFound for an empty
+// chain, ErrConflict when the stored rows cannot form a bundle (a record
+// whose event or correction row is missing, records that break the
+// ledger's rules, an origin chain missing, a checkpoint or leaf list that
+// does not parse): `swarmscore ledger verify` names the damage.
+func Build(src Source) (*Bundle, error) {
+	if err := ledger.CheckID("agent_id", src.AgentID); err != nil {
+		return nil, err
+	}
+	if len(src.Chain) == 0 {
+		return nil, fmt.Errorf("%w: agent %q has no chain", errkind.ErrNotFound, src.AgentID)
+	}
+	res, err := score.Compute(src.Counts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the store's counts: %v", errkind.ErrConflict, err)
+	}
+	b := &Bundle{AgentID: src.AgentID, AsOf: src.AsOf.UTC().Truncate(ledger.Resolution), Counts: src.Counts,
+		Score: Score{res.Score, res.Tier, res.Escrow}, Passport: src.Passport, Checkpoint: src.Checkpoint}
+	own, err := segment(src.AgentID, src.Chain, 0)
+	if err != nil {
+		return nil, err
+	}
+	b.Chains = append(b.Chains, own)
+	for _, o := range OriginAgents(src.AgentID, src.Chain) {
+		rows, ok := src.Origins[o]
+		if !ok {
+			return nil, fmt.Errorf("%w: the chain of agent %q, which events moved to %q were reported for, was not read", errkind.ErrConflict, o, src.AgentID)
+		}
+		from := firstReport(src.AgentID, o, src.Chain, rows)
+		if from < 0 {
+			return nil, fmt.Errorf("%w: agent %q's chain holds no report of the events moved from it to %q", errkind.ErrConflict, o, src.AgentID)
+		}
+		seg, err := segment(o, rows, from)
+		if err != nil {
+			return nil, err
+		}
+		b.Chains = append(b.Chains, seg)
+	}
+	if err := b.prove(src.Leaves); err != nil {
+		return nil, err
+	}
+	events, _, err := b.Account()
+	if err != nil {
+		return nil, fmt.Errorf("%w: the stored records cannot be audited: %v (run 'swarmscore ledger verify')", errkind.ErrConflict, err)
+	}
+	b.Events = events
+	return b, nil
+}
+
+// firstReport is the index in rows (agent o's chain) of the first report
+// of an event that the audited chain records as moved in from o; -1 if
+// none.
+func firstReport(audited, o string, chain, rows []ledger.ChainRow) int {
+	moved := map[ledger.EventKey]bool{}
+	for i := range chain {
+		r := &chain[i]
+		if r.HasRecord && r.Record.CorrectionID != "" && r.HasEvent && r.Event.Event.AgentID == o {
+			moved[ledger.EventKey{Type: r.Record.Type, ID: r.Record.EventID}] = true
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.HasRecord && r.Record.CorrectionID == "" && moved[ledger.EventKey{Type: r.Record.Type, ID: r.Record.EventID}] {
+			return i
+		}
+	}
+	return -1
+}
+
+// segment is agent's chain from rows[from] to its head.
+func segment(agent string, rows []ledger.ChainRow, from int) (Chain, error) {
+	c := Chain{AgentID: Clear(agent), FromSeq: 1}
+	if r := &rows[0]; r.Registered {
+		c.Head.Seq = r.HeadSeq
+		copy(c.Head.Hash[:], r.HeadHash)
+	}
+	if !rows[0].HasRecord {
+		return c, nil
+	}
+	if from > 0 {
+		c.FromSeq = rows[from].Record.Seq
+		copy(c.Prev[:], rows[from-1].StoredHash)
+	}
+	var buf []byte
+	for i := from; i < len(rows); i++ {
+		r := &rows[i]
+		switch {
+		case r.Record.CorrectionID != "" && !r.HasCorrection:
+			return Chain{}, fmt.Errorf("%w: agent %q seq %d: correction %s has no row", errkind.ErrConflict, agent, r.Record.Seq, r.Record.CorrectionID)
+		case r.Record.CorrectionID != "":
+			buf = r.Correction.AppendCanonical(buf[:0], agent, r.Record.Seq)
+		case !r.HasEvent:
+			return Chain{}, fmt.Errorf("%w: agent %q seq %d: %s %s has no row", errkind.ErrConflict, agent, r.Record.Seq, r.Record.Type, r.Record.EventID)
+		default:
+			rec := ledger.RebuildRecord(&r.Record, &r.Event)
+			buf = rec.AppendCanonical(buf[:0])
+		}
+		content, err := contentOf(buf)
+		if err != nil {
+			return Chain{}, fmt.Errorf("%w: agent %q seq %d: %v", errkind.ErrConflict, agent, r.Record.Seq, err)
+		}
+		var h ledger.Hash
+		copy(h[:], r.StoredHash)
+		c.Records = append(c.Records, Record{Hash: h, Content: content})
+	}
+	return c, nil
+}
+
+// prove adds each chain's inclusion proof in the checkpoint.
+func (b *Bundle) prove(leaves []checkpoint.Leaf) error {
+	if b.Checkpoint == nil {
+		return nil
+	}
+	if _, err := checkpoint.Parse(b.Checkpoint); err != nil {
+		return fmt.Errorf("%w: the stored checkpoint: %v", errkind.ErrConflict, err)
+	}
+	tree, err := checkpoint.NewTree(leaves)
+	if err != nil {
+		return fmt.Errorf("%w: the stored checkpoint leaves: %v", errkind.ErrConflict, err)
+	}
+	for i := range b.Chains {
+		c := &b.Chains[i]
+		at, ok := checkpoint.Find(leaves, c.AgentID.S)
+		if !ok || leaves[at].Seq < c.FromSeq-1 {
+			continue
+		}
+		p, err := tree.Prove(at)
+		if err != nil {
+			return fmt.Errorf("%w: proving agent %q: %v", errkind.ErrConflict, c.AgentID.S, err)
+		}
+		c.Proof = &Inclusion{Seq: leaves[at].Seq, Proof: p}
+	}
+	return nil
+}

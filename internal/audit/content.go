@@ -1,0 +1,362 @@
+package audit
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+)
+
+// maxMembers bounds a record's content: a correction has 14 members.
+const maxMembers = 32
+
+// contentOf reads canonical bytes the ledger produced (ledger.Record's or
+// ledger.Correction's) into a Content.
+func contentOf(canonical []byte) (Content, error) {
+	s := &scanner{data: canonical}
+	c, err := s.content("content")
+	if err == nil {
+		err = s.end()
+	}
+	return c, err
+}
+
+// content reads a record's content object: members named in [a-z_], each a
+// string, an integer or a withheld value, sorted by name as they are
+// stored (the canonical order; the document may list them in any order).
+func (s *scanner) content(what string) (Content, error) {
+	c := make(Content, 0, 16)
+	err := s.object(what, func(name string) error {
+		if len(c) == maxMembers {
+			return s.fail("%s: more than %d members", what, maxMembers)
+		}
+		if !memberName(name) {
+			return s.fail("%s: member name %s is not in [a-z_]", what, strconv.Quote(clip(name)))
+		}
+		m := Member{Name: name}
+		var err error
+		switch s.peek() {
+		case '"':
+			var v string
+			v, err = s.str(what)
+			m.Str = Clear(v)
+		case '{':
+			m.Str, err = s.withheld(what)
+		default:
+			m.Int, err = s.integer(what)
+			m.IsInt = true
+		}
+		if pe, ok := err.(*ParseError); ok {
+			pe.Reason = "member " + name + ": " + pe.Reason
+		}
+		c = append(c, m)
+		return err
+	})
+	slices.SortFunc(c, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return c, err
+}
+
+func memberName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// appendCanonical renders a complete content as RFC 8785 canonical JSON:
+// members in byte order of their names (ASCII, so also JCS's UTF-16
+// order), strings with JCS's escapes, integers as digits. For every content
+// the ledger writes, these are its bytes; decode checks that it is so.
+func (c Content) appendCanonical(dst []byte) []byte {
+	dst = append(dst, '{')
+	for i := range c {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		dst = append(dst, c[i].Name...)
+		dst = append(dst, '"', ':')
+		if c[i].IsInt {
+			dst = strconv.AppendInt(dst, c[i].Int, 10)
+		} else {
+			dst = appendJCSString(dst, c[i].Str.S)
+		}
+	}
+	return append(dst, '}')
+}
+
+// Canonical returns the bytes the chain hashes for this content
+// (ledger.Link(previous, bytes) is the record's hash) and true, or nil and
+// false when a member is withheld and the bytes cannot be known. It does
+// not check that the content is a record's: Verify does.
+func (c Content) Canonical() ([]byte, bool) {
+	if !c.complete() {
+		return nil, false
+	}
+	return c.appendCanonical(nil), true
+}
+
+// appendJCSString appends s as an RFC 8785 string.
+func appendJCSString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// placeholder stands for a withheld string while a record's structure is
+// checked: a valid id and a valid reason, so that the checks of the
+// disclosed members run unchanged, and the same for one value (a value has
+// one commitment in a bundle) and different for two.
+func placeholder(commitment string) string { return "withheld:" + commitment }
+
+// decoded is a record's content read as what it records. Withheld strings
+// are placeholder in Report and Correction; their Values are in Content.
+type decoded struct {
+	content    Content
+	correction bool
+	report     ledger.Record
+	cor        ledger.Correction
+	agent      Value // the chain's agent, as the content names it
+	seq        int64
+	// canonical is the hashed content, when complete.
+	canonical []byte
+}
+
+// scratch are the buffers decode reuses from one record to the next.
+type scratch struct {
+	mine, back []byte
+}
+
+// decode reads a record's content as a report or a correction and checks
+// that re-encoding it with the ledger's own code gives back exactly its
+// canonical form, so that every member is known, none is missing and each
+// has the one spelling the ledger hashes. A withheld member is checked the
+// same way with a placeholder in its place, and must be of a category that
+// may be withheld (audited is the agent whose id is never withheld).
+// d.canonical, when set, is valid until the next call with buf.
+func decode(c Content, audited string, buf *scratch) (decoded, error) {
+	d := decoded{content: c}
+	for i := range c {
+		if m := &c[i]; !m.IsInt && m.Str.Withheld && category(m.Name, m.Str, audited) == "" {
+			return d, fmt.Errorf("member %s is withheld, but only buyer_id, operator, by, reason and other agents' ids may be", m.Name)
+		}
+	}
+	subst := c
+	complete := c.complete()
+	if !complete {
+		subst = slices.Clone(c)
+		for i := range subst {
+			if subst[i].Str.Withheld {
+				subst[i].Str = Clear(placeholder(subst[i].Str.S))
+			}
+		}
+	}
+	buf.mine = subst.appendCanonical(buf.mine[:0])
+	mine := buf.mine
+	d.correction = c.isCorrection()
+	d.agent = c.str("agent_id")
+	if d.correction {
+		cor, agent, seq, err := correctionOf(subst)
+		if err != nil {
+			return d, err
+		}
+		d.cor, d.seq = cor, seq
+		buf.back = cor.AppendCanonical(buf.back[:0], agent, seq)
+	} else {
+		rec, err := reportOf(subst)
+		if err == nil {
+			buf.back = rec.AppendCanonical(buf.back[:0])
+		}
+		if err != nil || !bytes.Equal(buf.back, mine) {
+			// A member this reader does not know, added to the ledger's
+			// records since: the ledger's own reader knows every one.
+			if rec, err = ledger.ParseCanonical(mine); err != nil {
+				return d, err
+			}
+			buf.back = rec.AppendCanonical(buf.back[:0])
+		}
+		d.report, d.seq = rec, rec.Seq
+	}
+	if !bytes.Equal(buf.back, mine) {
+		return d, fmt.Errorf("not the canonical content of a %s record (a member unknown, missing, of another type or spelt otherwise)", kind(d.correction))
+	}
+	if d.seq < 1 {
+		return d, fmt.Errorf("seq %d is below 1", d.seq)
+	}
+	if d.correction {
+		if err := checkCorrection(&d.cor); err != nil {
+			return d, err
+		}
+		// The id is derived from what the correction asks; it can be
+		// recomputed only when nothing it covers is withheld.
+		covered := !c.str("reason").Withheld && !c.str("by").Withheld && !c.str("appeal_id").Withheld &&
+			(d.cor.Action != ledger.ActionReattribute || !c.str("to_agent").Withheld)
+		if covered && d.cor.CorrectionRequest.ID() != d.cor.ID {
+			return d, fmt.Errorf("correction id %s is not the id of what it asks (%s)", d.cor.ID, d.cor.CorrectionRequest.ID())
+		}
+	} else if err := d.report.Event.Validate(); err != nil {
+		return d, fmt.Errorf("the event it records is invalid: %w", err)
+	}
+	if complete {
+		d.canonical = mine
+	}
+	return d, nil
+}
+
+// reportOf reads a report's content into a ledger.Record: the members
+// ledger.Record.Canonical writes, by name.
+func reportOf(c Content) (ledger.Record, error) {
+	var r ledger.Record
+	var started, ended string
+	for i := range c {
+		m := &c[i]
+		switch m.Name {
+		case "agent_id":
+			r.Event.AgentID = m.Str.S
+		case "buyer_id":
+			r.Event.BuyerID = m.Str.S
+		case "ended_at":
+			ended = m.Str.S
+		case "escrow_amount_cents":
+			r.Event.EscrowAmountCents = m.Int
+		case "id":
+			r.Event.ID = m.Str.S
+		case "operator":
+			r.Operator = m.Str.S
+		case "seq":
+			r.Seq = m.Int
+		case "started_at":
+			started = m.Str.S
+		case "status":
+			r.Event.Status = ledger.Status(m.Str.S)
+		case "type":
+			r.Event.Type = ledger.Type(m.Str.S)
+		}
+	}
+	var err error
+	if r.Event.StartedAt, err = ledger.ParseTime("started_at", started); err != nil {
+		return r, err
+	}
+	if ended != "" {
+		r.Event.EndedAt, err = ledger.ParseTime("ended_at", ended)
+	}
+	return r, err
+}
+
+func kind(correction bool) string {
+	if correction {
+		return "correction"
+	}
+	return "report"
+}
+
+// correctionOf reads a correction's content into a ledger.Correction. Its
+// request's Status and AgentID are not hashed; they are what the action
+// implies (the new status, the agent moved to).
+func correctionOf(c Content) (ledger.Correction, string, int64, error) {
+	var cor ledger.Correction
+	at, err := ledger.ParseTime("at", c.str("at").S)
+	if err != nil {
+		return cor, "", 0, err
+	}
+	cor = ledger.Correction{
+		ID: c.str("correction").S,
+		CorrectionRequest: ledger.CorrectionRequest{
+			EventType: ledger.Type(c.str("type").S),
+			EventID:   c.str("event_id").S,
+			Action:    ledger.CorrectionAction(c.str("action").S),
+			Reason:    c.str("reason").S,
+			AppealID:  c.str("appeal_id").S,
+			By:        c.str("by").S,
+			At:        at,
+		},
+		FromAgent:  c.str("from_agent").S,
+		FromStatus: ledger.Status(c.str("from_status").S),
+		ToAgent:    c.str("to_agent").S,
+		ToStatus:   ledger.Status(c.str("to_status").S),
+	}
+	switch cor.Action {
+	case ledger.ActionStatus:
+		cor.Status = cor.ToStatus
+	case ledger.ActionReattribute:
+		cor.AgentID = cor.ToAgent
+	}
+	return cor, c.str("agent_id").S, c.integer("seq"), nil
+}
+
+// checkCorrection checks a correction on its own: a valid request, and a
+// before and after state its action can produce.
+func checkCorrection(c *ledger.Correction) error {
+	if err := c.CorrectionRequest.Validate(); err != nil {
+		return fmt.Errorf("the correction is invalid: %w", err)
+	}
+	switch {
+	case !ledger.ValidID(c.ID):
+		return fmt.Errorf("correction id %s is invalid", strconv.Quote(clip(c.ID)))
+	case !ledger.ValidID(c.FromAgent) || !ledger.ValidID(c.ToAgent):
+		return fmt.Errorf("correction %s names an invalid agent", c.ID)
+	case !c.FromStatus.ValidFor(c.EventType) || !c.FromStatus.Terminal():
+		return fmt.Errorf("correction %s corrects a %s event in status %s, which is not final", c.ID, c.EventType, c.FromStatus)
+	}
+	same := c.FromAgent == c.ToAgent
+	switch c.Action {
+	case ledger.ActionStatus:
+		if !same || c.ToStatus == c.FromStatus {
+			return fmt.Errorf("status correction %s must keep the agent and change the status", c.ID)
+		}
+	case ledger.ActionReattribute:
+		if same || c.ToStatus != c.FromStatus {
+			return fmt.Errorf("re-attribution %s must change the agent and keep the status", c.ID)
+		}
+	case ledger.ActionVoid:
+		if !same || c.ToStatus != c.FromStatus {
+			return fmt.Errorf("void %s must keep the agent and the status", c.ID)
+		}
+	}
+	return nil
+}
+
+// clip cuts untrusted text for a message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// formatTime renders a time as the ledger does.
+func formatTime(t time.Time) string { return ledger.FormatTime(t) }

@@ -1,0 +1,145 @@
+package audit_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/swarmscore/swarmscore/internal/audit"
+	"github.com/swarmscore/swarmscore/internal/audit/audittest"
+)
+
+// seedBundles are the scenario's bundle in full and with everything
+// withheld, and its openings.
+func seedBundles(f *testing.F) (full, withheld, openings []byte) {
+	_, src := audittest.Scenario(f)
+	b, err := audit.Build(src)
+	if err != nil {
+		f.Fatal(err)
+	}
+	full = b.AppendJSON(nil)
+	o, err := b.Withhold(audit.Categories, rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return full, b.AppendJSON(nil), o.AppendJSON(nil)
+}
+
+// FuzzParse: Parse never panics, and what it accepts it writes back to a
+// document it reads the same way; Verify never panics on it.
+func FuzzParse(f *testing.F) {
+	full, withheld, _ := seedBundles(f)
+	f.Add(full)
+	f.Add(withheld)
+	f.Add([]byte(`{"type":"swarmscore-audit/v1"}`))
+	f.Add([]byte(`{"a":"\ud800"}`))
+	f.Add(bytes.Replace(full, []byte(`"records":[`), []byte(`"records":[{"hash":"00","content":{"x":1e3}},`), 1))
+	keys := audittest.Keys(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := audit.Parse(data)
+		if err != nil {
+			if r := audit.VerifyDocument(data, keys); r.Valid || r.Discrepancy.Code != audit.CodeMalformed {
+				t.Fatalf("unparseable input verified as %+v", r)
+			}
+			return
+		}
+		doc := b.AppendJSON(nil)
+		back, err := audit.Parse(doc)
+		if err != nil {
+			t.Fatalf("re-reading what was written: %v\n%s", err, doc)
+		}
+		if !reflect.DeepEqual(b, back) {
+			t.Fatalf("round trip differs:\n%+v\n%+v", b, back)
+		}
+		if again := back.AppendJSON(nil); !bytes.Equal(doc, again) {
+			t.Fatal("writing is not stable")
+		}
+		audit.Verify(b, keys)
+	})
+}
+
+// FuzzTamper changes one byte of a bundle that verifies: either the result
+// no longer verifies, or it says exactly what the original said. In the
+// bundle with everything withheld, what a record with withheld members
+// discloses, and its stated hash, are not bound by the chain (the
+// package's documented limit): there the two must agree on everything
+// else.
+func FuzzTamper(f *testing.F) {
+	full, withheld, _ := seedBundles(f)
+	for _, at := range []uint32{0, 100, 900, 2000, 4000, 6000, 8000} {
+		f.Add(false, at, byte('1'))
+		f.Add(true, at, byte('"'))
+	}
+	keys := audittest.Keys(f)
+	want := map[bool]*audit.Bundle{}
+	f.Fuzz(func(t *testing.T, useWithheld bool, at uint32, v byte) {
+		doc := full
+		if useWithheld {
+			doc = withheld
+		}
+		if want[useWithheld] == nil {
+			want[useWithheld] = normalize(t, doc)
+		}
+		i := int(at % uint32(len(doc)))
+		if doc[i] == v {
+			return
+		}
+		mutated := bytes.Clone(doc)
+		mutated[i] = v
+		if r := audit.VerifyDocument(mutated, keys); r.Valid {
+			if got := normalize(t, mutated); !reflect.DeepEqual(got, want[useWithheld]) {
+				t.Fatalf("byte %d set to %q verifies but says something else", i, v)
+			}
+		}
+	})
+}
+
+// normalize parses doc with the embedded documents compacted, and with
+// everything but the seq of records that withhold members blanked out.
+func normalize(t *testing.T, doc []byte) *audit.Bundle {
+	b, err := audit.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []*[]byte{&b.Passport, &b.Checkpoint} {
+		var c bytes.Buffer
+		if err := json.Compact(&c, *raw); err != nil {
+			t.Fatal(err)
+		}
+		*raw = c.Bytes()
+	}
+	for ci := range b.Chains {
+		for k := range b.Chains[ci].Records {
+			r := &b.Chains[ci].Records[k]
+			if _, ok := r.Content.Canonical(); ok {
+				continue
+			}
+			r.Hash = [32]byte{}
+			for m := range r.Content {
+				if r.Content[m].Name != "seq" {
+					r.Content[m] = audit.Member{Name: r.Content[m].Name}
+				}
+			}
+		}
+	}
+	return b
+}
+
+// FuzzParseOpenings: never panics; what it accepts writes back the same.
+func FuzzParseOpenings(f *testing.F) {
+	_, _, openings := seedBundles(f)
+	f.Add(openings)
+	f.Add([]byte(`{"type":"swarmscore-audit-openings/v1","openings":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := audit.ParseOpenings(data)
+		if err != nil {
+			return
+		}
+		back, err := audit.ParseOpenings(o.AppendJSON(nil))
+		if err != nil || !reflect.DeepEqual(o, back) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}

@@ -1,0 +1,150 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/audit"
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+)
+
+// AuditQuery selects an audit bundle (spec §7.1 L3).
+type AuditQuery struct {
+	// AsOf is the end of the window audited, to the microsecond; zero
+	// means the current certificate's computed_at.
+	AsOf time.Time
+	// Withhold lists the kinds of other parties' identifiers to replace
+	// by commitments (audit.Bundle.Withhold).
+	Withhold []audit.Category
+}
+
+// auditAttempts bounds the reads of a chain that keeps moving while an
+// audit bundle is assembled.
+const auditAttempts = 3
+
+// AuditBundle assembles the agent's audit bundle (audit.Build), withholding
+// what q asks (the openings are returned, nil when nothing is withheld).
+//
+// Without q.AsOf the passport is the agent's current certificate
+// (Certificate: the stored one while it holds, else a new one is signed
+// and stored) and the window ends at its computed_at. With q.AsOf it ends
+// there, and the passport is the last one issued (PassportStore) that was
+// in force then (computed_at ≤ as_of < expires_at), or none.
+//
+// The latest checkpoint and its leaves are read first, then the agent's
+// head, the passport, the counts and the chain; if the chain moved in
+// between (a report or correction committed meanwhile), it is all read
+// again, so that the counts, the passport and the records agree. The
+// chains of agents that events were moved from are read last (their
+// reports of those events are final and cannot change).
+//
+// Errors: ErrInvalid for a malformed id, an unknown category or an as_of
+// after now; ErrNotFound for an unknown agent; ErrConflict when the stored
+// records cannot form a bundle (audit.Build: a row missing, a rule broken;
+// run ledger verify); ErrUnavailable when the database cannot be reached
+// or the chain kept moving for auditAttempts reads.
+func (u *UseCases) AuditBundle(ctx context.Context, agentID string, q AuditQuery) (*audit.Bundle, audit.Openings, error) {
+	if err := ledger.CheckID("agent_id", agentID); err != nil {
+		return nil, nil, err
+	}
+	if !q.AsOf.IsZero() {
+		q.AsOf = q.AsOf.UTC().Truncate(ledger.Resolution)
+		if now := u.now(); q.AsOf.After(now) {
+			return nil, nil, fmt.Errorf("%w: as_of %s is after now (%s): the counts of a future instant are not known yet",
+				errkind.ErrInvalid, ledger.FormatTime(q.AsOf), ledger.FormatTime(now))
+		}
+	}
+	for range auditAttempts {
+		src, moved, err := u.auditSource(ctx, agentID, q.AsOf)
+		if err != nil {
+			return nil, nil, err
+		}
+		if moved {
+			continue
+		}
+		b, err := audit.Build(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		var open audit.Openings
+		if len(q.Withhold) > 0 {
+			if open, err = b.Withhold(q.Withhold, rand.Reader); err != nil {
+				return nil, nil, err
+			}
+		}
+		return b, open, nil
+	}
+	return nil, nil, fmt.Errorf("%w: agent %q's chain kept changing while its audit bundle was read (%d attempts); try again",
+		errkind.ErrUnavailable, agentID, auditAttempts)
+}
+
+// auditSource reads what audit.Build needs; moved is true when the agent's
+// chain moved between the first read of its head and the chain's.
+func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Time) (src audit.Source, moved bool, err error) {
+	src = audit.Source{AgentID: agentID, AsOf: asOf, Origins: map[string][]ledger.ChainRow{}}
+	if src.Checkpoint, src.Leaves, err = u.latestCheckpointLeaves(ctx); err != nil {
+		return src, false, err
+	}
+	before, err := u.Store.Agent(ctx, agentID)
+	if err != nil {
+		return src, false, err
+	}
+	if asOf.IsZero() {
+		c, err := u.Certificate(ctx, agentID)
+		if err != nil {
+			return src, false, err
+		}
+		src.Passport, src.AsOf = c.Passport, c.ComputedAt
+	} else if src.Passport, err = u.passportInForce(ctx, agentID, asOf); err != nil {
+		return src, false, err
+	}
+	if src.Counts, err = u.Store.Counts(ctx, agentID, src.AsOf); err != nil {
+		return src, false, err
+	}
+	if src.Chain, err = u.Store.Chain(ctx, agentID); err != nil {
+		return src, false, err
+	}
+	if head := &src.Chain[0]; head.HeadSeq != before.ChainLength || !bytes.Equal(head.HeadHash, before.ChainHead[:]) {
+		return src, true, nil
+	}
+	for _, o := range audit.OriginAgents(agentID, src.Chain) {
+		if src.Origins[o], err = u.Store.Chain(ctx, o); err != nil {
+			return src, false, fmt.Errorf("reading the chain of agent %q, which events moved to %q came from: %w", o, agentID, err)
+		}
+	}
+	return src, false, nil
+}
+
+// latestCheckpointLeaves returns the latest checkpoint's document and
+// leaves, or nils when none has been made.
+func (u *UseCases) latestCheckpointLeaves(ctx context.Context) ([]byte, []checkpoint.Leaf, error) {
+	c, doc, err := u.latestCheckpoint(ctx)
+	if err != nil || doc == nil {
+		return nil, nil, err
+	}
+	leaves, err := u.Store.CheckpointLeaves(ctx, c.Number)
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, leaves, nil
+}
+
+// passportInForce returns the last passport issued for the agent that was
+// in force at asOf, or nil.
+func (u *UseCases) passportInForce(ctx context.Context, agentID string, asOf time.Time) ([]byte, error) {
+	ps, err := u.Store.Passports(ctx, agentID)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if p := &ps[i]; !p.ComputedAt.After(asOf) && asOf.Before(p.ExpiresAt) {
+			return p.Document, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,322 @@
+package service
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/swarmscore/swarmscore/internal/audit"
+	"github.com/swarmscore/swarmscore/internal/audit/audittest"
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
+	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
+	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+	"github.com/swarmscore/swarmscore/passport"
+)
+
+// auditBackend is a migrated store and a way to back-date an event row
+// behind its back, as someone with database access would.
+type auditBackend struct {
+	store Backend
+	// backdate moves a Conduit session's start and end one minute back.
+	backdate func(t *testing.T, id string)
+}
+
+func sqliteAudit(t *testing.T) auditBackend {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	st, err := sqlite.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return auditBackend{st, func(t *testing.T, id string) {
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`UPDATE conduit_sessions SET started_at = started_at - 60000000, completed_at = completed_at - 60000000 WHERE id = ?`, id); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+func postgresAudit(t *testing.T) auditBackend {
+	dsn := pgtest.NewDatabase(t)
+	st, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return auditBackend{st, func(t *testing.T, id string) {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), `UPDATE conduit_sessions SET started_at = started_at - interval '1 minute',
+			completed_at = completed_at - interval '1 minute' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+	}}
+}
+
+func TestAuditBundleSQLite(t *testing.T)   { testAuditBundle(t, sqliteAudit(t)) }
+func TestAuditBundlePostgres(t *testing.T) { testAuditBundle(t, postgresAudit(t)) }
+
+// auditLedger fills a store through the use cases and the store's
+// corrections with an agent "a" that has events of every outcome, a
+// chargeback, a void, events moved away, in (from "c") and through a third
+// agent, and signs a checkpoint over it.
+func auditLedger(t *testing.T, be auditBackend) (*UseCases, *clock) {
+	ctx := t.Context()
+	if _, err := be.store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, err := passport.NewKey([]byte(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t0.Add(120 * 24 * time.Hour)}
+	u := &UseCases{Store: be.store, Key: key, Platform: "test.example", Now: c.now}
+	now, h := c.t, time.Hour
+	ingest(t, u, []ledger.Event{
+		audittest.Conduit("c1", "a", ledger.Running, now.Add(-h)),
+		audittest.Conduit("c2", "a", ledger.Failed, now.Add(-100*24*h)),
+		audittest.Conduit("c3", "a", ledger.Error, now.Add(-2*h)),
+		audittest.Conduit("c4", "a", ledger.Running, now),
+		audittest.AP2("t1", "a", "buyer-x", ledger.Held, now.Add(-3*h)),
+		audittest.AP2("t2", "a", "buyer-y", ledger.Settled, now.Add(-4*h)),
+		audittest.Conduit("c5", "a", ledger.Verified, now.Add(-5*h)),
+		audittest.Conduit("c6", "c", ledger.Verified, now.Add(-6*h)),
+		audittest.Conduit("c7", "a", ledger.Verified, now.Add(-7*h)),
+		audittest.AP2("t4", "c", "buyer-z", ledger.Settled, now.Add(-8*h)),
+		audittest.Conduit("c8", "b", ledger.Verified, now.Add(-9*h)),
+		audittest.Conduit("c9", "a", ledger.Verified, now.Add(-10*h)),
+	})
+	ingest(t, u, []ledger.Event{
+		audittest.Conduit("c1", "a", ledger.Verified, now.Add(-h)),
+		audittest.AP2("t1", "a", "buyer-x", ledger.Settled, now.Add(-3*h)),
+	})
+	at := now.Add(-50 * time.Minute)
+	cb := audittest.Req(ledger.ActionStatus, ledger.AP2Transaction, "t1", at)
+	cb.Status, cb.AppealID = ledger.Refunded, "ap-1"
+	correct(t, u, cb)
+	correct(t, u, audittest.Req(ledger.ActionVoid, ledger.AP2Transaction, "t2", at))
+	for _, m := range []struct {
+		typ    ledger.Type
+		id, to string
+	}{{ledger.ConduitSession, "c5", "b"}, {ledger.ConduitSession, "c6", "a"}, {ledger.ConduitSession, "c7", "b"},
+		{ledger.ConduitSession, "c7", "a"}, {ledger.AP2Transaction, "t4", "b"}, {ledger.AP2Transaction, "t4", "a"}} {
+		r := audittest.Req(ledger.ActionReattribute, m.typ, m.id, at)
+		r.AgentID = m.to
+		correct(t, u, r)
+	}
+	makeCheckpoint(t, u, 1)
+	return u, c
+}
+
+func correct(t *testing.T, u *UseCases, req ledger.CorrectionRequest) {
+	t.Helper()
+	if _, _, err := u.Store.Correct(t.Context(), req, u.signRecorded); err != nil {
+		t.Fatalf("correct %s %s: %v", req.EventType, req.EventID, err)
+	}
+}
+
+// signRecorded is u.sign that also names the passport, so that the store
+// keeps it in the passport history (PassportStore), as an audit --as-of
+// reads it.
+func (u *UseCases) signRecorded(e *ledger.ScoreEntry) ([]byte, string, error) {
+	doc, sig, err := u.sign(e)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := passport.Parse(doc)
+	if err != nil {
+		return nil, "", err
+	}
+	e.PassportID = p.AgentPassportID
+	return doc, sig, nil
+}
+
+// makeCheckpoint signs checkpoint n over the store's heads with an HS256
+// key of testKey, as `ledger checkpoint` does.
+func makeCheckpoint(t *testing.T, u *UseCases, n int64) {
+	t.Helper()
+	leaves, err := u.Store.Heads(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := checkpoint.NewTree(leaves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := checkpoint.Checkpoint{Number: n, Time: u.now(), Agents: tree.Size(), Root: tree.Root(), Environment: "test",
+		Issuer: checkpoint.Issuer{Platform: "test.example"}}
+	k, err := checkpoint.NewHMACKey("ckpt-1", []byte(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sign(k); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Store.AddCheckpoint(t.Context(), c, doc, leaves); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func auditKeys(t *testing.T) audit.Keys {
+	k, err := audit.NewKeys([]byte(testKey), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func exportBundle(t *testing.T, u *UseCases, agent string, q AuditQuery) *audit.Bundle {
+	t.Helper()
+	b, _, err := u.AuditBundle(t.Context(), agent, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What is verified is the document, as a third party receives it.
+	back, err := audit.Parse(b.AppendJSON(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+func testAuditBundle(t *testing.T, be auditBackend) {
+	u, c := auditLedger(t, be)
+	keys := auditKeys(t)
+	b := exportBundle(t, u, "a", AuditQuery{})
+	r := audit.Verify(b, keys)
+	if !r.Valid {
+		t.Fatalf("current bundle: %v", r.Discrepancy)
+	}
+	counts, err := u.Store.Counts(t.Context(), "a", b.AsOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Counts != counts || r.Checkpoint != 1 || r.Anchored != b.Chains[0].Head.Seq || r.Linked != r.Records || len(b.Chains) != 2 ||
+		r.Events[audit.Counted] != 6 || r.Events[audit.MovedAway] != 1 || r.Events[audit.Voided] != 1 {
+		t.Fatalf("report %+v with counts %+v (store %+v), %d chains", r, r.Counts, counts, len(b.Chains))
+	}
+	if cert, err := u.Certificate(t.Context(), "a"); err != nil || string(cert.Passport) != string(b.Passport) || !cert.ComputedAt.Equal(b.AsOf) {
+		t.Fatalf("the bundle's passport is not the current certificate: %v", err)
+	}
+
+	t.Run("tamper", func(t *testing.T) { audittest.Run(t, b, keys) })
+
+	t.Run("withheld", func(t *testing.T) {
+		w, open, err := u.AuditBundle(t.Context(), "a", AuditQuery{Withhold: audit.Categories})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := w.AppendJSON(nil)
+		if strings.Contains(string(doc), "buyer-x") || strings.Contains(string(doc), "op-1") || len(open) == 0 {
+			t.Fatal("identifiers were not withheld")
+		}
+		if r := audit.VerifyDocument(doc, keys); !r.Valid || r.Linked != 0 {
+			t.Fatalf("withheld bundle: %+v", r)
+		}
+	})
+
+	t.Run("as of", func(t *testing.T) {
+		// A day later, a late report and another chargeback: the passport
+		// in force before them no longer matches the corrected ledger.
+		past := c.t
+		c.t = c.t.Add(24 * time.Hour)
+		ingest(t, u, []ledger.Event{audittest.Conduit("c10", "a", ledger.Failed, past.Add(-30*time.Minute))})
+		cb := audittest.Req(ledger.ActionStatus, ledger.ConduitSession, "c1", c.t.Add(-time.Hour))
+		cb.Status = ledger.Failed
+		correct(t, u, cb)
+		makeCheckpoint(t, u, 2)
+		old := exportBundle(t, u, "a", AuditQuery{AsOf: past})
+		if old.Passport == nil {
+			t.Fatal("no passport in force at the earlier instant")
+		}
+		r := audit.Verify(old, keys)
+		if r.Valid || r.Discrepancy.Code != audit.CodePassportCounts || !strings.Contains(r.Discrepancy.Message, "superseded") {
+			t.Fatalf("superseded passport: %+v", r.Discrepancy)
+		}
+		// The same instant with no passport in force verifies, with a
+		// warning.
+		old.Passport = nil
+		if r := audit.Verify(old, keys); !r.Valid || r.Checkpoint != 2 {
+			t.Fatalf("past bundle without its passport: %+v", r)
+		}
+		if now := exportBundle(t, u, "a", AuditQuery{}); !audit.Verify(now, keys).Valid {
+			t.Fatal("the current bundle after the correction does not verify")
+		}
+	})
+
+	t.Run("row edited behind the ledger's back", func(t *testing.T) {
+		be.backdate(t, "c9")
+		r := audit.Verify(exportBundle(t, u, "a", AuditQuery{}), keys)
+		if r.Valid || r.Discrepancy.Code != audit.CodeChainLink || r.Discrepancy.EventID != "c9" {
+			t.Fatalf("back-dated row: %+v", r.Discrepancy)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		for _, tc := range []struct {
+			agent string
+			q     AuditQuery
+			kind  errkind.Kind
+		}{
+			{"ghost", AuditQuery{}, errkind.NotFound},
+			{"not valid", AuditQuery{}, errkind.Invalid},
+			{"a", AuditQuery{AsOf: c.t.Add(time.Minute)}, errkind.Invalid},
+		} {
+			if _, _, err := u.AuditBundle(t.Context(), tc.agent, tc.q); errkind.Of(err) != tc.kind {
+				t.Errorf("%s %+v: %v, want %v", tc.agent, tc.q, err, tc.kind)
+			}
+		}
+	})
+}
+
+// movingStore appends a report to the agent's chain every time the chain
+// is read, as a busy ingest would.
+type movingStore struct {
+	Backend
+	u     *UseCases
+	t     *testing.T
+	reads int
+}
+
+func (s *movingStore) Chain(ctx context.Context, agentID string) ([]ledger.ChainRow, error) {
+	s.reads++
+	ingest(s.t, s.u, []ledger.Event{audittest.Conduit(fmt.Sprintf("busy-%d", s.reads), agentID, ledger.Verified, s.u.now().Add(-time.Hour))})
+	return s.Backend.Chain(ctx, agentID)
+}
+
+// TestAuditBundleMovingChain: a chain that moves between the reads is read
+// again, and a chain that never stops moving is unavailable, not a bundle
+// whose counts disagree with its records.
+func TestAuditBundleMovingChain(t *testing.T) {
+	u, _ := auditLedger(t, sqliteAudit(t))
+	ms := &movingStore{Backend: u.Store, u: u, t: t}
+	moving := &UseCases{Store: ms, Key: u.Key, Platform: u.Platform, Now: u.Now}
+	_, _, err := moving.AuditBundle(t.Context(), "a", AuditQuery{})
+	if !errors.Is(err, errkind.ErrUnavailable) || ms.reads != auditAttempts {
+		t.Fatalf("%v after %d reads", err, ms.reads)
+	}
+	if b := exportBundle(t, u, "a", AuditQuery{}); !audit.Verify(b, auditKeys(t)).Valid {
+		t.Fatal("the bundle after the writes does not verify")
+	}
+}
