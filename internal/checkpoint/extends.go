@@ -2,6 +2,8 @@ package checkpoint
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -132,6 +134,15 @@ func (ch Change) String() string {
 func Diff(c Checkpoint, archived, current []Leaf) ([]Change, error) {
 	if err := Extends(c, archived); err != nil {
 		return nil, fmt.Errorf("the stored leaves of checkpoint %d: %w", c.Number, err)
+	}
+	// Erased leaves keep their place in the tree (and cut leaves follow
+	// it); compare in id order.
+	byID := func(a, b Leaf) int { return strings.Compare(a.AgentID, b.AgentID) }
+	if !slices.IsSortedFunc(archived, byID) {
+		archived = slices.SortedFunc(slices.Values(archived), byID)
+	}
+	if !slices.IsSortedFunc(current, byID) {
+		current = slices.SortedFunc(slices.Values(current), byID)
 	}
 	if err := CheckLeaves(current); err != nil {
 		return nil, fmt.Errorf("current leaves: %w", err)

@@ -212,7 +212,7 @@ func TestExtendsDiffRefuseInvalidInput(t *testing.T) {
 		"Extends unsorted":          Extends(c, unsorted),
 		"Extends duplicate":         Extends(c, []Leaf{archived[0], archived[0]}),
 		"Diff unsorted archived":    errOf(Diff(c, unsorted, archived)),
-		"Diff unsorted current":     errOf(Diff(c, archived, unsorted)),
+		"Diff duplicate current":    errOf(Diff(c, archived, []Leaf{archived[0], archived[1], archived[1]})),
 		"Diff current past archive": errOf(Diff(c, archived, past)),
 	} {
 		if !errors.Is(err, errkind.ErrInvalid) || errors.Is(err, ErrDiverged) {
@@ -222,6 +222,56 @@ func TestExtendsDiffRefuseInvalidInput(t *testing.T) {
 }
 
 func errOf(_ []Change, err error) error { return err }
+
+// TestErasedLeaf: an erased agent's leaf keeps its place and leaf hash
+// under the pseudonym, so the signed root still holds, the leaf still
+// proves inclusion, and Diff compares the pseudonym's chain there.
+func TestErasedLeaf(t *testing.T) {
+	archived := testLeaves(4)
+	c := checkpointOf(t, archived)
+	erased := slices.Clone(archived)
+	orig, err := archived[1].MerkleHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	erased[1].AgentID, erased[1].Erased, erased[1].ErasedHash = "zz-erased-1", true, orig
+	if err := Extends(c, erased); err != nil {
+		t.Fatalf("the root over an erased leaf: %v", err)
+	}
+	tree, err := NewTree(erased)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, ok := Find(erased, "zz-erased-1")
+	if !ok || i != 1 {
+		t.Fatalf("Find erased leaf: %d %v", i, ok)
+	}
+	if j, ok := Find(erased, archived[2].AgentID); !ok || j != 2 {
+		t.Fatalf("Find after an erased leaf: %d %v", j, ok)
+	}
+	p, err := tree.Prove(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VerifyInclusion(erased[1], p); err != nil {
+		t.Errorf("inclusion of the erased leaf: %v", err)
+	}
+	// The current ledger cut at the archived seqs, in the archived order.
+	current := slices.Clone(erased)
+	current[1].Erased = false
+	if ch, err := Diff(c, erased, current); err != nil || len(ch) != 0 {
+		t.Errorf("unchanged: %v %v", ch, err)
+	}
+	current[1].Hash[0] ^= 1
+	if ch, err := Diff(c, erased, current); err != nil || len(ch) != 1 || ch[0].AgentID != "zz-erased-1" || ch[0].Kind != Rewritten {
+		t.Errorf("the pseudonym's chain rewritten: %v %v", ch, err)
+	}
+	// A forged erased hash does not hold the root.
+	erased[1].ErasedHash[0] ^= 1
+	if err := Extends(c, erased); !errors.Is(err, ErrDiverged) {
+		t.Errorf("forged erased hash: %v", err)
+	}
+}
 
 func TestExtendsEmptyLedger(t *testing.T) {
 	c := checkpointOf(t, nil)

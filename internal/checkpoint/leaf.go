@@ -15,10 +15,18 @@ import (
 // Leaf is one agent's hash chain head as a checkpoint commits to it: the
 // agent, the seq of its last record (0 for an agent without records) and
 // that record's chain hash (ledger.Link; the zero hash at seq 0).
+//
+// A leaf whose agent was erased (GDPR Art. 17) keeps its place in the tree
+// and the leaf hash the checkpoint committed to (ErasedHash), while AgentID
+// becomes the pseudonym: the root still verifies, and Seq and Hash still
+// say where the pseudonym's chain stood, but the leaf no longer proves the
+// id it was made from. Such a leaf is out of agent id order.
 type Leaf struct {
-	AgentID string
-	Seq     int64
-	Hash    ledger.Hash
+	AgentID    string
+	Seq        int64
+	Hash       ledger.Hash
+	Erased     bool
+	ErasedHash Hash
 }
 
 // maxAgentIDLen is ledger.ValidID's bound on an id.
@@ -73,34 +81,45 @@ func (l Leaf) MerkleHash() (Hash, error) {
 // merkleHash assembles 0x00 || encoding in an array, so that hashing a
 // hundred thousand leaves allocates nothing per leaf.
 func (l *Leaf) merkleHash() Hash {
+	if l.Erased {
+		return l.ErasedHash
+	}
 	var b [1 + maxLeafSize]byte
 	data := l.appendBinary(b[:1])
 	return sha256.Sum256(data)
 }
 
-// checkLeaf validates leaves[i] and its order after leaves[i-1].
-func checkLeaf(leaves []Leaf, i int) error {
+// checkLeaf validates leaves[i] and its order after leaves[*last], the
+// previous leaf not erased (none when *last is -1), and moves *last.
+func checkLeaf(leaves []Leaf, i int, last *int) error {
 	if err := leaves[i].Validate(); err != nil {
 		return fmt.Errorf("leaf %d: %w", i, err)
 	}
-	if i == 0 {
+	if leaves[i].Erased {
 		return nil
 	}
-	switch prev, cur := leaves[i-1].AgentID, leaves[i].AgentID; {
+	j := *last
+	*last = i
+	if j < 0 {
+		return nil
+	}
+	switch prev, cur := leaves[j].AgentID, leaves[i].AgentID; {
 	case cur == prev:
-		return fmt.Errorf("%w: agent %s has two leaves (%d and %d); a checkpoint names each agent once", errkind.ErrInvalid, cur, i-1, i)
+		return fmt.Errorf("%w: agent %s has two leaves (%d and %d); a checkpoint names each agent once", errkind.ErrInvalid, cur, j, i)
 	case cur < prev:
-		return fmt.Errorf("%w: leaf %d (agent %s) sorts before leaf %d (agent %s); leaves must be in agent id byte order", errkind.ErrInvalid, i, cur, i-1, prev)
+		return fmt.Errorf("%w: leaf %d (agent %s) sorts before leaf %d (agent %s); leaves must be in agent id byte order", errkind.ErrInvalid, i, cur, j, prev)
 	}
 	return nil
 }
 
 // CheckLeaves reports, matching errkind.ErrInvalid, the first reason leaves
-// cannot form a checkpoint: an invalid leaf (Validate), or leaves not in
-// strictly increasing agent id byte order (unsorted, or an agent twice).
+// cannot form a checkpoint: an invalid leaf (Validate), or leaves other
+// than erased ones not in strictly increasing agent id byte order
+// (unsorted, or an agent twice).
 func CheckLeaves(leaves []Leaf) error {
+	last := -1
 	for i := range leaves {
-		if err := checkLeaf(leaves, i); err != nil {
+		if err := checkLeaf(leaves, i, &last); err != nil {
 			return err
 		}
 	}
@@ -115,8 +134,9 @@ func NewTree(leaves []Leaf) (*Tree, error) {
 		return nil, fmt.Errorf("%w: %d leaves, more than a checkpoint can count", errkind.ErrInvalid, len(leaves))
 	}
 	hashes := make([]Hash, len(leaves))
+	last := -1
 	for i := range leaves {
-		if err := checkLeaf(leaves, i); err != nil {
+		if err := checkLeaf(leaves, i, &last); err != nil {
 			return nil, err
 		}
 		hashes[i] = leaves[i].merkleHash()
@@ -124,11 +144,16 @@ func NewTree(leaves []Leaf) (*Tree, error) {
 	return newTreeFromHashes(hashes), nil
 }
 
-// Find returns the index of agentID's leaf in leaves, sorted as CheckLeaves
-// requires, and whether it is there: the index to Prove.
+// Find returns the index of agentID's leaf in leaves, in the order
+// CheckLeaves requires, and whether it is there: the index to Prove.
 func Find(leaves []Leaf, agentID string) (int64, bool) {
 	i, ok := slices.BinarySearchFunc(leaves, agentID, func(l Leaf, id string) int { return strings.Compare(l.AgentID, id) })
-	return int64(i), ok
+	if ok {
+		return int64(i), true
+	}
+	// An erased leaf out of order can mislead the search.
+	i = slices.IndexFunc(leaves, func(l Leaf) bool { return l.AgentID == agentID })
+	return int64(i), i >= 0
 }
 
 // quote renders untrusted text for an error message: Go-quoted, cut to 64

@@ -108,4 +108,7 @@ type IssuedPassport struct {
 	KeyID      string // "" when the key was not recorded
 	Signature  string
 	Document   []byte
+	// RevokedAt is when the passport was revoked (its agent erased: the
+	// document is then gone); zero while it stands.
+	RevokedAt time.Time
 }

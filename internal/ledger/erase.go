@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -36,8 +37,12 @@ const ErasureType Type = "erasure"
 type Erasure struct {
 	ID        string
 	Pseudonym string
-	By        string
-	At        time.Time
+	// Identity commits to the erased id without naming it: a salted
+	// SHA-256 in hex whose opening (the salt) only the requester is given,
+	// so that the agent can later prove it was the erased one.
+	Identity string
+	By       string
+	At       time.Time
 	// Digests are the sealed contents' SHA-256, sorted: what the erasure's
 	// record commits to.
 	Digests []Hash
@@ -68,6 +73,8 @@ func (e *Erasure) AppendCanonical(dst []byte, seq int64) []byte {
 	dst = appendJCSString(dst, e.By)
 	dst = append(dst, `,"erasure":`...)
 	dst = appendJCSString(dst, e.ID)
+	dst = append(dst, `,"identity":`...)
+	dst = appendJCSString(dst, e.Identity)
 	dst = append(dst, `,"sealed":"`...)
 	dst = hex.AppendEncode(dst, c[:])
 	dst = append(dst, `","sealed_count":`...)
@@ -101,6 +108,7 @@ func (c *Chainer) contentOf(r *ChainRow) []byte {
 type ErasureRequest struct {
 	AgentID   string
 	Pseudonym string // chosen at random by the caller; never derived from AgentID
+	Identity  string // the salted commitment to AgentID (Erasure.Identity)
 	ID        string // the erasure's id
 	By        string
 	At        time.Time
@@ -116,11 +124,17 @@ type ScopedRow struct {
 // ErasureScope is what an erasure is decided against, loaded in the
 // transaction that writes it: every record whose content names the agent
 // (its whole chain, the reports of events it bought, the corrections that
-// moved events to or from it), the agent's head, and the digests of the
+// moved events to or from it or whose reason or author names it, as
+// NamesID tells), the agent's head, and the digests of the
 // erasures that sealed any of those records before.
 type ErasureScope struct {
-	Head    Head
-	Found   bool // the agent is registered
+	Head  Head
+	Found bool // the agent is registered
+	// Erased is true when the agent is an earlier erasure's pseudonym.
+	Erased bool
+	// Taken is true when the pseudonym names an agent or an erasure, or
+	// the erasure id is in use.
+	Taken   bool
 	Records []ScopedRow
 	Sealed  map[string][]Hash // earlier erasures' digests, by erasure id
 }
@@ -143,9 +157,9 @@ type ErasurePlan struct {
 // DecideErasure checks that every record the erasure affects is intact —
 // an unsealed one by its link, a sealed one by its digest — and returns the
 // plan. Errors: ErrInvalid for a malformed request or a pseudonym equal to
-// the id; ErrNotFound for an unknown agent; ErrConflict when an affected
-// record is broken (repair the chain first: sealing it would hide the
-// break).
+// the id; ErrNotFound for an unknown agent; ErrConflict for a pseudonym
+// (erased already), a pseudonym or id in use, or when an affected record is broken (repair the chain
+// first: sealing it would hide the break).
 func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 	for _, f := range []struct{ name, v string }{{"agent_id", req.AgentID}, {"pseudonym", req.Pseudonym}, {"id", req.ID}, {"by", req.By}} {
 		if err := CheckID(f.name, f.v); err != nil {
@@ -153,12 +167,18 @@ func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 		}
 	}
 	switch {
+	case len(req.Identity) != 2*sha256.Size || !isLowerHex(req.Identity):
+		return ErasurePlan{}, fieldErr("identity", "must be a SHA-256 in lower-case hex")
 	case req.Pseudonym == req.AgentID:
 		return ErasurePlan{}, fieldErr("pseudonym", "must differ from the erased id")
 	case req.At.IsZero():
 		return ErasurePlan{}, fieldErr("at", "is required")
 	case !sc.Found:
 		return ErasurePlan{}, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, req.AgentID)
+	case sc.Erased:
+		return ErasurePlan{}, fmt.Errorf("%w: agent %q is the pseudonym of an erased agent", errkind.ErrConflict, req.AgentID)
+	case sc.Taken:
+		return ErasurePlan{}, fmt.Errorf("%w: the pseudonym or the erasure id is already in use", errkind.ErrConflict)
 	}
 	x, p := req.AgentID, req.Pseudonym
 	rename := func(s string) string {
@@ -168,7 +188,7 @@ func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 		return s
 	}
 	var chain Chainer
-	plan := ErasurePlan{Erasure: Erasure{ID: req.ID, Pseudonym: p, By: req.By, At: req.At.UTC().Truncate(Resolution)}}
+	plan := ErasurePlan{Erasure: Erasure{ID: req.ID, Pseudonym: p, Identity: req.Identity, By: req.By, At: req.At.UTC().Truncate(Resolution)}}
 	seen := map[Hash]bool{}
 	for i := range sc.Records {
 		r := sc.Records[i].ChainRow
@@ -192,6 +212,7 @@ func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 			r.Event.Corrected = &cur
 		}
 		r.Correction.FromAgent, r.Correction.ToAgent, r.Correction.AgentID = rename(r.Correction.FromAgent), rename(r.Correction.ToAgent), rename(r.Correction.AgentID)
+		r.Correction.Reason, r.Correction.By = ReplaceID(r.Correction.Reason, x, p), ReplaceID(r.Correction.By, x, p)
 		d := sha256.Sum256(chain.contentOf(&r))
 		if !seen[d] {
 			seen[d] = true
@@ -208,3 +229,58 @@ func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 	plan.Head = Head{Seq: seq, Hash: hash}
 	return plan, nil
 }
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ReplaceID returns s with every occurrence of id that stands as a whole
+// identifier replaced by with: an occurrence counts when the bytes around
+// it are not letters, digits, '.', '_' or '-' (a ':' separates, so the
+// principal "agent:ID" names ID). Free text — a correction's reason, an
+// appeal's statement — is renamed with it when an agent is erased.
+func ReplaceID(s, id, with string) string {
+	if id == "" {
+		return s
+	}
+	var b []byte
+	last := 0
+	for i := 0; i+len(id) <= len(s); {
+		j := indexFrom(s, id, i)
+		if j < 0 {
+			break
+		}
+		end := j + len(id)
+		if (j == 0 || !wordByte(s[j-1])) && (end == len(s) || !wordByte(s[end])) {
+			b = append(b, s[last:j]...)
+			b = append(b, with...)
+			last = end
+			i = end
+			continue
+		}
+		i = j + 1
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
+}
+
+func indexFrom(s, sub string, from int) int {
+	if i := strings.Index(s[from:], sub); i >= 0 {
+		return from + i
+	}
+	return -1
+}
+
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// NamesID reports whether ReplaceID would change s.
+func NamesID(s, id string) bool { return ReplaceID(s, id, "\x00") != s }

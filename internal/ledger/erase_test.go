@@ -19,10 +19,16 @@ func (m *memLedger) erase(t *testing.T, req ErasureRequest) error {
 	x := req.AgentID
 	names := func(r *ChainRow) bool {
 		return r.AgentID == x || r.Event.Event.BuyerID == x || r.Event.Event.AgentID == x || r.Event.CurrentAgent() == x ||
-			(r.Record.CorrectionID != "" && (r.Correction.FromAgent == x || r.Correction.ToAgent == x))
+			(r.Record.CorrectionID != "" && (r.Correction.FromAgent == x || r.Correction.ToAgent == x ||
+				NamesID(r.Correction.Reason, x) || NamesID(r.Correction.By, x)))
 	}
 	sc := ErasureScope{Sealed: map[string][]Hash{}}
 	sc.Head, sc.Found = m.heads[x]
+	_, sc.Taken = m.heads[req.Pseudonym]
+	for _, e := range m.erasures {
+		sc.Erased = sc.Erased || e.Pseudonym == x
+		sc.Taken = sc.Taken || e.Pseudonym == req.Pseudonym || e.ID == req.ID
+	}
 	for _, e := range m.erasures {
 		sc.Sealed[e.ID] = e.Digests
 	}
@@ -73,6 +79,7 @@ func (m *memLedger) erase(t *testing.T, req ErasureRequest) error {
 	}
 	for id, c := range m.corrections {
 		c.FromAgent, c.ToAgent, c.AgentID = rn(c.FromAgent), rn(c.ToAgent), rn(c.AgentID)
+		c.Reason, c.By = ReplaceID(c.Reason, x, p), ReplaceID(c.By, x, p)
 		m.corrections[id] = c
 	}
 	for _, s := range plan.Sealed {
@@ -99,6 +106,8 @@ func (m *memLedger) dump() string {
 	return fmt.Sprint(m.heads, m.records, m.events, m.corrections, m.erasures)
 }
 
+const ident = "5e8f2a1c9b7d3e4f6a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f"
+
 func TestErasure(t *testing.T) {
 	end := t0.Add(-time.Hour)
 	build := func(t *testing.T) *memLedger {
@@ -121,12 +130,19 @@ func TestErasure(t *testing.T) {
 		if _, err := m.correct(t, mv); err != nil {
 			t.Fatal(err)
 		}
+		// A correction of another agent's event whose reason names the
+		// agent: its record is sealed too.
+		cb := request(ActionStatus, AP2Transaction, "t-bought")
+		cb.Status, cb.Reason = Disputed, "chargeback filed by victim (card network)"
+		if _, err := m.correct(t, cb); err != nil {
+			t.Fatal(err)
+		}
 		if rep := m.verify(t); len(rep.Broken) != 0 {
 			t.Fatalf("before: %v", rep.Broken)
 		}
 		return m
 	}
-	req := ErasureRequest{AgentID: "victim", Pseudonym: "erased-5f2c", ID: "era-1", By: "op", At: t0}
+	req := ErasureRequest{AgentID: "victim", Pseudonym: "erased-5f2c", Identity: ident, ID: "era-1", By: "op", At: t0}
 
 	m := build(t)
 	before := m.heads["seller"]
@@ -143,11 +159,14 @@ func TestErasure(t *testing.T) {
 		t.Errorf("heads: seller %+v (was %+v), pseudonym %+v", m.heads["seller"], before, m.heads["erased-5f2c"])
 	}
 	// A second erasure of another party of a sealed record seals it again.
-	if err := m.erase(t, ErasureRequest{AgentID: "seller", Pseudonym: "erased-77aa", ID: "era-2", By: "op", At: t0}); err != nil {
+	if err := m.erase(t, ErasureRequest{AgentID: "seller", Pseudonym: "erased-77aa", Identity: ident, ID: "era-2", By: "op", At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if rep := m.verify(t); len(rep.Broken) != 0 {
 		t.Fatalf("after the second erasure: %+v", rep)
+	}
+	if err := m.erase(t, ErasureRequest{AgentID: "erased-5f2c", Pseudonym: "erased-9", Identity: ident, ID: "era-3", By: "op", At: t0}); errkind.Of(err) != errkind.Conflict {
+		t.Errorf("erasing a pseudonym: %v", err)
 	}
 
 	cases := []struct {
@@ -163,6 +182,11 @@ func TestErasure(t *testing.T) {
 		{"digest replaced", func(m *memLedger) {
 			e := m.erasures["era-1"]
 			e.Digests = append([]Hash{{1}}, e.Digests[1:]...)
+			m.erasures["era-1"] = e
+		}, "erased-5f2c/"},
+		{"identity altered", func(m *memLedger) {
+			e := m.erasures["era-1"]
+			e.Identity = strings.Repeat("0", 64)
 			m.erasures["era-1"] = e
 		}, "erased-5f2c/"},
 		{"erasure removed", func(m *memLedger) { delete(m.erasures, "era-1") }, "erased-5f2c/"},
@@ -188,16 +212,37 @@ func TestErasure(t *testing.T) {
 
 	// Refused: an unknown agent, a broken chain, a pseudonym that is the id.
 	m = build(t)
-	if err := m.erase(t, ErasureRequest{AgentID: "nobody", Pseudonym: "erased-1", ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.NotFound {
+	if err := m.erase(t, ErasureRequest{AgentID: "nobody", Pseudonym: "erased-1", Identity: ident, ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.NotFound {
 		t.Errorf("unknown agent: %v", err)
 	}
-	if err := m.erase(t, ErasureRequest{AgentID: "victim", Pseudonym: "victim", ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.Invalid {
+	if err := m.erase(t, ErasureRequest{AgentID: "victim", Pseudonym: "victim", Identity: ident, ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("pseudonym = id: %v", err)
+	}
+	if err := m.erase(t, ErasureRequest{AgentID: "victim", Pseudonym: "erased-1", Identity: "victim", ID: "era-9", By: "op", At: t0}); errkind.Of(err) != errkind.Invalid {
+		t.Errorf("an identity that is not a commitment: %v", err)
 	}
 	e := m.events[EventKey{AP2Transaction, "t1"}]
 	e.Event.EscrowAmountCents++
 	m.events[EventKey{AP2Transaction, "t1"}] = e
 	if err := m.erase(t, req); errkind.Of(err) != errkind.Conflict {
 		t.Errorf("erasing over a broken chain: %v", err)
+	}
+}
+
+func TestReplaceID(t *testing.T) {
+	for _, tc := range []struct{ s, want string }{
+		{"victim", "P"},
+		{"agent:victim", "agent:P"},
+		{"chargeback filed by victim (card)", "chargeback filed by P (card)"},
+		{"victim2 victim-b xvictim victim.x a_victim", "victim2 victim-b xvictim victim.x a_victim"},
+		{"victim,victim victim", "P,P P"},
+		{"", ""},
+	} {
+		if got := ReplaceID(tc.s, "victim", "P"); got != tc.want {
+			t.Errorf("ReplaceID(%q) = %q, want %q", tc.s, got, tc.want)
+		}
+		if NamesID(tc.s, "victim") != (tc.s != tc.want) {
+			t.Errorf("NamesID(%q) = %v", tc.s, !(tc.s != tc.want))
+		}
 	}
 }

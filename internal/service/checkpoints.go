@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strings"
 
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -308,25 +310,28 @@ func (u *UseCases) diffCheckpoint(ctx context.Context, res *CheckpointCheck, sto
 // seq; nothing for an agent the ledger no longer has. A chain that reaches
 // the seq but has no record there gets the zero hash, which differs from
 // every chain hash: it is reported as rewritten (and the walk reports the
-// gap). heads and at are by agent id, as the store returns them.
+// gap). heads and at are by agent id, as the store returns them; archived
+// is in tree order, where an erased agent's leaf is out of id order.
 func cutAt(archived, heads, at []checkpoint.Leaf) []checkpoint.Leaf {
+	find := func(ls []checkpoint.Leaf, id string) (checkpoint.Leaf, bool) {
+		i, ok := slices.BinarySearchFunc(ls, id, func(l checkpoint.Leaf, id string) int { return strings.Compare(l.AgentID, id) })
+		if !ok {
+			return checkpoint.Leaf{}, false
+		}
+		return ls[i], true
+	}
 	out := make([]checkpoint.Leaf, 0, len(archived))
-	h, r := 0, 0
 	for _, a := range archived {
-		for h < len(heads) && heads[h].AgentID < a.AgentID {
-			h++
-		}
-		for r < len(at) && at[r].AgentID < a.AgentID {
-			r++
-		}
-		if h == len(heads) || heads[h].AgentID != a.AgentID {
+		head, ok := find(heads, a.AgentID)
+		if !ok {
 			continue // dropped
 		}
-		switch head := heads[h]; {
+		rec, found := find(at, a.AgentID)
+		switch {
 		case a.Seq == 0:
 			out = append(out, checkpoint.Leaf{AgentID: a.AgentID})
-		case r < len(at) && at[r].AgentID == a.AgentID:
-			out = append(out, at[r])
+		case found:
+			out = append(out, rec)
 		case head.Seq < a.Seq:
 			out = append(out, head)
 		default:

@@ -144,4 +144,5 @@ type Backend interface {
 	AppealStore
 	CheckpointStore
 	SignalStore
+	ErasureStore
 }

@@ -61,11 +61,23 @@ func (s *Store) AddCheckpoint(ctx context.Context, c checkpoint.Checkpoint, doc 
 			c.Number, c.Time, c.Agents, c.Root[:], string(doc)); err != nil {
 			return err
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"checkpoint_leaves"}, []string{"number", "agent_id", "seq", "hash"},
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"checkpoint_leaves"}, []string{"number", "position", "agent_id", "seq", "hash"},
 			pgx.CopyFromSlice(len(leaves), func(i int) ([]any, error) {
-				return []any{c.Number, leaves[i].AgentID, leaves[i].Seq, leaves[i].Hash[:]}, nil
+				return []any{c.Number, i, leaves[i].AgentID, leaves[i].Seq, leaves[i].Hash[:]}, nil
 			}))
-		return err
+		if err != nil {
+			return err
+		}
+		// An agent erased since the heads were read must not come back.
+		var gone bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoint_leaves l WHERE l.number = $1
+		    AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = l.agent_id))`, c.Number).Scan(&gone); err != nil {
+			return err
+		}
+		if gone {
+			return fmt.Errorf("%w: a leaf names an agent that is no longer in the ledger (erased since the heads were read); make the checkpoint again", errkind.ErrConflict)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: store checkpoint: %w", err)
@@ -93,11 +105,26 @@ func (s *Store) Checkpoint(ctx context.Context, number int64) ([]byte, error) {
 // CheckpointLeaves returns a checkpoint's leaves; see
 // service.CheckpointStore.
 func (s *Store) CheckpointLeaves(ctx context.Context, number int64) ([]checkpoint.Leaf, error) {
-	rows, err := s.pool.Query(ctx, `SELECT agent_id, seq, hash FROM checkpoint_leaves WHERE number = $1 ORDER BY agent_id COLLATE "C"`, number)
+	rows, err := s.pool.Query(ctx, `SELECT agent_id, seq, hash, erased_hash FROM checkpoint_leaves WHERE number = $1 ORDER BY position`, number)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read checkpoint leaves: %w", classify(err))
 	}
-	out, err := collectLeaves(rows)
+	var (
+		out          []checkpoint.Leaf
+		l            checkpoint.Leaf
+		hash, erased []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&l.AgentID, &l.Seq, &hash, &erased}, func() error {
+		if len(hash) != ledger.HashSize || (erased != nil && len(erased) != ledger.HashSize) {
+			return fmt.Errorf("leaf of agent %q has a hash of the wrong size", l.AgentID)
+		}
+		copy(l.Hash[:], hash)
+		l.Erased = erased != nil
+		l.ErasedHash = checkpoint.Hash{}
+		copy(l.ErasedHash[:], erased)
+		out = append(out, l)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read checkpoint leaves: %w", classify(err))
 	}

@@ -12,15 +12,16 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-const passportColumns = `id, agent_id, computed_at, expires_at, key_id, signature, document`
+const passportColumns = `id, agent_id, computed_at, expires_at, key_id, signature, document, revoked_at`
 
 func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 	var p ledger.IssuedPassport
 	var doc string
-	if err := scan(&p.ID, &p.AgentID, &p.ComputedAt, &p.ExpiresAt, &p.KeyID, &p.Signature, &doc); err != nil {
+	var revoked *time.Time
+	if err := scan(&p.ID, &p.AgentID, &p.ComputedAt, &p.ExpiresAt, &p.KeyID, &p.Signature, &doc, &revoked); err != nil {
 		return p, err
 	}
-	p.ComputedAt, p.ExpiresAt, p.Document = p.ComputedAt.UTC(), p.ExpiresAt.UTC(), []byte(doc)
+	p.ComputedAt, p.ExpiresAt, p.Document, p.RevokedAt = p.ComputedAt.UTC(), p.ExpiresAt.UTC(), []byte(doc), timeOrZero(revoked)
 	return p, nil
 }
 

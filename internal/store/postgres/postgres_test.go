@@ -210,6 +210,37 @@ func TestIngestLargeBatchUsesCopyPath(t *testing.T) {
 	}
 }
 
+// Dump implements storetest.Tamperer: every row of every table in the
+// store's schema, as PostgreSQL renders a row as text.
+func (tamperer) Dump(t *testing.T, s service.Backend) string {
+	t.Helper()
+	ctx := context.Background()
+	pool := s.(*Store).pool
+	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := pool.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{table}.Sanitize()+` t`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			b.WriteString(table + ": " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
 func (tamperer) CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64) {
 	t.Helper()
 	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT c.ledger_seq, a.terminal_seq

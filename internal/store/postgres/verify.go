@@ -17,8 +17,11 @@ import (
 func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 	var rep ledger.VerifyReport
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var err error
-		rep, err = ledger.VerifyChains(chainRows(ctx, tx, chainQuery), eventLinks(ctx, tx))
+		es, err := erasures(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rep, err = ledger.VerifyChains(chainRows(ctx, tx, chainQuery), eventLinks(ctx, tx), ledger.WithErasures(es))
 		return err
 	})
 	if err != nil {
@@ -32,7 +35,7 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // missing (ledger_records has no foreign key) and agents without records.
 const chainSelect = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coalesce(a.head_seq, 0), a.head_hash,
     r.seq IS NOT NULL, coalesce(r.seq, 0), coalesce(r.event_type, ''), coalesce(r.event_id, ''), coalesce(r.status, ''), r.hash,
-    coalesce(r.correction_id, ''), r.received_at,
+    coalesce(r.correction_id, ''), r.received_at, coalesce(r.sealed_by, ''),
     c.id IS NOT NULL OR t.id IS NOT NULL OR o.id IS NOT NULL, coalesce(c.agent_id, t.provider_id, o.agent_id, ''),
     coalesce(c.buyer_id, t.buyer_id, o.buyer_id, ''), coalesce(c.operator_id, t.operator_id, o.operator_id, ''),
     coalesce(t.escrow_amount_cents, 0), coalesce(c.started_at, t.started_at, o.started_at),
@@ -71,7 +74,7 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 		)
 		rec, ev, cor := &r.Record, &r.Event, &r.Correction
 		dest := []any{&r.AgentID, &r.Registered, &r.HeadSeq, &r.HeadHash, &r.HasRecord, &rec.Seq, &typ, &rec.EventID, &status, &r.StoredHash,
-			&rec.CorrectionID, &received,
+			&rec.CorrectionID, &received, &rec.SealedBy,
 			&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq,
 			&reportedAgent, &reportedStatus, &voided,
 			&r.HasCorrection, &cor.ID, &corType, &cor.EventID, &action, &cor.FromAgent, &cor.ToAgent, &from, &to,

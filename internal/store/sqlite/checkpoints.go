@@ -57,15 +57,24 @@ func (s *Store) AddCheckpoint(ctx context.Context, c checkpoint.Checkpoint, doc 
 		c.Number, micros(c.Time), c.Agents, c.Root[:], string(doc)); err != nil {
 		return dbErr("store checkpoint", err)
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO checkpoint_leaves (number, agent_id, seq, hash) VALUES (?, ?, ?, ?)`)
+	st, err := tx.PrepareContext(ctx, `INSERT INTO checkpoint_leaves (number, position, agent_id, seq, hash) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		return dbErr("store checkpoint", err)
 	}
 	defer st.Close()
-	for _, l := range leaves {
-		if _, err := st.ExecContext(ctx, c.Number, l.AgentID, l.Seq, l.Hash[:]); err != nil {
+	for i, l := range leaves {
+		if _, err := st.ExecContext(ctx, c.Number, i, l.AgentID, l.Seq, l.Hash[:]); err != nil {
 			return dbErr("store checkpoint", err)
 		}
+	}
+	// An agent erased since the heads were read must not come back.
+	var gone bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoint_leaves l WHERE l.number = ?
+	    AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.id = l.agent_id))`, c.Number).Scan(&gone); err != nil {
+		return dbErr("store checkpoint", err)
+	}
+	if gone {
+		return fmt.Errorf("%w: a leaf names an agent that is no longer in the ledger (erased since the heads were read); make the checkpoint again", errkind.ErrConflict)
 	}
 	return dbErr("commit checkpoint", tx.Commit())
 }
@@ -89,11 +98,27 @@ func (s *Store) Checkpoint(ctx context.Context, number int64) ([]byte, error) {
 
 // CheckpointLeaves implements service.CheckpointStore.
 func (s *Store) CheckpointLeaves(ctx context.Context, number int64) ([]checkpoint.Leaf, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT agent_id, seq, hash FROM checkpoint_leaves WHERE number = ? ORDER BY agent_id`, number)
+	rows, err := s.r.QueryContext(ctx, `SELECT agent_id, seq, hash, erased_hash FROM checkpoint_leaves WHERE number = ? ORDER BY position`, number)
 	if err != nil {
 		return nil, dbErr("read checkpoint leaves", err)
 	}
-	return scanLeaves(rows, "read checkpoint leaves")
+	defer rows.Close()
+	var out []checkpoint.Leaf
+	for rows.Next() {
+		var l checkpoint.Leaf
+		var hash, erased []byte
+		if err := rows.Scan(&l.AgentID, &l.Seq, &hash, &erased); err != nil {
+			return nil, dbErr("read checkpoint leaves", err)
+		}
+		if len(hash) != ledger.HashSize || (erased != nil && len(erased) != ledger.HashSize) {
+			return nil, fmt.Errorf("sqlite: read checkpoint leaves: leaf of agent %q has a hash of the wrong size", l.AgentID)
+		}
+		copy(l.Hash[:], hash)
+		l.Erased = erased != nil
+		copy(l.ErasedHash[:], erased)
+		out = append(out, l)
+	}
+	return out, dbErr("read checkpoint leaves", rows.Err())
 }
 
 // RecordHashes implements service.CheckpointStore.

@@ -11,16 +11,17 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-const passportColumns = `id, agent_id, computed_at, expires_at, key_id, signature, document`
+const passportColumns = `id, agent_id, computed_at, expires_at, key_id, signature, document, revoked_at`
 
 func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 	var p ledger.IssuedPassport
 	var computed, expires int64
 	var doc string
-	if err := scan(&p.ID, &p.AgentID, &computed, &expires, &p.KeyID, &p.Signature, &doc); err != nil {
+	var revoked sql.NullInt64
+	if err := scan(&p.ID, &p.AgentID, &computed, &expires, &p.KeyID, &p.Signature, &doc, &revoked); err != nil {
 		return p, err
 	}
-	p.ComputedAt, p.ExpiresAt, p.Document = fromMicros(computed), fromMicros(expires), []byte(doc)
+	p.ComputedAt, p.ExpiresAt, p.Document, p.RevokedAt = fromMicros(computed), fromMicros(expires), []byte(doc), nullMicros(revoked)
 	return p, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,6 +95,55 @@ func (h *harness) CacheVersion(t *testing.T, s service.Backend, agentID string) 
 		t.Fatalf("cache version of %s: %v", agentID, err)
 	}
 	return ledgerSeq, terminalSeq
+}
+
+// Dump implements storetest.Tamperer: every row of every table, blobs as
+// text.
+func (h *harness) Dump(t *testing.T, s service.Backend) string {
+	t.Helper()
+	db := h.raw(t, s)
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := db.QueryContext(ctx, `SELECT * FROM "`+table+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(table + ":")
+			for _, v := range vals {
+				if bs, ok := v.([]byte); ok {
+					v = string(bs)
+				}
+				fmt.Fprintf(&b, " %v", v)
+			}
+			b.WriteByte('\n')
+		}
+		rows.Close()
+	}
+	return b.String()
 }
 
 func TestConformance(t *testing.T) {

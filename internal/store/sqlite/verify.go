@@ -17,7 +17,11 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 		return ledger.VerifyReport{}, dbErr("begin verify", err)
 	}
 	defer tx.Rollback()
-	return ledger.VerifyChains(chainRows(ctx, tx, []string{chainQuery, emptyQuery}), eventLinks(ctx, tx))
+	es, err := erasures(ctx, tx)
+	if err != nil {
+		return ledger.VerifyReport{}, dbErr("verify erasures", err)
+	}
+	return ledger.VerifyChains(chainRows(ctx, tx, []string{chainQuery, emptyQuery}), eventLinks(ctx, tx), ledger.WithErasures(es))
 }
 
 // chainQuery lists every record in chain order with its agent's head (NULL
@@ -25,7 +29,7 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 // for a correction's record, the correction (NULL when deleted); then the
 // agents that have no record.
 const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0), a.head_hash, 1, r.seq, r.event_type, r.event_id, r.status, r.hash,
-    COALESCE(r.correction_id, ''), r.received_at,
+    COALESCE(r.correction_id, ''), r.received_at, COALESCE(r.sealed_by, ''),
     c.id IS NOT NULL OR t.id IS NOT NULL OR o.id IS NOT NULL, COALESCE(c.agent_id, t.provider_id, o.agent_id, ''),
     COALESCE(c.buyer_id, t.buyer_id, o.buyer_id, ''), COALESCE(c.operator_id, t.operator_id, o.operator_id, ''),
     COALESCE(t.escrow_amount_cents, 0), COALESCE(c.started_at, t.started_at, o.started_at, 0),
@@ -44,7 +48,7 @@ const chainSelect = `SELECT r.agent_id, a.id IS NOT NULL, COALESCE(a.head_seq, 0
 
 const chainQuery = chainSelect + ` ORDER BY r.agent_id, r.seq`
 
-const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, '', NULL, 0, '', '', '', 0, 0, NULL, '', 0, NULL, NULL, 0,
+const emptyQuery = `SELECT a.id, 1, a.head_seq, a.head_hash, 0, 0, '', '', '', NULL, '', NULL, '', 0, '', '', '', 0, 0, NULL, '', 0, NULL, NULL, 0,
     0, '', '', '', '', '', '', '', '', '', '', '', 0
   FROM agents a WHERE NOT EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id)`
 
@@ -71,7 +75,7 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 				rec, ev, cor := &r.Record, &r.Event, &r.Correction
 				ev.Corrected = nil
 				if err := rows.Scan(&r.AgentID, &r.Registered, &r.HeadSeq, &r.HeadHash, &r.HasRecord, &rec.Seq, &typ, &rec.EventID, &status, &r.StoredHash,
-					&rec.CorrectionID, &received,
+					&rec.CorrectionID, &received, &rec.SealedBy,
 					&r.HasEvent, &ev.Event.AgentID, &ev.Event.BuyerID, &ev.Operator, &ev.Event.EscrowAmountCents, &started, &ended, &rowStatus, &ev.Seq,
 					&reportedAgent, &reportedStatus, &voided,
 					&r.HasCorrection, &cor.ID, &corType, &cor.EventID, &action, &cor.FromAgent, &cor.ToAgent, &from, &to,

@@ -43,6 +43,9 @@ type Tamperer interface {
 	Time(at time.Time) string
 	// Bytes renders b as a literal of the back end's hash columns.
 	Bytes(b []byte) string
+	// Dump returns every row of every table of s's database as text, one
+	// line per row prefixed by its table: to prove a value is nowhere.
+	Dump(t *testing.T, s service.Backend) string
 	// CacheVersion returns the ledger_seq of the agent's cache entry and
 	// the agent's terminal_seq (store.go: the version of its counts).
 	CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64)
@@ -92,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"Checkpoints", testCheckpoints},
 		{"Consent", testConsent},
 		{"Records", testRecords},
+		{"Erasure", testErasure},
 		{"Signals", testSignals},
 		{"SignalsProperty", testSignalsProperty},
 		{"Concurrent", testConcurrent},

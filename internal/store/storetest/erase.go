@@ -1,0 +1,202 @@
+package storetest
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/auth"
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/score"
+)
+
+// victim is the erased agent's id: distinctive, so that finding it
+// anywhere in a dump of the database means it was left behind.
+const victim = "victim-7q3x"
+
+const identity = "9c1f0e2d3b4a59687766554433221100ffeeddccbbaa99887766554433221100"
+
+// testErasure: an agent erased is renamed to a pseudonym in every table —
+// its chain, the events it bought, corrections naming it, consent,
+// appeals, tokens, passports, checkpoint leaves, chain breaks — and then
+// appears nowhere; the ledger still verifies, old checkpoints still hold,
+// other agents' counts are unchanged, and a sealed row altered afterwards
+// is still caught.
+func testErasure(t *testing.T, h Harness) {
+	s := h.Open(t)
+	start, end := base.Add(-3*time.Hour), base.Add(-2*time.Hour)
+	bought := conduit("c-bought", "seller", ledger.Verified, start, end)
+	bought.BuyerID = victim
+	pay := ap2("t-bought", "seller", ledger.Settled, start, end)
+	pay.BuyerID = victim
+	asked := offer("o-1", "seller", ledger.Declined, start, end)
+	asked.BuyerID = victim
+	ingest(t, s, "op-a",
+		conduit("c1", victim, ledger.Running, start, time.Time{}),
+		conduit("c1", victim, ledger.Verified, start, end),
+		ap2("t1", victim, ledger.Refunded, start, end),
+		conduit("c2", "other", ledger.Verified, start, end),
+		bought, pay, asked)
+	mv := correction(ledger.ActionReattribute, ledger.ConduitSession, "c2", base)
+	mv.AgentID = victim
+	correct(t, s, mv, nil)
+	cb := correction(ledger.ActionStatus, ledger.AP2Transaction, "t-bought", base)
+	cb.Status, cb.Reason = ledger.Disputed, "chargeback filed by "+victim+" through the card network"
+	correct(t, s, cb, nil)
+
+	// Everything else that names the agent.
+	if err := s.RecordConsent(ctx(t), victim, "disclosure-1", "agent:"+victim, base); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("victim-token"))
+	if err := s.CreateToken(ctx(t), auth.Token{ID: "tok-v", Operator: "op-a", AgentID: victim, SHA256: sum, CreatedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(e *ledger.ScoreEntry) ([]byte, string, error) {
+		e.PassportID = fmt.Sprintf("p-%x", sha256.Sum256([]byte(e.AgentID)))[:18]
+		return []byte(fmt.Sprintf(`{"agent_id":%q}`, e.AgentID)), "sig-" + e.AgentID, nil
+	}
+	if _, err := s.RefreshScore(ctx(t), victim, base, issue); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.Passports(ctx(t), victim)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("passports %+v %v", ps, err)
+	}
+	p := ps[0]
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := appeal.New(appeal.Filing{ID: "apl-1", PassportID: p.ID, Grounds: appeal.IdentityError, Statement: "c2 is not " + victim + "'s session",
+		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c2"}}, By: "agent:" + victim, At: base.Add(time.Minute)}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAppeal(ctx(t), a); err != nil {
+		t.Fatal(err)
+	}
+	heads, err := s.Heads(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := checkpoint.NewTree(heads)
+	cp := checkpoint.Checkpoint{Number: 1, Time: base, Agents: tree.Size(), Root: tree.Root(), Environment: "production"}
+	if err := s.AddCheckpoint(ctx(t), cp, []byte(`{"checkpoint":1}`), heads); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetChainBreaks(ctx(t), base, []ledger.BrokenLink{{AgentID: victim, Seq: 1, Reason: "a test break of " + victim}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetChainBreaks(ctx(t), base, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetChainBreaks(ctx(t), base, []ledger.BrokenLink{{AgentID: victim, Seq: 1, Reason: "a test break of " + victim}}); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, s)
+	before := map[string]score.Counts{}
+	for _, id := range []string{victim, "seller", "other"} {
+		c, err := s.Counts(ctx(t), id, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[id] = c
+	}
+	if !strings.Contains(h.Tamper.Dump(t, s), victim) {
+		t.Fatal("the dump does not show the agent before its erasure: it cannot prove it gone after")
+	}
+
+	const pseudonym = "erased-4b1d9e"
+	req := ledger.ErasureRequest{AgentID: victim, Pseudonym: pseudonym, Identity: identity, ID: "era-1", By: "op-a", At: base.Add(time.Hour)}
+	e, err := s.Erase(ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Pseudonym != pseudonym || e.Identity != identity || len(e.Digests) == 0 {
+		t.Errorf("erasure %+v", e)
+	}
+	if dump := h.Tamper.Dump(t, s); strings.Contains(dump, victim) {
+		var lines []string
+		for _, l := range strings.Split(dump, "\n") {
+			if strings.Contains(l, victim) {
+				lines = append(lines, l)
+			}
+		}
+		t.Errorf("the erased id is still stored:\n%s", strings.Join(lines, "\n"))
+	}
+	rep := mustVerify(t, s)
+	if rep.Agents != 3 {
+		t.Errorf("agents after the erasure: %d", rep.Agents)
+	}
+	after := map[string]string{victim: pseudonym, "seller": "seller", "other": "other"}
+	for id, now := range after {
+		c, err := s.Counts(ctx(t), now, base)
+		if err != nil || c != before[id] {
+			t.Errorf("counts of %s (now %s): %+v %v, were %+v", id, now, c, err, before[id])
+		}
+	}
+	if _, err := s.Agent(ctx(t), victim); errkind.Of(err) != errkind.NotFound {
+		t.Errorf("the erased agent: %v", err)
+	}
+	if c, err := s.Consent(ctx(t), pseudonym); err != nil || c.Visibility != ledger.VisibilityUnlisted || c.DisclosureVersion != "disclosure-1" {
+		t.Errorf("the pseudonym's consent %+v %v", c, err)
+	}
+	if _, err := s.Authenticate(ctx(t), sum); errkind.Of(err) != errkind.Unauthorized {
+		t.Errorf("the erased agent's token: %v", err)
+	}
+	if p, err := s.Passport(ctx(t), p.ID); err != nil || p.RevokedAt.IsZero() || len(p.Document) != 0 || p.AgentID != pseudonym {
+		t.Errorf("the erased agent's passport %+v %v", p, err)
+	}
+	if got, err := s.Appeal(ctx(t), "apl-1"); err != nil || got.AgentID != pseudonym || got.Statement != "c2 is not "+pseudonym+"'s session" {
+		t.Errorf("the appeal %+v %v", got, err)
+	}
+	leaves, err := s.CheckpointLeaves(ctx(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Extends(cp, leaves); err != nil {
+		t.Errorf("checkpoint 1 after the erasure: %v", err)
+	}
+	if es, err := s.Erasures(ctx(t)); err != nil || len(es) != 1 || es[0].ID != "era-1" || len(es[0].Digests) != len(e.Digests) {
+		t.Errorf("erasures %+v %v", es, err)
+	}
+	// The checkpoint made from heads read before an erasure is refused.
+	wantKind(t, s.AddCheckpoint(ctx(t), checkpoint.Checkpoint{Number: 2, Time: base, Agents: tree.Size(), Root: tree.Root(), Environment: "production"},
+		[]byte(`{"checkpoint":2}`), heads), errkind.Conflict)
+
+	// Refused: the agent again, a pseudonym, a pseudonym in use, a bad
+	// identity.
+	again := req
+	again.ID = "era-2"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.NotFound)
+	again.AgentID, again.Pseudonym, again.ID = pseudonym, "erased-0000", "era-2"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Conflict)
+	again.AgentID, again.Pseudonym = "seller", "other"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Conflict)
+	again.Pseudonym, again.Identity = "erased-0000", "not-a-commitment"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Invalid)
+	mustVerify(t, s)
+
+	// A second erasure of another party of a sealed record seals it again.
+	again.Identity = identity
+	if _, err := s.Erase(ctx(t), again); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, s)
+	if c, err := s.Counts(ctx(t), "erased-0000", base); err != nil || c != before["seller"] {
+		t.Errorf("seller's counts after its erasure: %+v %v", c, err)
+	}
+
+	// A sealed row altered afterwards still breaks the chain.
+	h.Tamper.Exec(t, s, "UPDATE conduit_sessions SET started_at = "+h.Tamper.Time(start.Add(-time.Minute))+" WHERE id = 'c1'")
+	if r, err := s.VerifyLedger(ctx(t)); err != nil || len(r.Broken) == 0 || r.Broken[0].AgentID != pseudonym {
+		t.Errorf("a sealed row altered: %+v %v", r.Broken, err)
+	}
+}
+
+func errOnly(_ ledger.Erasure, err error) error { return err }
