@@ -1,8 +1,10 @@
 package passport
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 
 	"github.com/swarmscore/swarmscore/score"
@@ -68,6 +70,102 @@ func BenchmarkHMACBare(b *testing.B) {
 		m.Write(msg)
 		m.Sum(sum[:0])
 	}
+}
+
+// The Ed25519 target (issue 13): signing and verifying a passport cost
+// little more than ed25519.Sign and ed25519.Verify over the same canonical
+// bytes: compare BenchmarkSignEd25519 with BenchmarkEd25519SignBare and
+// BenchmarkVerifyEd25519 with BenchmarkEd25519VerifyBare, run by run.
+
+func BenchmarkSignEd25519(b *testing.B) {
+	p := newPassport(b, testExample)
+	k := testEdKey(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Sign(k); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// edSigned is an Ed25519 passport, its canonical message and its raw
+// signature.
+func edSigned(b *testing.B) (doc, msg, sig []byte) {
+	doc, err := newPassport(b, testExample).Sign(testEdKey(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree := decodeTree(b, doc)
+	sig, err = hex.DecodeString(tree["issuer"].(map[string]any)["signature"].(string))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return doc, naiveMessage(b, tree), sig
+}
+
+// BenchmarkEd25519SignBare is ed25519.Sign over the canonical message that
+// Sign signs (with issuer.kid and issuer.alg).
+func BenchmarkEd25519SignBare(b *testing.B) {
+	_, msg, _ := edSigned(b)
+	priv := ed25519.NewKeyFromSeed(mustHexB(b, testEdSeed))
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ed25519.Sign(priv, msg)
+	}
+}
+
+func BenchmarkVerifyEd25519(b *testing.B) {
+	doc, _, _ := edSigned(b)
+	keys := []Key{testEdPublic(b)}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := Verify(doc, keys, testComputedAt); !v.Valid {
+			b.Fatal(v.Errors)
+		}
+	}
+}
+
+// BenchmarkEd25519VerifyBare is ed25519.Verify of the same passport's
+// signature over its canonical message.
+func BenchmarkEd25519VerifyBare(b *testing.B) {
+	_, msg, sig := edSigned(b)
+	pub := testEdKey(b).Public()
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("not verified")
+		}
+	}
+}
+
+// BenchmarkVerifyKeyID is Verify of an HMAC passport naming its key in a
+// ring of three (the server's case after two rotations).
+func BenchmarkVerifyKeyID(b *testing.B) {
+	doc, err := newPassport(b, testExample).Sign(testIDKey(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	other, _ := NewKey([]byte("another-signing-key-0123456789abcdef"))
+	other, _ = other.WithID("hs-old")
+	keys := []Key{testEdPublic(b), other, testIDKey(b)}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := Verify(doc, keys, testComputedAt); !v.Valid {
+			b.Fatal(v.Errors)
+		}
+	}
+}
+
+func mustHexB(b *testing.B, s string) []byte {
+	out, err := hex.DecodeString(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // BenchmarkCanonicalize is the RFC 8785 step alone (jcs.Transform on the

@@ -383,13 +383,14 @@ func (v *Verification) mismatch() {
 // accepted reports whether k, which made the signature, is accepted, and
 // records why not.
 func (v *Verification) accepted(k Key) bool {
+	if k.status == KeyAccepted {
+		return true
+	}
 	name := "a key without an id"
 	if k.id != "" {
 		name = fmt.Sprintf("key %q", k.id)
 	}
 	switch k.status {
-	case KeyAccepted:
-		return true
 	case KeyRetired:
 		v.Errors = append(v.Errors, Problem{CodeKeyRetired, fmt.Sprintf("the passport was signed by %s, which is retired: its passports are no longer accepted", name)})
 	default:
