@@ -33,11 +33,10 @@ func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.Use
 		// Only a generated key would be logged at Info; the CLI says
 		// nothing on success, and the file is where serve would make it.
 		quiet := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-		env := getenv(cmd, service.SigningKeyEnv)
-		if u.Key, err = service.LoadSigningKey(env, dbFile, quiet); err != nil {
+		if err := openKeyring(cmd, db, u, quiet, true); err != nil {
 			return err
 		}
-		if u.CheckpointKey, err = service.LoadCheckpointKey(env, dbFile); err != nil {
+		if u.CheckpointKey, err = service.LoadCheckpointKey(getenv(cmd, service.SigningKeyEnv), dbFile); err != nil {
 			return err
 		}
 		configure(cmd, u)

@@ -12,8 +12,9 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// DefaultEnvironment is the environment checkpoints name when
-// UseCases.Environment is empty.
+// DefaultEnvironment is the environment of a deployment that names none:
+// what checkpoints name when UseCases.Environment is empty, and what keys
+// are recorded with (KeyConfig.Environment).
 const DefaultEnvironment = "production"
 
 // LoadCheckpointKey returns the HS256 key checkpoints are signed and

@@ -157,7 +157,7 @@ func L1Checks(v *passport.Verification) Checks {
 // Verify checks a passport as received for agentID (the passport's own
 // agent when agentID is ""), as of now (to the second).
 //
-// L1 is passport.Verify: the signature (against the server's key), the
+// L1 is passport.Verify: the signature (against the server's keyring), the
 // document's internal consistency, and expiry. L2 runs when this server
 // holds the ledger of the passport's agent: the counts recomputed from it
 // as of the passport's computed_at must equal the passport's, else
@@ -168,7 +168,7 @@ func L1Checks(v *passport.Verification) Checks {
 // not an error: it is a Verification with valid false and the reasons.
 // Errors: ErrUnavailable when the ledger cannot be read.
 func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := passport.Verify(doc, []passport.Key{u.Key}, u.now())
+	v := passport.Verify(doc, u.keys(ctx).keys, u.now())
 	checks := L1Checks(v)
 	if p := v.Passport; p != nil {
 		switch {
