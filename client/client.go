@@ -10,9 +10,10 @@
 //	res, err = c.IngestStream(ctx, file, client.StreamOptions{}) // any size, batched, retried
 //	cert, err := c.Certificate(ctx, "agent-1")
 //	v, err := c.Verify(ctx, cert.Raw, "agent-1")
+//	ov, err := c.VerifyOffline(ctx, cert.Raw, time.Now()) // Ed25519 passports, with the server's public keys
 //
-// The package imports nothing of the server's: a marketplace vendors it
-// alone.
+// The package imports nothing of the server's internals: only the module's
+// public packages passport (offline verification) and score.
 package client
 
 import (
@@ -76,6 +77,7 @@ type Client struct {
 	base  *url.URL
 	token string
 	hc    *http.Client
+	keys  keyCache // the server's public keys, for VerifyOffline
 }
 
 // Option configures a Client.
