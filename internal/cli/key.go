@@ -153,7 +153,8 @@ func openKeyring(cmd *cobra.Command, db string, u *service.UseCases, log *slog.L
 	return err
 }
 
-// withKeys opens the database that must exist and its keyring, and runs f.
+// withKeys opens the database that must exist and its keyring (of the
+// flags' environment), and runs f.
 func withKeys(cmd *cobra.Command, db string, kf *keyFlags, f func(*service.UseCases) error) error {
 	dbFile, err := dbFileOf(cmd, db)
 	if err != nil {
@@ -163,6 +164,7 @@ func withKeys(cmd *cobra.Command, db string, kf *keyFlags, f func(*service.UseCa
 	if err != nil {
 		return err
 	}
+	kc.RequireAlg = false // --signing-alg says what to rotate to, not what the keyring has
 	return withUseCases(cmd, db, existing, func(u *service.UseCases) error {
 		if u.Keys, err = service.OpenKeyring(cmd.Context(), u.Store, kc); err != nil {
 			return err

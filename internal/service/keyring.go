@@ -62,6 +62,9 @@ type KeyConfig struct {
 	// Existing opens only a keyring that has keys: a command that only
 	// reads or checks never makes one (nor a master key file).
 	Existing bool
+	// Now is the clock keys are created and rotated by; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // ParseSigningAlg reads a --signing-alg or SWARMSCORE_SIGNING_ALG value:
@@ -88,6 +91,7 @@ type Keyring struct {
 	master []byte
 	env    string
 	log    *slog.Logger
+	now    func() time.Time
 
 	set atomic.Pointer[keySet]
 
@@ -139,9 +143,12 @@ func OpenKeyring(ctx context.Context, store KeyStore, cfg KeyConfig) (*Keyring, 
 		return nil, err
 	}
 	env, alg := cfg.environment(), cfg.alg()
-	r := &Keyring{env: env, log: cfg.Logger, base: time.Now(), opened: map[string]passport.Key{}}
+	r := &Keyring{env: env, log: cfg.Logger, now: cfg.Now, base: time.Now(), opened: map[string]passport.Key{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
 	}
 	if cfg.SigningKey != "" {
 		s, err := staticKeys(cfg.SigningKey, cfg.VerifyKeys, env)
@@ -379,7 +386,7 @@ func staticSource(i int) string {
 // firstKey gives an empty keyring its first, active key: the key file of
 // an embedded store from before keyrings, else a new key of alg.
 func (r *Keyring) firstKey(ctx context.Context, dbFile, alg string) error {
-	now := time.Now().UTC()
+	now := r.now().UTC()
 	if dbFile != "" {
 		path := KeyFile(dbFile)
 		secret, err := readKeyFile(path)
@@ -577,6 +584,15 @@ func (r *Keyring) Static() bool { return r.store == nil }
 // material (a static key has no creation time).
 func (r *Keyring) Active() keyring.Record { return r.set.Load().activeRecord() }
 
+// SigningKey returns the key that signs now, with its id.
+func (r *Keyring) SigningKey() passport.Key { return r.set.Load().active }
+
+// VerifyKeys returns every key in use, each with its id and status, for
+// passport.Verify.
+func (r *Keyring) VerifyKeys() []passport.Key {
+	return append([]passport.Key(nil), r.set.Load().keys...)
+}
+
 // Records returns the records of the keys in use, oldest first, without
 // their sealed material (static keys have no times).
 func (r *Keyring) Records() []keyring.Record {
@@ -584,13 +600,13 @@ func (r *Keyring) Records() []keyring.Record {
 }
 
 // Rotate makes a new active key of alg (passport.AlgHS256 or AlgEdDSA) in
-// this keyring's environment, created at at; the store demotes the active
+// this keyring's environment, created now; the store demotes the active
 // one to verify-only in the same transaction. Every process sharing the
 // database signs with the new key within keyReload. It first reloads the
 // keyring, so a master key that does not unseal it cannot seal a key no
 // server can open. Errors: ErrInvalid for a static keyring or an unknown
 // algorithm, and Reload's and the store's.
-func (r *Keyring) Rotate(ctx context.Context, alg string, at time.Time) (keyring.Record, error) {
+func (r *Keyring) Rotate(ctx context.Context, alg string) (keyring.Record, error) {
 	if r.store == nil {
 		return keyring.Record{}, fmt.Errorf("%w: the keys come from %s: rotate by setting a new one (swarmscore keygen) and moving the old one to %s, then restart",
 			errkind.ErrInvalid, SigningKeyEnv, VerifyKeysEnv)
@@ -600,7 +616,7 @@ func (r *Keyring) Rotate(ctx context.Context, alg string, at time.Time) (keyring
 	if err := r.reload(ctx); err != nil {
 		return keyring.Record{}, err
 	}
-	rec, err := r.generate(alg, at.UTC())
+	rec, err := r.generate(alg, r.now().UTC())
 	if err != nil {
 		return keyring.Record{}, err
 	}

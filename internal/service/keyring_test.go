@@ -75,7 +75,7 @@ func TestStaticKeys(t *testing.T) {
 		!strings.HasPrefix(recs[0].ID, "hs256-") || recs[0].Environment != DefaultEnvironment {
 		t.Fatalf("records %+v", recs)
 	}
-	if _, err := k.Rotate(ctx, passport.AlgHS256, t0); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := k.Rotate(ctx, passport.AlgHS256); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("a static keyring rotated: %v", err)
 	}
 	for name, c := range map[string]KeyConfig{
@@ -211,7 +211,7 @@ func keyringUseCases(t *testing.T, alg string) (a, b *UseCases, c *clock) {
 	st, db := keyStore(t, dir)
 	c = &clock{t0.Add(10 * 24 * time.Hour)}
 	open := func(st Backend) *UseCases {
-		k, err := OpenKeyring(ctx, st, KeyConfig{DBFile: db, Alg: alg, Logger: keyLog()})
+		k, err := OpenKeyring(ctx, st, KeyConfig{DBFile: db, Alg: alg, Logger: keyLog(), Now: c.now})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,15 +78,14 @@ func (u *UseCases) Keyring(ctx context.Context) ([]keyring.Record, error) {
 	return recs, err
 }
 
-// RotateKey makes a new active key of alg as of now (Keyring.Rotate) and
-// returns its record. Re-issue the passports older keys signed with
-// ReissuePassports. Errors: ErrInvalid without a keyring in the database,
-// and Keyring.Rotate's.
+// RotateKey makes a new active key of alg (Keyring.Rotate) and returns its
+// record. Re-issue the passports older keys signed with ReissuePassports.
+// Errors: ErrInvalid without a keyring, and Keyring.Rotate's.
 func (u *UseCases) RotateKey(ctx context.Context, alg string) (keyring.Record, error) {
 	if u.Keys == nil {
 		return keyring.Record{}, fmt.Errorf("%w: no keyring is open", errkind.ErrInvalid)
 	}
-	return u.Keys.Rotate(ctx, alg, u.now())
+	return u.Keys.Rotate(ctx, alg)
 }
 
 // SetKeyState retires or revokes key id (keyring.CheckMove's rules: the
@@ -99,7 +98,7 @@ func (u *UseCases) SetKeyState(ctx context.Context, id string, to keyring.State)
 	if to != keyring.Retired && to != keyring.Revoked {
 		return fmt.Errorf("%w: a key is retired or revoked by hand; %s comes from a rotation", errkind.ErrInvalid, to)
 	}
-	if err := u.Store.SetKeyState(ctx, id, to, u.now()); err != nil {
+	if err := u.Store.SetKeyState(ctx, id, to, u.clock()); err != nil {
 		return err
 	}
 	if u.Keys != nil {
