@@ -252,7 +252,7 @@ type Verification struct {
 const (
 	CheckSignature   = "signature"   // CheckOK or CheckFailed
 	CheckConsistency = "consistency" // CheckOK or CheckFailed
-	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, or CheckFailed (no readable expires_at)
+	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, CheckNotYetValid, or CheckFailed (no readable expires_at)
 	// CheckLedger: CheckConfirmed by the server's ledger, CheckMismatch, or
 	// CheckNotApplicable when the server has no ledger for the agent (one
 	// it has never seen).
@@ -262,6 +262,7 @@ const (
 	CheckOK            = "ok"
 	CheckFailed        = "failed"
 	CheckExpired       = "expired"
+	CheckNotYetValid   = "not_yet_valid" // computed_at more than 5 minutes after the server's clock
 	CheckConfirmed     = "confirmed"
 	CheckMismatch      = "mismatch"
 	CheckNotApplicable = "not_applicable"
