@@ -23,6 +23,32 @@ type keyFlags struct {
 	alg, environment string
 }
 
+// issueFlags are the flags of the commands that re-issue passports as a
+// server would.
+type issueFlags struct {
+	keyFlags
+	platform string
+	batch    int
+}
+
+func (f *issueFlags) register(fs *pflag.FlagSet) {
+	f.keyFlags.register(fs)
+	fs.StringVar(&f.platform, "platform", "", "issuer.platform of re-issued passports: give serve's (default $"+platformEnv+", else swarmscore, or swarmscore-ENVIRONMENT outside production)")
+	fs.IntVar(&f.batch, "batch-size", 100, "agents whose passports are re-issued per batch (1-1000)")
+}
+
+// platformOf is the issuer.platform a command or server names: the flag,
+// else SWARMSCORE_PLATFORM, else the environment's default.
+func (k *keyFlags) platformOf(cmd *cobra.Command, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := getenv(cmd, platformEnv); env != "" {
+		return env
+	}
+	return k.defaultPlatform(cmd)
+}
+
 func (k *keyFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&k.alg, "signing-alg", "", "algorithm of generated signing keys: HMAC-SHA256 or Ed25519 (default $"+service.SigningAlgEnv+", else HMAC-SHA256)")
 	f.StringVar(&k.environment, "environment", "", "the deployment's environment, recorded with every key; keys of another are refused (default $"+service.EnvironmentEnv+", else production)")
@@ -189,8 +215,7 @@ func reissue(cmd *cobra.Command, u *service.UseCases, batch int) (service.Reissu
 
 func newKeyRotateCmd(db *string) *cobra.Command {
 	var (
-		kf     keyFlags
-		batch  int
+		kf     issueFlags
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -210,7 +235,8 @@ passport lives 7 days.`,
   swarmscore key rotate --signing-alg Ed25519     # switch to public-key passports`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withKeys(cmd, *db, &kf, func(u *service.UseCases) error {
+			return withKeys(cmd, *db, &kf.keyFlags, func(u *service.UseCases) error {
+				u.Platform = kf.platformOf(cmd, kf.platform)
 				before := u.Keys.Active()
 				alg, chosen, err := kf.signingAlg(cmd)
 				if err != nil {
@@ -224,7 +250,7 @@ passport lives 7 days.`,
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "new active key %s (%s, %s); %s is verify-only\n", rec.ID, rec.Alg, rec.Environment, before.ID)
-				rep, err := reissue(cmd, u, batch)
+				rep, err := reissue(cmd, u, kf.batch)
 				if err != nil {
 					return err
 				}
@@ -237,15 +263,13 @@ passport lives 7 days.`,
 		},
 	}
 	kf.register(cmd.Flags())
-	cmd.Flags().IntVar(&batch, "batch-size", 100, "agents whose passports are re-issued per batch (1-1000)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"kid","alg","environment","previous","reissued"}`)
 	return cmd
 }
 
 func newKeyReissueCmd(db *string) *cobra.Command {
 	var (
-		kf     keyFlags
-		batch  int
+		kf     issueFlags
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -259,8 +283,9 @@ also re-issue such a passport on its next request, so this only saves that
 wait.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withKeys(cmd, *db, &kf, func(u *service.UseCases) error {
-				rep, err := reissue(cmd, u, batch)
+			return withKeys(cmd, *db, &kf.keyFlags, func(u *service.UseCases) error {
+				u.Platform = kf.platformOf(cmd, kf.platform)
+				rep, err := reissue(cmd, u, kf.batch)
 				if err != nil {
 					return err
 				}
@@ -273,7 +298,6 @@ wait.`,
 		},
 	}
 	kf.register(cmd.Flags())
-	cmd.Flags().IntVar(&batch, "batch-size", 100, "agents whose passports are re-issued per batch (1-1000)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"kid","reissued"}`)
 	return cmd
 }

@@ -80,7 +80,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
-	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore)")
+	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore, or swarmscore-ENVIRONMENT outside production)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
 	f.StringSliceVar(&cfg.proxies, "trusted-proxy", nil, "CIDR or address of a reverse proxy whose X-Forwarded-For names the client (repeatable)")
@@ -137,12 +137,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	log := newLogger(cmd.ErrOrStderr(), level)
 
-	if cfg.platform == "" {
-		cfg.platform = getenv(cmd, "SWARMSCORE_PLATFORM")
-	}
-	if cfg.platform == "" {
-		cfg.platform = cfg.keys.defaultPlatform(cmd)
-	}
+	cfg.platform = cfg.keys.platformOf(cmd, cfg.platform)
 	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
 		return usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
 	}
