@@ -205,7 +205,7 @@ func reissue(cmd *cobra.Command, u *service.UseCases, batch int) (service.Reissu
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
 	rep, err := u.ReissuePassports(ctx, batch, func(r service.ReissueReport) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "re-issued %d passports signed by older keys (batch %d, through agent %s)\n", r.Reissued, r.Batches, r.Last)
+		fmt.Fprintf(cmd.ErrOrStderr(), "re-issued %d passport(s) signed by older keys (batch %d, through agent %s)\n", r.Reissued, r.Batches, r.Last)
 	})
 	if err != nil {
 		return rep, fmt.Errorf("re-issuing passports stopped after %d: %w (run 'swarmscore key reissue' to finish; nothing is lost)", rep.Reissued, err)
@@ -257,7 +257,7 @@ passport lives 7 days.`,
 				if asJSON {
 					return printJSON(cmd, map[string]any{"kid": rec.ID, "alg": rec.Alg, "environment": rec.Environment, "previous": before.ID, "reissued": rep.Reissued})
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "rotated to %s; re-issued %d passports\n", rec.ID, rep.Reissued)
+				fmt.Fprintf(cmd.OutOrStdout(), "rotated to %s; re-issued %d passport(s)\n", rec.ID, rep.Reissued)
 				return nil
 			})
 		},
@@ -292,7 +292,7 @@ wait.`,
 				if asJSON {
 					return printJSON(cmd, map[string]any{"kid": u.Keys.Active().ID, "reissued": rep.Reissued})
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "re-issued %d passports with %s\n", rep.Reissued, u.Keys.Active().ID)
+				fmt.Fprintf(cmd.OutOrStdout(), "re-issued %d passport(s) with %s\n", rep.Reissued, u.Keys.Active().ID)
 				return nil
 			})
 		},

@@ -531,7 +531,7 @@ func (r *Keyring) Reload(ctx context.Context) error {
 	}
 	r.reloading.Lock()
 	defer r.reloading.Unlock()
-	return r.reload(ctx)
+	return r.reloadLogged(ctx)
 }
 
 // reload is Reload with r.reloading held.
@@ -545,7 +545,18 @@ func (r *Keyring) reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if old := r.set.Swap(s); old != nil && old.active.ID() != s.active.ID() {
+	r.set.Store(s)
+	return nil
+}
+
+// reloadLogged is reload, logging a change of the active key: another
+// process rotated.
+func (r *Keyring) reloadLogged(ctx context.Context) error {
+	old := r.set.Load()
+	if err := r.reload(ctx); err != nil {
+		return err
+	}
+	if s := r.set.Load(); old != nil && old.active.ID() != s.active.ID() {
 		r.log.Info("signing with a new key", "kid", s.active.ID(), "alg", s.active.Alg(), "previous", old.active.ID())
 	}
 	return nil
@@ -566,7 +577,7 @@ func (r *Keyring) current(ctx context.Context) *keySet {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := r.reload(rctx); err != nil {
+	if err := r.reloadLogged(rctx); err != nil {
 		if !r.failing.Swap(true) {
 			r.log.Error("reloading the keyring failed; signing and verifying with the keys loaded before", "err", err)
 		}
