@@ -5,7 +5,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -309,3 +311,88 @@ func BenchmarkVerifyParts(b *testing.B) {
 
 // resultSink makes the allocs step allocate as Verify does.
 var resultSink *fastResult
+
+// BenchmarkAgainstFloor measures each path against its floor in
+// alternating blocks, so that both see the same load on a shared machine
+// (separate benchmarks seconds apart do not): per block pair it takes the
+// ratio path/floor, and reports the median ratio ("x-floor") and the median
+// ns per operation of each ("path-ns", "floor-ns"). One b.N iteration is
+// one pair of blocks.
+func BenchmarkAgainstFloor(b *testing.B) {
+	doc := signedExample(b)
+	hsMsg := naiveMessage(b, decodeTree(b, doc))
+	spec := mustMarshal(b, mustParse(b, doc))
+	keys := []Key{testKey(b)}
+	p := newPassport(b, testExample)
+	edDoc, edMsg, edSig := edSigned(b)
+	edKeys := []Key{testEdPublic(b)}
+	priv := ed25519.NewKeyFromSeed(mustHexB(b, testEdSeed))
+	pub := priv.Public().(ed25519.PublicKey)
+	hmacBare := func() {
+		var sum [32]byte
+		m := hmac.New(sha256.New, []byte(testSecret))
+		m.Write(hsMsg)
+		m.Sum(sum[:0])
+	}
+	verify := func(d []byte, keys []Key) func() {
+		return func() {
+			if v := Verify(d, keys, testComputedAt); !v.Valid {
+				b.Fatal(v.Errors)
+			}
+		}
+	}
+	sign := func(k Key) func() {
+		return func() {
+			if _, err := p.Sign(k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name        string
+		block       int
+		path, floor func()
+	}{
+		{"Verify/HMAC", 100, verify(doc, keys), hmacBare},
+		{"VerifySpecOrder/HMAC", 100, verify(spec, keys), hmacBare},
+		{"Sign/HMAC", 100, sign(testKey(b)), hmacBare},
+		{"SignEd25519/ed25519.Sign", 10, sign(testEdKey(b)), func() { ed25519.Sign(priv, edMsg) }},
+		{"VerifyEd25519/ed25519.Verify", 10, verify(edDoc, edKeys), func() {
+			if !ed25519.Verify(pub, edMsg, edSig) {
+				b.Fatal("not verified")
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var ratios, paths, floors []float64
+			timed := func(f func()) float64 {
+				start := time.Now()
+				for range c.block {
+					f()
+				}
+				return float64(time.Since(start).Nanoseconds()) / float64(c.block)
+			}
+			for b.Loop() {
+				pt, ft := timed(c.path), timed(c.floor)
+				ratios, paths, floors = append(ratios, pt/ft), append(paths, pt), append(floors, ft)
+			}
+			b.ReportMetric(median(ratios), "x-floor")
+			b.ReportMetric(median(paths), "path-ns")
+			b.ReportMetric(median(floors), "floor-ns")
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func mustParse(b *testing.B, doc []byte) *Passport {
+	p, err := Parse(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
