@@ -50,7 +50,7 @@ func NewKeys(secret, keySet []byte) (Keys, error) {
 		}
 		// The id a server gives this secret (keyring.KeyID), so that a
 		// passport naming it is checked with it.
-		if pk, err = pk.WithID("hs256-" + keyring.Fingerprint(secret)); err != nil {
+		if pk, err = pk.WithID(keyring.KeyID(keyring.HS256, secret)); err != nil {
 			return Keys{}, err
 		}
 		k.Passport = []passport.Key{pk}

@@ -174,7 +174,7 @@ func openKeyring(cmd *cobra.Command, db string, u *service.UseCases, log *slog.L
 	if err != nil {
 		return err
 	}
-	kc.Existing = !create
+	kc.Existing, kc.RequireAlg, kc.Now = !create, false, process(cmd).Now
 	u.Keys, err = service.OpenKeyring(cmd.Context(), u.Store, kc)
 	return err
 }

@@ -4,9 +4,9 @@
 // checks, operator tokens, corrections and appeals (§11.3: corrections.go,
 // appeals.go), signed checkpoints (§8.3: checkpoints.go) and the signing
 // keys (Keyring: sealed in the database or static, rotated, re-issuing what
-// older keys signed, the public keys published). UseCases is the one entry
-// point; the CLI
-// (internal/cli) and the HTTP API (internal/httpapi) both call it, and
+// older keys signed, the public keys published, checkpoints signed). UseCases
+// is the one entry point; the CLI (internal/cli) and the HTTP API
+// (internal/httpapi) both call it, and
 // differ only in how they read input and render results, which this
 // package never does beyond parsing events and giving verification checks
 // their one JSON form (Checks.MarshalJSON), so both edges report the same

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -98,7 +99,7 @@ type Keyring struct {
 	// reloading admits one reload at a time; opened caches the keys
 	// unsealed so far by id (a key's material never changes).
 	reloading sync.Mutex
-	opened    map[string]passport.Key
+	opened    map[string]opened
 	// base and attempt time reloads on the monotonic clock: attempt is
 	// when the last one started, as time since base.
 	base    time.Time
@@ -114,6 +115,70 @@ type keySet struct {
 	// the order of keys; the active one is records[activeAt].
 	records  []keyring.Record
 	activeAt int
+	// The same keys for checkpoints (internal/checkpoint): the active
+	// one's signer, and verifiers by the key ids checkpoints name.
+	cpSigner checkpoint.Signer
+	cpKeys   map[string]cpKey
+}
+
+// cpKey is a key's checkpoint verifier and its state.
+type cpKey struct {
+	v     checkpoint.Verifier
+	state keyring.State
+}
+
+// opened is a key unsealed: for passports and for checkpoints.
+type opened struct {
+	key    passport.Key
+	signer checkpoint.Signer
+	// verifiers by the key ids checkpoints may name it by: its id, and for
+	// an HMAC key the bare fingerprint that checkpoints signed before
+	// keyrings name (NewCheckpointKey).
+	verifiers map[string]checkpoint.Verifier
+}
+
+// checkpointKeys makes the checkpoint keys of an HMAC secret (priv nil) or
+// an Ed25519 private key, named id.
+func checkpointKeys(id string, secret []byte, priv ed25519.PrivateKey) (checkpoint.Signer, map[string]checkpoint.Verifier, error) {
+	if priv != nil {
+		s, err := checkpoint.NewEd25519Signer(id, priv)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, map[string]checkpoint.Verifier{id: s.Verifier()}, nil
+	}
+	k, err := checkpoint.NewHMACKey(id, secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	legacy, err := NewCheckpointKey(secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, map[string]checkpoint.Verifier{id: k, legacy.KeyID(): legacy}, nil
+}
+
+// add appends the key o, in the state rec says, to s.
+func (s *keySet) add(o opened, rec keyring.Record) {
+	k := o.key
+	switch rec.State {
+	case keyring.Retired:
+		k = k.WithStatus(passport.KeyRetired)
+	case keyring.Revoked:
+		k = k.WithStatus(passport.KeyRevoked)
+	}
+	if rec.State == keyring.Active {
+		s.active, s.activeAt, s.cpSigner = k, len(s.records), o.signer
+	}
+	if s.cpKeys == nil {
+		s.cpKeys = map[string]cpKey{}
+	}
+	for kid, v := range o.verifiers {
+		s.cpKeys[kid] = cpKey{v, rec.State}
+	}
+	rec.Sealed = nil
+	s.keys = append(s.keys, k)
+	s.records = append(s.records, rec)
 }
 
 func (s *keySet) activeRecord() keyring.Record { return s.records[s.activeAt] }
@@ -143,7 +208,7 @@ func OpenKeyring(ctx context.Context, store KeyStore, cfg KeyConfig) (*Keyring, 
 		return nil, err
 	}
 	env, alg := cfg.environment(), cfg.alg()
-	r := &Keyring{env: env, log: cfg.Logger, now: cfg.Now, base: time.Now(), opened: map[string]passport.Key{}}
+	r := &Keyring{env: env, log: cfg.Logger, now: cfg.Now, base: time.Now(), opened: map[string]opened{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -297,14 +362,9 @@ func parseMaster(text []byte, what string) ([]byte, error) {
 	return master, nil
 }
 
-// keyID is the id of a key: its algorithm and the fingerprint of its
-// material (the HMAC secret, the Ed25519 public key), so a key has the
-// same id whether it is static or in the keyring, on every server. The
-// fingerprint tells a guess of the secret from a wrong one no better than
-// any passport's HMAC does.
-func keyID(alg string, material []byte) string {
-	return strings.ToLower(alg) + "-" + keyring.Fingerprint(material)
-}
+// keyID is keyring.KeyID: a key has the same id whether it is static or
+// in the keyring, on every server.
+func keyID(alg string, material []byte) string { return keyring.KeyID(alg, material) }
 
 // staticKeys is the key set of SWARMSCORE_SIGNING_KEY and
 // SWARMSCORE_VERIFY_KEYS.
@@ -324,17 +384,19 @@ func staticKeys(signing, verify, env string) (*keySet, error) {
 		if err == nil {
 			k, err = k.WithID(id)
 		}
+		o := opened{key: k}
+		if err == nil {
+			o.signer, o.verifiers, err = checkpointKeys(id, []byte(secret), nil)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", errkind.ErrInvalid, what, err)
 		}
-		s.keys = append(s.keys, k)
-		s.records = append(s.records, keyring.Record{ID: id, Alg: passport.AlgHS256, Environment: env, State: state})
+		s.add(o, keyring.Record{ID: id, Alg: passport.AlgHS256, Environment: env, State: state})
 		return nil
 	}
 	if err := add(SigningKeyEnv, signing, keyring.Active); err != nil {
 		return nil, err
 	}
-	s.active = s.keys[0]
 	n := 0
 	for _, v := range strings.Split(verify, ",") {
 		if v = strings.TrimSpace(v); v == "" {
@@ -450,36 +512,41 @@ func (r *Keyring) record(alg string, secret, pub []byte, now time.Time) (keyring
 	return rec, nil
 }
 
-// open unseals a record into a key with its id.
-func (r *Keyring) open(rec keyring.Record) (passport.Key, error) {
+// open unseals a record into a key with its id, for passports and for
+// checkpoints.
+func (r *Keyring) open(rec keyring.Record) (opened, error) {
 	secret, err := keyring.Open(r.master, rec.ID, rec.Sealed)
 	if err != nil {
-		return passport.Key{}, fmt.Errorf("key %s: %w", rec.ID, err)
+		return opened{}, fmt.Errorf("key %s: %w", rec.ID, err)
 	}
 	defer clear(secret)
-	var k passport.Key
+	var o opened
+	var priv ed25519.PrivateKey
 	switch rec.Alg {
 	case keyring.HS256:
-		k, err = passport.NewKey(secret)
+		o.key, err = passport.NewKey(secret)
 	case keyring.EdDSA:
 		if len(secret) != ed25519.SeedSize {
-			return passport.Key{}, fmt.Errorf("%w: key %s: a sealed Ed25519 seed is %d bytes", errkind.ErrInvalid, rec.ID, ed25519.SeedSize)
+			return opened{}, fmt.Errorf("%w: key %s: a sealed Ed25519 seed is %d bytes", errkind.ErrInvalid, rec.ID, ed25519.SeedSize)
 		}
-		priv := ed25519.NewKeyFromSeed(secret)
+		priv = ed25519.NewKeyFromSeed(secret)
 		if !bytes.Equal(priv.Public().(ed25519.PublicKey), rec.Public) {
-			return passport.Key{}, fmt.Errorf("%w: key %s: its public key is not its seed's (the record was altered)", errkind.ErrInvalid, rec.ID)
+			return opened{}, fmt.Errorf("%w: key %s: its public key is not its seed's (the record was altered)", errkind.ErrInvalid, rec.ID)
 		}
-		k, err = passport.NewEd25519Key(priv)
+		o.key, err = passport.NewEd25519Key(priv)
 	default:
 		err = fmt.Errorf("%w: key %s has algorithm %q", errkind.ErrInvalid, rec.ID, rec.Alg)
 	}
 	if err == nil {
-		k, err = k.WithID(rec.ID)
+		o.key, err = o.key.WithID(rec.ID)
+	}
+	if err == nil {
+		o.signer, o.verifiers, err = checkpointKeys(rec.ID, secret, priv)
 	}
 	if err != nil {
-		return passport.Key{}, fmt.Errorf("%w: key %s: %v", errkind.ErrInvalid, rec.ID, err)
+		return opened{}, fmt.Errorf("%w: key %s: %v", errkind.ErrInvalid, rec.ID, err)
 	}
-	return k, nil
+	return o, nil
 }
 
 // keySetOf builds the key set of recs, opening the keys not opened yet.
@@ -494,26 +561,15 @@ func (r *Keyring) keySetOf(recs []keyring.Record) (*keySet, error) {
 			}
 			continue
 		}
-		k, ok := r.opened[rec.ID]
+		o, ok := r.opened[rec.ID]
 		if !ok {
 			var err error
-			if k, err = r.open(rec); err != nil {
+			if o, err = r.open(rec); err != nil {
 				return nil, err
 			}
-			r.opened[rec.ID] = k
+			r.opened[rec.ID] = o
 		}
-		switch rec.State {
-		case keyring.Retired:
-			k = k.WithStatus(passport.KeyRetired)
-		case keyring.Revoked:
-			k = k.WithStatus(passport.KeyRevoked)
-		}
-		if rec.State == keyring.Active {
-			s.active, s.activeAt = k, len(s.records)
-		}
-		rec.Sealed = nil
-		s.keys = append(s.keys, k)
-		s.records = append(s.records, rec)
+		s.add(o, rec)
 	}
 	if s.activeAt < 0 {
 		return nil, fmt.Errorf("%w: the keyring has no active key (swarmscore key rotate makes one)", errkind.ErrInvalid)
@@ -602,6 +658,41 @@ func (r *Keyring) SigningKey() passport.Key { return r.set.Load().active }
 // passport.Verify.
 func (r *Keyring) VerifyKeys() []passport.Key {
 	return append([]passport.Key(nil), r.set.Load().keys...)
+}
+
+// CheckpointSigner returns the signer of new checkpoints: the active key,
+// reloaded as Certificate's is.
+func (r *Keyring) CheckpointSigner() checkpoint.Signer {
+	return r.current(context.Background()).cpSigner
+}
+
+// CheckpointVerifier checks archived checkpoints against the keyring's keys
+// as they are at each check: every key but a revoked one (retiring a key
+// ends its passports, not what its checkpoints recorded), by the id the
+// checkpoint names, an HMAC key also by the bare fingerprint that
+// checkpoints signed before keyrings name.
+func (r *Keyring) CheckpointVerifier() checkpoint.Verifier { return checkpointVerifier{r} }
+
+type checkpointVerifier struct{ r *Keyring }
+
+// Verify implements checkpoint.Verifier.
+func (v checkpointVerifier) Verify(kid, alg string, message, signature []byte) error {
+	k, ok := v.r.current(context.Background()).cpKeys[kid]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: key %q is not in the keyring", checkpoint.ErrSignature, clipID(kid))
+	case k.state == keyring.Revoked:
+		return fmt.Errorf("%w: key %s is revoked (compromised)", checkpoint.ErrSignature, kid)
+	}
+	return k.v.Verify(kid, alg, message, signature)
+}
+
+// clipID bounds a key id quoted from a document in a message.
+func clipID(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // Records returns the records of the keys in use, oldest first, without

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
@@ -463,4 +464,73 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Checkpoints are signed by the keyring's active key (HMAC or Ed25519) and
+// checked against every key but a revoked one; a checkpoint signed before
+// keyrings, named by the bare fingerprint of the secret the keyring
+// imported, still verifies.
+func TestKeyringCheckpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, db := keyStore(t, dir)
+	secret := "0f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff"
+	if err := os.WriteFile(KeyFile(db), []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t0.Add(10 * 24 * time.Hour)}
+	ingest(t, &UseCases{Store: st, Now: c.now}, conduit("agent-1", "c1", 10, 9, t0))
+	// Before keyrings: the checkpoint key of the same secret.
+	legacyKey, err := NewCheckpointKey([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &UseCases{Store: st, Now: c.now, CheckpointKey: legacyKey}
+	before, err := old.MakeCheckpoint(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	k, err := OpenKeyring(ctx, st, KeyConfig{DBFile: db, Logger: keyLog(), Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &UseCases{Store: st, Keys: k, Now: c.now}
+	if _, err := u.VerifyCheckpoint(ctx, before.Document); err != nil {
+		t.Fatalf("a checkpoint from before keyrings: %v", err)
+	}
+	ingest(t, u, conduit("agent-2", "c2", 10, 9, t0))
+	hs, err := u.MakeCheckpoint(ctx, true)
+	if err != nil || hs.Checkpoint.Issuer.KeyID != k.Active().ID || hs.Checkpoint.Issuer.Alg != "HS256" {
+		t.Fatalf("HMAC checkpoint %+v %v", hs.Checkpoint, err)
+	}
+	imported := k.Active().ID
+	if _, err := u.RotateKey(ctx, passport.AlgEdDSA); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, u, conduit("agent-3", "c3", 10, 9, t0))
+	ed, err := u.MakeCheckpoint(ctx, true)
+	if err != nil || ed.Checkpoint.Issuer.KeyID != k.Active().ID || ed.Checkpoint.Issuer.Alg != "EdDSA" {
+		t.Fatalf("EdDSA checkpoint %+v %v", ed.Checkpoint, err)
+	}
+	if err := u.SetKeyState(ctx, imported, keyring.Retired); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range [][]byte{before.Document, hs.Document, ed.Document} {
+		if _, err := u.VerifyCheckpoint(ctx, doc); err != nil {
+			t.Fatalf("after retiring the HMAC key: %v\n%s", err, doc)
+		}
+	}
+	if err := u.SetKeyState(ctx, imported, keyring.Revoked); err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range [][]byte{before.Document, hs.Document} {
+		if _, err := u.VerifyCheckpoint(ctx, doc); !errors.Is(err, checkpoint.ErrSignature) {
+			t.Fatalf("a revoked key's checkpoint: %v", err)
+		}
+	}
+	if _, err := u.VerifyCheckpoint(ctx, ed.Document); err != nil {
+		t.Fatalf("the active key's checkpoint: %v", err)
+	}
 }

@@ -42,9 +42,9 @@ type UseCases struct {
 	// rejected, since once stored it could never be corrected. Zero means
 	// DefaultMaxClockSkew; it must not be negative.
 	MaxClockSkew time.Duration
-	// CheckpointKey signs checkpoints and checks archived ones until the
-	// keyring does (checkpointSigner, checkpointVerifier); nil in
-	// processes that handle none.
+	// CheckpointKey signs checkpoints and checks archived ones when Keys
+	// is nil (checkpointSigner, checkpointVerifier); nil in processes that
+	// handle none.
 	CheckpointKey *checkpoint.HMACKey
 	// Environment names the deployment in checkpoints (production,
 	// staging…); "" means DefaultEnvironment.
