@@ -10,9 +10,10 @@
 //	res, err = c.IngestStream(ctx, file, client.StreamOptions{}) // any size, batched, retried
 //	cert, err := c.Certificate(ctx, "agent-1")
 //	v, err := c.Verify(ctx, cert.Raw, "agent-1")
+//	ov, err := c.VerifyOffline(ctx, cert.Raw, time.Now()) // Ed25519 passports, with the server's public keys
 //
-// The package imports nothing of the server's: a marketplace vendors it
-// alone.
+// The package imports nothing of the server's internals: only the module's
+// public packages passport (offline verification) and score.
 package client
 
 import (
@@ -76,6 +77,7 @@ type Client struct {
 	base  *url.URL
 	token string
 	hc    *http.Client
+	keys  keyCache // the server's public keys, for VerifyOffline
 }
 
 // Option configures a Client.
@@ -250,7 +252,7 @@ type Verification struct {
 const (
 	CheckSignature   = "signature"   // CheckOK or CheckFailed
 	CheckConsistency = "consistency" // CheckOK or CheckFailed
-	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, or CheckFailed (no readable expires_at)
+	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, CheckNotYetValid, or CheckFailed (no readable expires_at)
 	// CheckLedger: CheckConfirmed by the server's ledger, CheckMismatch, or
 	// CheckNotApplicable when the server has no ledger for the agent (one
 	// it has never seen).
@@ -260,6 +262,7 @@ const (
 	CheckOK            = "ok"
 	CheckFailed        = "failed"
 	CheckExpired       = "expired"
+	CheckNotYetValid   = "not_yet_valid" // computed_at more than 5 minutes after the server's clock
 	CheckConfirmed     = "confirmed"
 	CheckMismatch      = "mismatch"
 	CheckNotApplicable = "not_applicable"

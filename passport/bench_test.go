@@ -1,9 +1,13 @@
 package passport
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -68,6 +72,102 @@ func BenchmarkHMACBare(b *testing.B) {
 		m.Write(msg)
 		m.Sum(sum[:0])
 	}
+}
+
+// The Ed25519 target (issue 13): signing and verifying a passport cost
+// little more than ed25519.Sign and ed25519.Verify over the same canonical
+// bytes: compare BenchmarkSignEd25519 with BenchmarkEd25519SignBare and
+// BenchmarkVerifyEd25519 with BenchmarkEd25519VerifyBare, run by run.
+
+func BenchmarkSignEd25519(b *testing.B) {
+	p := newPassport(b, testExample)
+	k := testEdKey(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Sign(k); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// edSigned is an Ed25519 passport, its canonical message and its raw
+// signature.
+func edSigned(b *testing.B) (doc, msg, sig []byte) {
+	doc, err := newPassport(b, testExample).Sign(testEdKey(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tree := decodeTree(b, doc)
+	sig, err = hex.DecodeString(tree["issuer"].(map[string]any)["signature"].(string))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return doc, naiveMessage(b, tree), sig
+}
+
+// BenchmarkEd25519SignBare is ed25519.Sign over the canonical message that
+// Sign signs (with issuer.kid and issuer.alg).
+func BenchmarkEd25519SignBare(b *testing.B) {
+	_, msg, _ := edSigned(b)
+	priv := ed25519.NewKeyFromSeed(mustHexB(b, testEdSeed))
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ed25519.Sign(priv, msg)
+	}
+}
+
+func BenchmarkVerifyEd25519(b *testing.B) {
+	doc, _, _ := edSigned(b)
+	keys := []Key{testEdPublic(b)}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := Verify(doc, keys, testComputedAt); !v.Valid {
+			b.Fatal(v.Errors)
+		}
+	}
+}
+
+// BenchmarkEd25519VerifyBare is ed25519.Verify of the same passport's
+// signature over its canonical message.
+func BenchmarkEd25519VerifyBare(b *testing.B) {
+	_, msg, sig := edSigned(b)
+	pub := testEdKey(b).Public()
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ed25519.Verify(pub, msg, sig) {
+			b.Fatal("not verified")
+		}
+	}
+}
+
+// BenchmarkVerifyKeyID is Verify of an HMAC passport naming its key in a
+// ring of three (the server's case after two rotations).
+func BenchmarkVerifyKeyID(b *testing.B) {
+	doc, err := newPassport(b, testExample).Sign(testIDKey(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	other, _ := NewKey([]byte("another-signing-key-0123456789abcdef"))
+	other, _ = other.WithID("hs-old")
+	keys := []Key{testEdPublic(b), other, testIDKey(b)}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := Verify(doc, keys, testComputedAt); !v.Valid {
+			b.Fatal(v.Errors)
+		}
+	}
+}
+
+func mustHexB(b *testing.B, s string) []byte {
+	out, err := hex.DecodeString(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // BenchmarkCanonicalize is the RFC 8785 step alone (jcs.Transform on the
@@ -211,3 +311,88 @@ func BenchmarkVerifyParts(b *testing.B) {
 
 // resultSink makes the allocs step allocate as Verify does.
 var resultSink *fastResult
+
+// BenchmarkAgainstFloor measures each path against its floor in
+// alternating blocks, so that both see the same load on a shared machine
+// (separate benchmarks seconds apart do not): per block pair it takes the
+// ratio path/floor, and reports the median ratio ("x-floor") and the median
+// ns per operation of each ("path-ns", "floor-ns"). One b.N iteration is
+// one pair of blocks.
+func BenchmarkAgainstFloor(b *testing.B) {
+	doc := signedExample(b)
+	hsMsg := naiveMessage(b, decodeTree(b, doc))
+	spec := mustMarshal(b, mustParse(b, doc))
+	keys := []Key{testKey(b)}
+	p := newPassport(b, testExample)
+	edDoc, edMsg, edSig := edSigned(b)
+	edKeys := []Key{testEdPublic(b)}
+	priv := ed25519.NewKeyFromSeed(mustHexB(b, testEdSeed))
+	pub := priv.Public().(ed25519.PublicKey)
+	hmacBare := func() {
+		var sum [32]byte
+		m := hmac.New(sha256.New, []byte(testSecret))
+		m.Write(hsMsg)
+		m.Sum(sum[:0])
+	}
+	verify := func(d []byte, keys []Key) func() {
+		return func() {
+			if v := Verify(d, keys, testComputedAt); !v.Valid {
+				b.Fatal(v.Errors)
+			}
+		}
+	}
+	sign := func(k Key) func() {
+		return func() {
+			if _, err := p.Sign(k); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name        string
+		block       int
+		path, floor func()
+	}{
+		{"Verify/HMAC", 100, verify(doc, keys), hmacBare},
+		{"VerifySpecOrder/HMAC", 100, verify(spec, keys), hmacBare},
+		{"Sign/HMAC", 100, sign(testKey(b)), hmacBare},
+		{"SignEd25519/ed25519.Sign", 10, sign(testEdKey(b)), func() { ed25519.Sign(priv, edMsg) }},
+		{"VerifyEd25519/ed25519.Verify", 10, verify(edDoc, edKeys), func() {
+			if !ed25519.Verify(pub, edMsg, edSig) {
+				b.Fatal("not verified")
+			}
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var ratios, paths, floors []float64
+			timed := func(f func()) float64 {
+				start := time.Now()
+				for range c.block {
+					f()
+				}
+				return float64(time.Since(start).Nanoseconds()) / float64(c.block)
+			}
+			for b.Loop() {
+				pt, ft := timed(c.path), timed(c.floor)
+				ratios, paths, floors = append(ratios, pt/ft), append(paths, pt), append(floors, ft)
+			}
+			b.ReportMetric(median(ratios), "x-floor")
+			b.ReportMetric(median(paths), "path-ns")
+			b.ReportMetric(median(floors), "floor-ns")
+		})
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func mustParse(b *testing.B, doc []byte) *Passport {
+	p, err := Parse(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}

@@ -17,7 +17,8 @@ import (
 // jcs.Transform, the oracle, over fuzzed passports.
 //
 // The published document is that message with the signature member spliced
-// into issuer at its sorted place, last (computed_at < platform < signature):
+// into issuer at its sorted place, last (alg < computed_at < kid < platform <
+// signature):
 // the canonical form of the signed document itself. Member order carries no
 // meaning in JSON and verifiers accept any, so publishing the canonical order
 // rather than §6.1's costs nothing and lets Sign encode once.
@@ -31,7 +32,8 @@ import (
 // issuer.signature) to b. sigAt is the offset in the result where the
 // signature member goes in the canonical signed document: after the platform,
 // before the brace closing issuer. The versions and labels are the constants,
-// which check requires p's to be.
+// which check requires p's to be; issuer.alg and issuer.kid are written when
+// not empty.
 func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b = append(b, `{"agent_id":`...)
 	b = appendStringJCS(b, p.AgentID)
@@ -45,9 +47,20 @@ func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b, _ = p.EscrowModifier.AppendText(b) // check has validated it
 	b = append(b, `,"expires_at":"`...)
 	b = p.ExpiresAt.AppendFormat(b, time.RFC3339)
-	b = append(b, `","formula_version":"`+score.FormulaVersion+`","issuer":{"computed_at":"`...)
+	b = append(b, `","formula_version":"`+score.FormulaVersion+`","issuer":{`...)
+	if p.Issuer.Alg != "" {
+		b = append(b, `"alg":`...)
+		b = appendStringJCS(b, p.Issuer.Alg)
+		b = append(b, ',')
+	}
+	b = append(b, `"computed_at":"`...)
 	b = p.Issuer.ComputedAt.AppendFormat(b, time.RFC3339)
-	b = append(b, `","platform":`...)
+	b = append(b, '"')
+	if p.Issuer.KID != "" {
+		b = append(b, `,"kid":`...)
+		b = appendStringJCS(b, p.Issuer.KID)
+	}
+	b = append(b, `,"platform":`...)
 	b = appendStringJCS(b, p.Issuer.Platform)
 	sigAt = len(b)
 	b = append(b, `},"qualification_gaps":[`...)

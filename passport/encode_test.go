@@ -187,7 +187,7 @@ func FuzzWireChecks(f *testing.F) {
 			t.Fatalf("wireTime(%v) = %v", tm, !old)
 		}
 		u, err := uuid.Parse(id)
-		old = err == nil && u.String() == id && u.Version() == 4 && u.Variant() == uuid.RFC4122
+		old = err == nil && u.String() == strings.ToLower(id) && u.Version() == 4 && u.Variant() == uuid.RFC4122
 		if isUUIDv4(id) != old {
 			t.Fatalf("isUUIDv4(%q) = %v", id, !old)
 		}
@@ -315,26 +315,29 @@ func TestFastTime(t *testing.T) {
 	}
 }
 
-// decodeSignature accepts exactly 64 lowercase hex digits and decodes them as
-// encoding/hex does.
+// decodeSignature accepts exactly 64 or 128 lowercase hex digits and
+// decodes them as encoding/hex does.
 func TestDecodeSignature(t *testing.T) {
 	t.Parallel()
-	valid := strings.Repeat("0123456789abcdef", 4)
-	for pos := range 64 {
-		for c := range 256 {
-			s := []byte(valid)
-			s[pos] = byte(c)
-			raw, ok := decodeSignature(s)
-			want, err := hex.DecodeString(string(s))
-			wantOK := err == nil && strings.ToLower(string(s)) == string(s)
-			if ok != wantOK || ok && !bytes.Equal(raw[:], want) {
-				t.Fatalf("%q: %x %v, want %x %v", s, raw, ok, want, wantOK)
+	for _, valid := range []string{strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 8)} {
+		for pos := range len(valid) {
+			for c := range 256 {
+				s := []byte(valid)
+				s[pos] = byte(c)
+				var raw [64]byte
+				n, ok := decodeSignature(s, &raw)
+				want, err := hex.DecodeString(string(s))
+				wantOK := err == nil && strings.ToLower(string(s)) == string(s)
+				if ok != wantOK || ok && !bytes.Equal(raw[:n], want) {
+					t.Fatalf("%q: %x %v, want %x %v", s, raw[:n], ok, want, wantOK)
+				}
 			}
 		}
-	}
-	for _, s := range []string{"", valid[:63], valid + "0"} {
-		if _, ok := decodeSignature(s); ok {
-			t.Fatalf("%q accepted", s)
+		for _, s := range []string{"", valid[:len(valid)-1], valid + "0", (valid + valid)[:96]} {
+			var raw [64]byte
+			if _, ok := decodeSignature(s, &raw); ok {
+				t.Fatalf("%q accepted", s)
+			}
 		}
 	}
 }
@@ -379,7 +382,8 @@ func TestNumVal(t *testing.T) {
 }
 
 // isUUIDv4 agrees with uuid.Parse for every byte value in every position of
-// a valid version 4 UUID.
+// a valid version 4 UUID, in either case (RFC 9562 reads UUIDs
+// case-insensitively), in the hyphenated form only.
 func TestIsUUIDv4(t *testing.T) {
 	t.Parallel()
 	for pos := range 36 {
@@ -387,7 +391,7 @@ func TestIsUUIDv4(t *testing.T) {
 			b := []byte(testUUID)
 			b[pos] = byte(c)
 			u, err := uuid.Parse(string(b))
-			want := err == nil && u.String() == string(b) && u.Version() == 4 && u.Variant() == uuid.RFC4122
+			want := err == nil && u.String() == strings.ToLower(string(b)) && u.Version() == 4 && u.Variant() == uuid.RFC4122
 			if isUUIDv4(string(b)) != want {
 				t.Fatalf("isUUIDv4(%q) = %v", b, !want)
 			}

@@ -41,8 +41,8 @@ func Example() {
 	_ = enc.Encode(v)
 	// Output:
 	// agent-7 760 STANDARD 0.392
-	// {"valid":true,"signature_valid":true,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":false,"errors":[],"warnings":[]}
-	// {"valid":false,"signature_valid":true,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":false,"errors":[{"code":"expired","message":"expired at 2026-03-24T14:30:00Z; verified at 2026-03-25T14:30:00Z"}],"warnings":[]}
+	// {"valid":true,"signature_valid":true,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":false,"checks":{"signature":"ok","consistency":"ok","expiry":"ok"},"errors":[],"warnings":[]}
+	// {"valid":false,"signature_valid":true,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":false,"checks":{"signature":"ok","consistency":"ok","expiry":"expired"},"errors":[{"code":"expired","message":"expired at 2026-03-24T14:30:00Z; verified at 2026-03-25T14:30:00Z"}],"warnings":[]}
 }
 
 func ExampleNewKey() {

@@ -57,7 +57,9 @@ const (
 	lFormula
 	lVersion
 	// issuer
+	lAlg
 	lComputed
+	lKID
 	lPlatform
 	lSignature
 	// score
@@ -103,7 +105,7 @@ var (
 		"escrow_modifier", "qualification_gaps", "formula_version", "expires_at")
 	topLeaf = [...]int{lAgentID, lPassportID, objDimensions, lEscrow, lExpires, lFormula, objIssuer, objGaps, objScore, lVersion}
 
-	issuerMembers = members61("platform", "computed_at", "signature")
+	issuerMembers = optional(members61("platform", "computed_at", "alg", "kid", "signature"), "alg", "kid")
 	scoreMembers  = members61("value", "tier", "conduit_contribution", "ap2_contribution")
 	dimsMembers   = members61("technical_execution", "commercial_reliability")
 	dimMembers    = members61("label", "sessions_90d", "successful_sessions_90d", "success_rate", "volume_factor",
@@ -119,15 +121,25 @@ var (
 type members struct {
 	names  []string
 	next61 []int
+	// required has bit j set for each member j an object must have.
+	required uint32
 }
 
 // members61 makes the members of an object from its names in §6.1 order.
 func members61(names61 ...string) *members {
-	m := &members{names: slices.Sorted(slices.Values(names61)), next61: make([]int, len(names61)+1)}
+	m := &members{names: slices.Sorted(slices.Values(names61)), next61: make([]int, len(names61)+1), required: 1<<len(names61) - 1}
 	prev := -1
 	for _, name := range names61 {
 		j := slices.Index(m.names, name)
 		m.next61[prev+1], prev = j, j
+	}
+	return m
+}
+
+// optional marks the named members of m as ones an object may lack.
+func optional(m *members, names ...string) *members {
+	for _, name := range names {
+		m.required &^= 1 << slices.Index(m.names, name)
 	}
 	return m
 }
@@ -205,7 +217,7 @@ func (d *fastDoc) object(m *members, member func(j int) bool) bool {
 		if d.next(',') {
 			continue
 		}
-		return d.next('}') && seen == 1<<len(names)-1
+		return d.next('}') && seen&m.required == m.required
 	}
 }
 
@@ -281,7 +293,7 @@ func (d *fastDoc) scan() bool {
 	ok := d.object(topMembers, func(j int) bool {
 		switch l := topLeaf[j]; l {
 		case objIssuer:
-			return d.object(issuerMembers, func(j int) bool { return d.scalar(&d.leaf[lComputed+j], j == 1) })
+			return d.object(issuerMembers, func(j int) bool { return d.scalar(&d.leaf[lAlg+j], lAlg+j == lPlatform) })
 		case objScore:
 			return d.object(scoreMembers, func(j int) bool { return d.scalar(&d.leaf[lAP2+j], false) })
 		case objDimensions:
@@ -516,17 +528,27 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
 	}
 	p.QualificationGaps = gaps
 
-	// The free strings, copied into one allocation.
+	// The free strings, copied into one allocation. issuer.alg and
+	// issuer.kid are optional; present, they are strings.
 	sigText, ok1 := d.str(d.leaf[lSignature])
 	pid, ok2 := d.str(d.leaf[lPassportID])
 	agent, ok3 := d.str(d.leaf[lAgentID])
 	platform, ok4 := d.str(d.leaf[lPlatform])
-	raw, ok5 := decodeSignature(sigText)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+	sig.n, ok = decodeSignature(sigText, &sig.raw)
+	var alg, kid []byte
+	sig.hasAlg, sig.hasKID = d.leaf[lAlg].hi > 0, d.leaf[lKID].hi > 0 // no value starts at byte 0
+	ok6, ok7 := true, true
+	if sig.hasAlg {
+		alg, ok6 = d.str(d.leaf[lAlg])
+	}
+	if sig.hasKID {
+		kid, ok7 = d.str(d.leaf[lKID])
+	}
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok || !ok6 || !ok7 {
 		return sig, false // a malformed signature and the rest: let the slow path say
 	}
-	setStrings(p, sigText, pid, agent, platform, d.escaped)
-	sig = sigInfo{found: true, wellFormed: true, raw: raw}
+	setStrings(p, [...][]byte{sigText, pid, agent, platform, alg, kid}, d.escaped)
+	sig.found, sig.wellFormed = true, true
 	return sig, true
 }
 
@@ -556,7 +578,15 @@ func (d *fastDoc) message(b []byte) []byte {
 	b = leaf(b, `},"escrow_modifier":`, lEscrow)
 	b = leaf(b, `,"expires_at":`, lExpires)
 	b = leaf(b, `,"formula_version":`, lFormula)
-	b = leaf(b, `,"issuer":{"computed_at":`, lComputed)
+	b = append(b, `,"issuer":{`...)
+	if d.leaf[lAlg].hi > 0 {
+		b = leaf(b, `"alg":`, lAlg)
+		b = append(b, ',')
+	}
+	b = leaf(b, `"computed_at":`, lComputed)
+	if d.leaf[lKID].hi > 0 {
+		b = leaf(b, `,"kid":`, lKID)
+	}
 	b = leaf(b, `,"platform":`, lPlatform)
 	b = append(b, `},"qualification_gaps":[`...)
 	for i := range d.nGaps {
@@ -612,31 +642,34 @@ func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
 	*v = Verification{Errors: []Problem{}, Warnings: []Problem{}, Document: doc, KeyIndex: -1}
 	buf := msgBufs.Get().(*[]byte)
 	msg := d.message((*buf)[:0])
-	v.SignatureValid = v.checkSignature(&sig, msg, keys)
+	v.SignatureValid = v.checkSignature(&sig, &r.p.Issuer, msg, keys)
 	*buf = msg
 	msgBufs.Put(buf)
-	v.finish(&r.p, nil, true, at)
+	v.finish(&r.p, nil, true, true, at)
 	return v
 }
 
-// setStrings sets the passport's strings from the document's text (the
-// platform with its \" and \\ escapes if escaped), copied into one
-// allocation.
-func setStrings(p *Passport, sig, pid, agent, platform []byte, escaped bool) {
+// setStrings sets the passport's strings from the document's text: the
+// signature, agent_passport_id, agent_id, platform (with its \" and \\
+// escapes if escaped), alg and kid, copied into one allocation.
+func setStrings(p *Passport, text [6][]byte, escaped bool) {
 	if escaped {
 		var buf [2 * maxPlatformLen]byte // most platforms; a longer one is copied to the heap
-		platform = unescape(buf[:0], platform)
+		text[3] = unescape(buf[:0], text[3])
+	}
+	n := 0
+	for _, t := range text {
+		n += len(t)
 	}
 	var b strings.Builder // a string built in place, with no copy
-	b.Grow(len(sig) + len(pid) + len(agent) + len(platform))
-	b.Write(sig)
-	b.Write(pid)
-	b.Write(agent)
-	b.Write(platform)
+	b.Grow(n)
+	for _, t := range text {
+		b.Write(t)
+	}
 	all := b.String()
-	p.Issuer.Signature, all = all[:len(sig)], all[len(sig):]
-	p.AgentPassportID, all = all[:len(pid)], all[len(pid):]
-	p.AgentID, p.Issuer.Platform = all[:len(agent)], all[len(agent):]
+	for i, dst := range [...]*string{&p.Issuer.Signature, &p.AgentPassportID, &p.AgentID, &p.Issuer.Platform, &p.Issuer.Alg, &p.Issuer.KID} {
+		*dst, all = all[:len(text[i])], all[len(text[i]):]
+	}
 }
 
 // unescape appends s with its \" and \\ escapes resolved to dst.

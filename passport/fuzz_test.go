@@ -15,8 +15,14 @@ func checkVerification(t *testing.T, v *Verification) {
 	if v.Errors == nil || v.Warnings == nil {
 		t.Fatal("nil errors or warnings")
 	}
-	if v.Valid != (v.SignatureValid && v.ScoreValid && !hasCode(v.Errors, CodeExpired)) {
+	if v.Valid != (v.SignatureValid && v.ScoreValid && !hasAny(v.Errors, CodeExpired, CodeNotYetValid)) {
 		t.Fatalf("valid=%v but signature_valid=%v score_valid=%v errors %v", v.Valid, v.SignatureValid, v.ScoreValid, v.Errors)
+	}
+	if (v.Checks.Signature == CheckOK) != v.SignatureValid || (v.Checks.Consistency == CheckOK) != v.ScoreValid ||
+		(v.Checks.Expiry == CheckExpired) != hasCode(v.Errors, CodeExpired) && !hasCode(v.Errors, CodeNotYetValid) ||
+		(v.Checks.Expiry == CheckNotYetValid) != hasCode(v.Errors, CodeNotYetValid) ||
+		(v.Checks.Expiry == CheckFailed) != (v.ExpiresAt == nil) {
+		t.Fatalf("checks %+v with signature_valid=%v score_valid=%v errors %v", v.Checks, v.SignatureValid, v.ScoreValid, v.Errors)
 	}
 	if v.Valid != (len(v.Errors) == 0) {
 		t.Fatalf("valid=%v with errors %v", v.Valid, v.Errors)
@@ -24,7 +30,7 @@ func checkVerification(t *testing.T, v *Verification) {
 	if v.ScoreValid && v.Passport == nil {
 		t.Fatal("score_valid without a passport")
 	}
-	if v.DetectedTampering != hasCode(v.Errors, CodeSignatureMismatch) {
+	if v.DetectedTampering != hasAny(v.Errors, CodeSignatureMismatch, CodeAlgMismatch, CodeKeyConfusion) {
 		t.Fatalf("detected_tampering=%v with errors %v", v.DetectedTampering, v.Errors)
 	}
 	for _, p := range append(v.Errors, v.Warnings...) {
@@ -48,13 +54,17 @@ func FuzzParse(f *testing.F) {
 	spec := mustMarshal(f, p) // §6.1 order
 	// Issue 12: a trailing comma in qualification_gaps is invalid JSON.
 	trailingComma := bytes.Replace(doc, []byte(`}],"score"`), []byte(`},],"score"`), 1)
-	for _, seed := range [][]byte{doc, spec, pretty.Bytes(), nil, []byte("{}"), []byte(`{"issuer":{"signature":1}}`),
+	ed, err := newPassport(f, testExample).Sign(testEdKey(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range [][]byte{doc, spec, pretty.Bytes(), ed, nil, []byte("{}"), []byte(`{"issuer":{"signature":1}}`),
 		[]byte(`{"a":1,"a":2}`), []byte(`[{"\ud800":1e400}]`), doc[:len(doc)/2], trailingComma} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
-		v, _ := verifyBoth(t, data, []Key{testKey(t)}, testComputedAt)
+		v, _ := verifyBoth(t, data, []Key{testKey(t), testEdKey(t).WithStatus(KeyRetired)}, testComputedAt)
 		checkVerification(t, v)
 		if err != nil {
 			if _, ok := err.(Problem); !ok {
@@ -83,11 +93,13 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzVerify issues passports from fuzzed counts and times: each must verify.
-// It then changes one byte (replaces, inserts or deletes it): the result must
-// not verify with a valid signature unless the change left the signed content
-// the same (layout, an escape, a number's spelling), in which case the
-// passport read must be the same too; and both paths must agree on it.
+// FuzzVerify issues passports from fuzzed counts and times, signed by an
+// HMAC key without an id, one with an id or an Ed25519 key (chosen by sec):
+// each must verify. It then changes one byte (replaces, inserts or deletes
+// it): the result must not verify with a valid signature unless the change
+// left the signed content the same (layout, an escape, a number's
+// spelling), in which case the passport read must be the same too; and both
+// paths must agree on it.
 func FuzzVerify(f *testing.F) {
 	f.Add(uint64(80), uint64(76), uint64(40), uint64(38), uint64(1773757800), uint(40), byte('x'))
 	f.Add(uint64(0), uint64(0), uint64(0), uint64(0), uint64(0), uint(0), byte(' '))
@@ -107,11 +119,13 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc, err := p.Sign(testKey(t))
+		signer := [...]Key{testKey(t), testIDKey(t), testEdKey(t)}[sec%3]
+		keys := []Key{testKey(t), testIDKey(t), testEdPublic(t)}
+		doc, err := p.Sign(signer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, fast := verifyBoth(t, doc, []Key{testKey(t)}, computed)
+		v, fast := verifyBoth(t, doc, keys, computed)
 		checkVerification(t, v)
 		if !v.Valid || len(v.Warnings) != 0 || !fast {
 			t.Fatalf("a passport from Sign does not verify: %v %v\n%s", v.Errors, v.Warnings, doc)
@@ -129,7 +143,7 @@ func FuzzVerify(f *testing.F) {
 			if bytes.Equal(mutated, doc) {
 				continue
 			}
-			m, _ := verifyBoth(t, mutated, []Key{testKey(t)}, computed)
+			m, _ := verifyBoth(t, mutated, keys, computed)
 			checkVerification(t, m)
 			if !m.SignatureValid {
 				continue

@@ -2,6 +2,7 @@ package passport
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +26,50 @@ var (
 	testComputedAt = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
 	testExample    = score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}
 )
+
+// The Ed25519 test key: a fixed seed, so documents are reproducible.
+const (
+	testEdSeed = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60" // RFC 8032 §7.1 test 1
+	testEdID   = "ed-test"
+	testHSID   = "hs-test"
+)
+
+// testEdKey is the Ed25519 test key, with id testEdID.
+func testEdKey(t testing.TB) Key {
+	t.Helper()
+	seed, _ := hex.DecodeString(testEdSeed)
+	k, err := NewEd25519Key(ed25519.NewKeyFromSeed(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err = k.WithID(testEdID); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// testEdPublic is the public half of testEdKey, with the same id.
+func testEdPublic(t testing.TB) Key {
+	t.Helper()
+	k, err := NewEd25519PublicKey(testEdKey(t).Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err = k.WithID(testEdID); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// testIDKey is the HMAC test key with id testHSID.
+func testIDKey(t testing.TB) Key {
+	t.Helper()
+	k, err := testKey(t).WithID(testHSID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
 
 func testKey(t testing.TB) Key {
 	t.Helper()

@@ -1,6 +1,7 @@
 package passport
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
@@ -13,28 +14,63 @@ import (
 // secret (32+ bytes)").
 const MinKeySize = 32
 
+// The algorithms a key signs with, as issuer.alg names them (the JOSE
+// names of RFC 7518 and RFC 8037).
+const (
+	// AlgHS256 is HMAC-SHA256 (§6.2): a shared secret signs and verifies.
+	AlgHS256 = "HS256"
+	// AlgEdDSA is Ed25519 (RFC 8032): a private key signs, its public key
+	// verifies, so verifiers need no secret.
+	AlgEdDSA = "EdDSA"
+)
+
+// KeyStatus says whether passports signed by a key are accepted. The zero
+// value is KeyAccepted.
+type KeyStatus uint8
+
+const (
+	// KeyAccepted: passports it signed verify (an active or verify-only
+	// key).
+	KeyAccepted KeyStatus = iota
+	// KeyRetired: its passports are refused with CodeKeyRetired. A retired
+	// key is kept so that its passports are told apart from forgeries.
+	KeyRetired
+	// KeyRevoked: the key is compromised; its passports are refused with
+	// CodeKeyRevoked.
+	KeyRevoked
+)
+
 // redacted is what a Key prints as in every format, so that a key reaching a
 // log line, an error message or a JSON response by accident discloses nothing.
 const redacted = "[REDACTED]"
 
-// Key is an HMAC-SHA256 signing key. The zero Key is not usable: obtain one
-// from NewKey. A Key is safe for concurrent use and cheap to copy.
+// Key is a signing or verification key: an HMAC-SHA256 secret (NewKey), an
+// Ed25519 private key (NewEd25519Key) or an Ed25519 public key, which only
+// verifies (NewEd25519PublicKey). It may carry an id (WithID), which Sign
+// writes into issuer.kid with issuer.alg, and a status (WithStatus). The
+// zero Key is not usable. A Key is safe for concurrent use and cheap to
+// copy.
 //
 // A Key never prints its bytes: fmt (every verb, including %#v), encoding/json,
 // encoding (text) and log/slog all render it as "[REDACTED]".
 type Key struct {
-	k *keyState
+	k      *keyState
+	id     string
+	status KeyStatus
 }
 
 type keyState struct {
-	secret []byte
+	alg    string
+	secret []byte // HS256
 	// macs holds HMAC states keyed with secret. Keying an HMAC hashes the
 	// padded key twice; reusing a Reset state skips that on every use.
 	macs sync.Pool
+	priv ed25519.PrivateKey // EdDSA, nil for a public key
+	pub  ed25519.PublicKey  // EdDSA
 }
 
-// NewKey makes a Key from the literal bytes of the configured secret: the
-// string "abc…" is the key b"abc…", exactly what Node's
+// NewKey makes an HS256 Key from the literal bytes of the configured secret:
+// the string "abc…" is the key b"abc…", exactly what Node's
 // crypto.createHmac("sha256", "abc…") or Python's hmac.new(b"abc…") use. No
 // hex or base64 decoding happens, so a key configured as 64 hex characters is
 // 64 key bytes. b is copied. It fails, matching ErrInvalid, when b is shorter
@@ -43,13 +79,91 @@ func NewKey(b []byte) (Key, error) {
 	if len(b) < MinKeySize {
 		return Key{}, fmt.Errorf("%w: signing key is %d bytes, need at least %d", ErrInvalid, len(b), MinKeySize)
 	}
-	s := &keyState{secret: append([]byte(nil), b...)}
+	s := &keyState{alg: AlgHS256, secret: append([]byte(nil), b...)}
 	s.macs.New = func() any { return &macState{h: hmac.New(sha256.New, s.secret)} }
-	return Key{s}, nil
+	return Key{k: s}, nil
 }
 
-// valid reports whether k came from NewKey.
+// NewEd25519Key makes an EdDSA Key that signs with priv (copied). It fails,
+// matching ErrInvalid, when priv is not ed25519.PrivateKeySize bytes or its
+// public half does not match its seed.
+func NewEd25519Key(priv ed25519.PrivateKey) (Key, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return Key{}, fmt.Errorf("%w: an Ed25519 private key is %d bytes, got %d", ErrInvalid, ed25519.PrivateKeySize, len(priv))
+	}
+	p := ed25519.NewKeyFromSeed(priv.Seed())
+	if !p.Public().(ed25519.PublicKey).Equal(priv.Public()) {
+		return Key{}, fmt.Errorf("%w: the Ed25519 private key's public half does not match its seed", ErrInvalid)
+	}
+	return Key{k: &keyState{alg: AlgEdDSA, priv: p, pub: p.Public().(ed25519.PublicKey)}}, nil
+}
+
+// NewEd25519PublicKey makes an EdDSA Key that verifies passports signed by
+// the private half of pub (copied) and signs nothing. It fails, matching
+// ErrInvalid, when pub is not ed25519.PublicKeySize bytes.
+func NewEd25519PublicKey(pub ed25519.PublicKey) (Key, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return Key{}, fmt.Errorf("%w: an Ed25519 public key is %d bytes, got %d", ErrInvalid, ed25519.PublicKeySize, len(pub))
+	}
+	return Key{k: &keyState{alg: AlgEdDSA, pub: append(ed25519.PublicKey(nil), pub...)}}, nil
+}
+
+// WithID returns k naming the key id kid: Sign then writes issuer.kid and
+// issuer.alg, and Verify checks a passport naming kid with this key only.
+// kid must be 1–128 characters from [A-Za-z0-9._:-] (ErrInvalid).
+func (k Key) WithID(kid string) (Key, error) {
+	if !validKeyID(kid) {
+		return Key{}, fmt.Errorf("%w: key id %q must be 1 to %d characters from [A-Za-z0-9._:-]", ErrInvalid, clip(kid), maxAgentIDLen)
+	}
+	k.id = kid
+	return k, nil
+}
+
+// WithStatus returns k with status s.
+func (k Key) WithStatus(s KeyStatus) Key {
+	k.status = s
+	return k
+}
+
+func validKeyID(kid string) bool { return checkAgentID(kid) == nil }
+
+// ID is the key id given to WithID, or "".
+func (k Key) ID() string { return k.id }
+
+// Status is the status given to WithStatus (KeyAccepted by default).
+func (k Key) Status() KeyStatus { return k.status }
+
+// Alg is AlgHS256 or AlgEdDSA, or "" for the zero Key.
+func (k Key) Alg() string {
+	if k.k == nil {
+		return ""
+	}
+	return k.k.alg
+}
+
+// Public is the Ed25519 public key of an EdDSA Key (a copy), nil for an
+// HS256 one: HMAC secrets have no public half.
+func (k Key) Public() ed25519.PublicKey {
+	if k.k == nil || k.k.pub == nil {
+		return nil
+	}
+	return append(ed25519.PublicKey(nil), k.k.pub...)
+}
+
+// CanSign reports whether Sign accepts k: an HS256 secret or an Ed25519
+// private key.
+func (k Key) CanSign() bool { return k.k != nil && (k.k.secret != nil || k.k.priv != nil) }
+
+// valid reports whether k came from a constructor.
 func (k Key) valid() bool { return k.k != nil }
+
+// sigSize is the length of the raw signature k makes.
+func (k Key) sigSize() int {
+	if k.k.alg == AlgEdDSA {
+		return ed25519.SignatureSize
+	}
+	return sha256.Size
+}
 
 // macState is a keyed HMAC and a buffer for its sum: hash.Hash.Sum is an
 // interface call, so a caller's buffer passed to it would escape to the heap.
@@ -58,7 +172,7 @@ type macState struct {
 	sum [sha256.Size]byte
 }
 
-// mac appends HMAC-SHA256(k, msg) to dst.
+// mac appends HMAC-SHA256(k, msg) to dst; k is HS256.
 func (k Key) mac(dst []byte, msg []byte) []byte {
 	s := k.k.macs.Get().(*macState)
 	s.h.Reset()
@@ -66,6 +180,27 @@ func (k Key) mac(dst []byte, msg []byte) []byte {
 	dst = append(dst, s.h.Sum(s.sum[:0])...)
 	k.k.macs.Put(s)
 	return dst
+}
+
+// sign appends k's raw signature of msg to dst; k can sign.
+func (k Key) sign(dst []byte, msg []byte) []byte {
+	if k.k.alg == AlgEdDSA {
+		return append(dst, ed25519.Sign(k.k.priv, msg)...)
+	}
+	return k.mac(dst, msg)
+}
+
+// verify reports whether raw is k's signature of msg, in constant time for
+// HMAC (Ed25519 verification involves no secret).
+func (k Key) verify(msg, raw []byte) bool {
+	if len(raw) != k.sigSize() {
+		return false
+	}
+	if k.k.alg == AlgEdDSA {
+		return ed25519.Verify(k.k.pub, msg, raw)
+	}
+	var got [sha256.Size]byte
+	return hmac.Equal(k.mac(got[:0], msg), raw)
 }
 
 // String returns "[REDACTED]".

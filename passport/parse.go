@@ -18,10 +18,12 @@ import (
 // Parse reads a signed passport document strictly: one JSON object, within
 // MaxDocumentSize, valid I-JSON, no duplicate member names at any depth, every
 // required member present with its JSON type (counts and contributions
-// integral), times in RFC 3339 UTC, and issuer.signature 64 lowercase hex
-// characters. Numbers mean what their RFC 8785 form says, as that is what is
-// signed: 80.0 is the count 80.
-// Unknown members are allowed. It does not check the signature, the score's
+// integral), times in RFC 3339 UTC, and issuer.signature lowercase hex of 64
+// or 128 characters. Numbers mean what their RFC 8785 form says, as that is
+// what is signed: 80.0 is the count 80. Unknown members are allowed, and so
+// are what §6.1 leaves open: no agent_id, issuer.kid or issuer.alg, and
+// elements of qualification_gaps that are not gaps (left out of
+// QualificationGaps). It does not check the signature, the score's
 // consistency or expiry: use Verify for that.
 //
 // The error is a Problem (matching ErrInvalid) carrying the first problem's
@@ -46,7 +48,7 @@ func Parse(doc []byte) (*Passport, error) {
 	case !ps.sig.found:
 		return nil, Problem{CodeSignatureMissing, "issuer.signature is missing"}
 	case !ps.sig.wellFormed:
-		return nil, Problem{CodeSignatureMalformed, "issuer.signature must be a string of 64 lowercase hex characters (HMAC-SHA256)"}
+		return nil, Problem{CodeSignatureMalformed, "issuer.signature must be lowercase hex: 64 characters for HS256 (HMAC-SHA256), 128 for EdDSA (Ed25519)"}
 	}
 	return ps.p, nil
 }
@@ -55,13 +57,17 @@ func Parse(doc []byte) (*Passport, error) {
 // nest further, but not without bound: the parser recurses.
 const maxDepth = 64
 
-// sigInfo locates issuer.signature in the document.
+// sigInfo locates issuer.signature in the document and says which of
+// issuer.kid and issuer.alg the document has.
 type sigInfo struct {
 	found      bool
-	wellFormed bool     // a string of 64 lowercase hex characters
-	raw        [32]byte // value decoded, when wellFormed
+	wellFormed bool     // a string of 64 or 128 lowercase hex characters
+	raw        [64]byte // value decoded, when wellFormed
+	n          int      // its length: 32 (HS256) or 64 (EdDSA)
 	first      bool     // it is issuer's first member
 	start, end int64    // the byte span to cut so that the rest is the signed document
+
+	hasKID, hasAlg bool // issuer.kid, issuer.alg are present (as strings)
 }
 
 // parser walks a document token by token with encoding/json (which checks the
@@ -79,7 +85,7 @@ type parser struct {
 	depth int
 	fatal *Problem
 
-	haveExpiry bool // p.ExpiresAt was read
+	haveComputed, haveExpiry bool // p.Issuer.ComputedAt, p.ExpiresAt were read
 }
 
 // errFatal aborts the walk; the problem is in parser.fatal.
@@ -303,8 +309,19 @@ func (ps *parser) object(path string, tok json.Token, members []member) error {
 		return err
 	}
 	for j, m := range members {
-		// A missing signature is CodeSignatureMissing, not a malformed passport.
-		if found&(1<<j) == 0 && !(path == "issuer" && m.name == "signature") {
+		if found&(1<<j) != 0 {
+			continue
+		}
+		switch {
+		case path == "issuer" && m.name == "signature":
+			// A missing signature is CodeSignatureMissing, not a malformed
+			// passport.
+		case path == "issuer" && (m.name == "kid" || m.name == "alg"):
+			// Optional: passports before keyrings, and other issuers', have
+			// neither.
+		case path == "" && m.name == "agent_id":
+			ps.p.agentIDAbsent = true // §6.1 has none: a warning
+		default:
 			name := m.name
 			if path != "" {
 				name = path + "." + m.name
@@ -328,7 +345,9 @@ func (ps *parser) top() error {
 		{"issuer", func(path string, tok json.Token) error {
 			return ps.object(path, tok, []member{
 				{"platform", ps.str(&p.Issuer.Platform)},
-				{"computed_at", ps.time(&p.Issuer.ComputedAt, nil)},
+				{"computed_at", ps.time(&p.Issuer.ComputedAt, &ps.haveComputed)},
+				{"alg", ps.present(&p.Issuer.Alg, &ps.sig.hasAlg)},
+				{"kid", ps.present(&p.Issuer.KID, &ps.sig.hasKID)},
 				{"signature", ps.signature},
 			})
 		}},
@@ -388,6 +407,15 @@ func (ps *parser) str(dst *string) func(string, json.Token) error {
 	}
 }
 
+// present reads a string and records that it was there.
+func (ps *parser) present(dst *string, there *bool) func(string, json.Token) error {
+	read := ps.str(dst)
+	return func(path string, tok json.Token) error {
+		_, *there = tok.(string)
+		return read(path, tok)
+	}
+}
+
 // time reads an RFC 3339 UTC time with whole seconds and a Z suffix, the only
 // form issued, so that each instant has one spelling.
 func (ps *parser) time(dst *time.Time, ok *bool) func(string, json.Token) error {
@@ -415,26 +443,26 @@ func (ps *parser) signature(path string, tok json.Token) error {
 		return ps.skip(tok, path) // reported as CodeSignatureMalformed by the caller
 	}
 	ps.p.Issuer.Signature = s
-	if raw, ok := decodeSignature(s); ok {
-		ps.sig.wellFormed, ps.sig.raw = true, raw
-	}
+	ps.sig.n, ps.sig.wellFormed = decodeSignature(s, &ps.sig.raw)
 	return nil
 }
 
-// decodeSignature decodes a signature of 64 lowercase hex digits; ok is
-// false for anything else.
-func decodeSignature[S string | []byte](s S) (raw [32]byte, ok bool) {
-	if len(s) != 2*len(raw) {
-		return raw, false
+// decodeSignature decodes a signature of 64 (HS256) or 128 (EdDSA)
+// lowercase hex digits into raw and returns its length in bytes; ok is false
+// for anything else.
+func decodeSignature[S string | []byte](s S, raw *[64]byte) (n int, ok bool) {
+	if len(s) != 64 && len(s) != 128 {
+		return 0, false
 	}
-	for i := range raw {
+	n = len(s) / 2
+	for i := range n {
 		hi, lo := lowerHexValue[s[2*i]], lowerHexValue[s[2*i+1]]
 		if hi|lo > 0xf {
-			return raw, false
+			return 0, false
 		}
 		raw[i] = hi<<4 | lo
 	}
-	return raw, true
+	return n, true
 }
 
 // lowerHexValue is the value of each lowercase hex digit, and 0xff for any
@@ -532,14 +560,27 @@ func (ps *parser) gaps(path string, tok json.Token) error {
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return ps.wrongType(path, "an array", tok)
 	}
+	// §6.1 shows only an empty array and defines no element: an element
+	// that is not a gap this version reads is left out and warned about
+	// (checkPassport), never an error. The document must still be strict
+	// JSON throughout.
 	gaps := []score.Gap{}
 	for i := 0; ps.dec.More(); i++ {
 		v, err := ps.token()
 		if err != nil {
 			return err
 		}
+		elem := path + "[" + strconv.Itoa(i) + "]"
+		if d, ok := v.(json.Delim); !ok || d != '{' {
+			ps.p.gapsUnread = true
+			if err := ps.skip(v, elem); err != nil {
+				return err
+			}
+			continue
+		}
 		var g score.Gap
-		err = ps.object(path+"["+strconv.Itoa(i)+"]", v, []member{
+		errs := len(ps.rep.errs)
+		err = ps.object(elem, v, []member{
 			{"tier", ps.tier(&g.Tier)},
 			{"requirement", ps.str(&g.Requirement)},
 			{"required", ps.integer(func(n int64) { g.Required = n })},
@@ -547,6 +588,11 @@ func (ps *parser) gaps(path string, tok json.Token) error {
 		})
 		if err != nil {
 			return err
+		}
+		if len(ps.rep.errs) > errs {
+			ps.rep.errs = ps.rep.errs[:errs]
+			ps.p.gapsUnread = true
+			continue
 		}
 		gaps = append(gaps, g)
 	}

@@ -1,12 +1,15 @@
 // Package passport issues and verifies SwarmScore Execution Passports
 // (draft-stone-swarmscore-v1 §6, §7.1 L1, §7.3, §8.1): a JSON document
-// carrying an agent's score, signed with HMAC-SHA256.
+// carrying an agent's score, signed with HMAC-SHA256 or Ed25519.
 //
-// The signature is the lowercase hex HMAC-SHA256, keyed with the literal bytes
-// of the configured secret, of the RFC 8785 (JCS) canonical form of the
-// document with issuer.signature removed. For the documents this package
-// issues, JCS equals what a few lines of Node or Python produce (keys sorted
-// recursively, no whitespace, UTF-8), so any language can verify them.
+// The signature is lowercase hex of the HMAC-SHA256 (keyed with the literal
+// bytes of the configured secret) or of the Ed25519 signature of the RFC 8785
+// (JCS) canonical form of the document with issuer.signature removed. For
+// the documents this package issues, JCS equals what a few lines of Node or
+// Python produce (keys sorted recursively, no whitespace, UTF-8), so any
+// language can verify them. A key with an id (Key.WithID) also writes
+// issuer.kid and issuer.alg, inside the signature, so verifiers know which
+// key to use; Ed25519 public keys are published as a JWK set (jwk.go).
 //
 // Verification canonicalizes the document as received, never a re-encoded
 // struct: a field this version does not know is still covered by the signature
@@ -19,7 +22,7 @@ package passport
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -73,9 +76,11 @@ var newUUID = uuid.NewRandom
 // that is not. A Passport from Parse or Verify holds what the document says,
 // which Verify checks.
 type Passport struct {
-	SwarmScoreVersion string         `json:"swarmscore_version"`
-	AgentPassportID   string         `json:"agent_passport_id"`
-	AgentID           string         `json:"agent_id"`
+	SwarmScoreVersion string `json:"swarmscore_version"`
+	AgentPassportID   string `json:"agent_passport_id"`
+	// AgentID is empty when the document has no agent_id (§6.1 has none:
+	// CodeAgentIDMissing).
+	AgentID           string         `json:"agent_id,omitempty"`
 	Issuer            Issuer         `json:"issuer"`
 	Score             Score          `json:"score"`
 	Dimensions        Dimensions     `json:"dimensions"`
@@ -83,13 +88,27 @@ type Passport struct {
 	QualificationGaps []score.Gap    `json:"qualification_gaps"`
 	FormulaVersion    string         `json:"formula_version"`
 	ExpiresAt         time.Time      `json:"expires_at"`
+
+	// What the spec leaves open and a document read left out, for
+	// checkPassport's warnings: no agent_id member, and elements of
+	// qualification_gaps that are not gaps this version reads (they are not
+	// in QualificationGaps).
+	agentIDAbsent, gapsUnread bool
 }
 
-// Issuer says who computed the passport, when, and carries the signature.
+// Issuer says who computed the passport, when, with which key, and carries
+// the signature.
 type Issuer struct {
 	Platform   string    `json:"platform"`
 	ComputedAt time.Time `json:"computed_at"`
-	// Signature is 64 lowercase hex characters, or empty before signing.
+	// Alg and KID name the signing key's algorithm (AlgHS256, AlgEdDSA) and
+	// id (an extension to §6.1, covered by the signature). Sign sets them
+	// from the key, or leaves both empty for a key without an id; a
+	// document may carry either, both or neither.
+	Alg string `json:"alg,omitempty"`
+	KID string `json:"kid,omitempty"`
+	// Signature is lowercase hex: 64 characters for HS256, 128 for EdDSA;
+	// empty before signing.
 	Signature string `json:"signature,omitempty"`
 }
 
@@ -203,22 +222,24 @@ func dimension(label string, d score.Dimension) Dimension {
 	}
 }
 
-// Sign signs p with k: it sets p.Issuer.Signature and returns the signed
-// document as compact RFC 8785 (JCS) canonical JSON: members sorted by name
-// at every level, so issuer.signature is issuer's last member. That is not
-// the §6.1 member order (nor json.Marshal's), which JSON does not make
-// meaningful: verifiers here and elsewhere accept any order. The bytes are
-// the signed message with the signature member spliced in, so Sign encodes
-// once and jcs.Transform leaves the document unchanged.
+// Sign signs p with k: it sets p.Issuer.Signature, and p.Issuer.KID and
+// p.Issuer.Alg from k (both empty for a key without an id), and returns the
+// signed document as compact RFC 8785 (JCS) canonical JSON: members sorted
+// by name at every level, so issuer.signature is issuer's last member. That
+// is not the §6.1 member order (nor json.Marshal's), which JSON does not
+// make meaningful: verifiers here and elsewhere accept any order. The bytes
+// are the signed message with the signature member spliced in, so Sign
+// encodes once and jcs.Transform leaves the document unchanged.
 //
-// It refuses (matching ErrInvalid) a zero Key and a passport that Verify
-// would not find valid apart from expiry: an invalid agent ID or platform,
-// an unsupported version, or a score block inconsistent with the counts. A
-// nil QualificationGaps (allowed when there are none) is set to an empty
-// slice, so that the document carries [] rather than null.
+// It refuses (matching ErrInvalid) a key that cannot sign (the zero Key, an
+// Ed25519 public key) and a passport that Verify would not find valid and
+// free of warnings apart from expiry: an invalid agent ID or platform, an
+// unsupported version, or a score block or qualification gaps inconsistent
+// with the counts. A nil QualificationGaps (allowed when there are none) is
+// set to an empty slice, so that the document carries [] rather than null.
 func (p *Passport) Sign(k Key) ([]byte, error) {
-	if !k.valid() {
-		return nil, fmt.Errorf("%w: signing key not initialised (use NewKey)", ErrInvalid)
+	if !k.CanSign() {
+		return nil, fmt.Errorf("%w: signing key not initialised or public only (use NewKey or NewEd25519Key)", ErrInvalid)
 	}
 	if err := p.check(); err != nil {
 		return nil, err
@@ -226,34 +247,41 @@ func (p *Passport) Sign(k Key) ([]byte, error) {
 	if p.QualificationGaps == nil {
 		p.QualificationGaps = []score.Gap{}
 	}
+	p.Issuer.KID, p.Issuer.Alg = "", ""
+	if k.id != "" {
+		p.Issuer.KID, p.Issuer.Alg = k.id, k.k.alg
+	}
 	buf := msgBufs.Get().(*[]byte)
 	msg, at := appendMessage((*buf)[:0], p)
-	var mac [sha256.Size]byte
-	var sig [2 * sha256.Size]byte
-	hex.Encode(sig[:], k.mac(mac[:0], msg))
+	var raw [ed25519.SignatureSize]byte
+	var sig [2 * ed25519.SignatureSize]byte
+	n := hex.Encode(sig[:], k.sign(raw[:0], msg))
 	// The document is the message with the signature member spliced in.
-	doc := bytes.Join([][]byte{msg[:at], []byte(`,"signature":"`), sig[:], []byte(`"`), msg[at:]}, nil)
+	doc := bytes.Join([][]byte{msg[:at], []byte(`,"signature":"`), sig[:n], []byte(`"`), msg[at:]}, nil)
 	*buf = msg
 	msgBufs.Put(buf)
-	p.Issuer.Signature = string(sig[:])
+	p.Issuer.Signature = string(sig[:n])
 	return doc, nil
 }
 
 // check is what Sign requires of a passport: everything Verify checks except
-// the signature and expiry.
+// the signature and expiry, with no warning either.
 func (p *Passport) check() error {
-	var r report
-	if r.checkPassport(p); len(r.errs) == 0 { // it checks agent ID and platform too
-		return nil
-	}
-	// Report as before: the agent ID and platform errors first, wrapped.
+	// The agent ID and platform errors first, wrapped.
 	if err := checkAgentID(p.AgentID); err != nil {
 		return err
 	}
 	if err := checkPlatform(p.Issuer.Platform); err != nil {
 		return err
 	}
-	return r.errs[0]
+	var r report
+	if r.checkPassport(p); len(r.errs) > 0 {
+		return r.errs[0]
+	}
+	if len(r.warns) > 0 {
+		return r.warns[0]
+	}
+	return nil
 }
 
 // checkAgentID enforces the agent ID alphabet shared with the service.

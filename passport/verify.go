@@ -2,7 +2,11 @@ package passport
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -29,11 +33,22 @@ const (
 	CodeInvalidValue = "invalid_value" // a member has the right type but an impossible value (time format, agent_id, UUID, label, ...)
 	CodeUnknownField = "unknown_field" // (warning) a member this version does not know; it is covered by the signature
 
+	// What §6.1 leaves open (warnings: a passport from another issuer that
+	// follows §6.1 is judged on what the spec defines).
+	CodeAgentIDMissing = "agent_id_missing"            // (warning) no agent_id: nothing binds the passport to an agent (ERRATA E10)
+	CodeGapsMismatch   = "qualification_gaps_mismatch" // (warning) qualification_gaps is not the list of unmet requirements this version computes
+
 	// Signature (signature_valid false).
 	CodeSignatureMissing   = "signature_missing"   // no issuer.signature
-	CodeSignatureMalformed = "signature_malformed" // issuer.signature is not 64 lowercase hex characters
+	CodeSignatureMalformed = "signature_malformed" // issuer.signature is not lowercase hex of a signature's length (64 for HS256, 128 for EdDSA)
 	CodeSignatureMismatch  = "signature_mismatch"  // no key in the keyring produced this signature: detected_tampering
-	CodeNoKeys             = "no_keys"             // the keyring is empty, so nothing can be verified
+	CodeNoKeys             = "no_keys"             // no key of the signature's algorithm is configured, so nothing can be verified
+	CodeUnknownKey         = "unknown_key"         // issuer.kid names no key of the keyring (another issuer's, or one this verifier no longer has)
+	CodeUnsupportedAlg     = "unsupported_alg"     // issuer.alg is neither HS256 nor EdDSA
+	CodeAlgMismatch        = "alg_mismatch"        // issuer.alg, or the signature's length, is not the algorithm of the key issuer.kid names: detected_tampering
+	CodeKeyConfusion       = "key_confusion"       // an HMAC signature made with, or claimed for, an Ed25519 public key: detected_tampering
+	CodeKeyRetired         = "key_retired"         // made by a retired key: genuine, no longer accepted
+	CodeKeyRevoked         = "key_revoked"         // made by a revoked (compromised) key: refused
 
 	// Internal consistency (score_valid false).
 	CodeUnsupportedVersion        = "unsupported_version"         // swarmscore_version is not Version
@@ -45,12 +60,49 @@ const (
 	CodeRateMismatch              = "success_rate_mismatch"
 	CodeVolumeFactorMismatch      = "volume_factor_mismatch"
 	CodeEscrowMismatch            = "escrow_modifier_mismatch"
-	CodeGapsMismatch              = "qualification_gaps_mismatch"
 	CodeInvalidExpiry             = "invalid_expiry" // expires_at is not computed_at + 7 days
 
 	// Time.
-	CodeExpired = "expired" // the verification instant is at or after expires_at
+	CodeExpired     = "expired"       // the verification instant is at or after expires_at
+	CodeNotYetValid = "not_yet_valid" // computed_at is after the verification instant by more than MaxClockSkew
 )
+
+// MaxClockSkew is how far computed_at may lie after the verification
+// instant: the issuer's clock may run this far ahead of the verifier's.
+// Beyond it a passport is CodeNotYetValid (issue 12), since a document
+// dated in the future would stay "valid" past the 7 days its issuer meant.
+const MaxClockSkew = 5 * time.Minute
+
+// CheckResult is what one level of Verify found. The values are stable.
+type CheckResult string
+
+// The results of a check.
+const (
+	// CheckOK: the check passed.
+	CheckOK CheckResult = "ok"
+	// CheckFailed: the check ran and failed; Errors says why.
+	CheckFailed CheckResult = "failed"
+	// CheckExpired: the verification instant is at or after expires_at.
+	CheckExpired CheckResult = "expired"
+	// CheckNotYetValid: computed_at is after the verification instant by
+	// more than MaxClockSkew.
+	CheckNotYetValid CheckResult = "not_yet_valid"
+)
+
+// Checks says what each level of L1 verification found, so that callers
+// need not infer it from error codes (ERRATA E28).
+type Checks struct {
+	// Signature: ok, or failed (missing, malformed, made by no key of the
+	// keyring or by one no longer accepted, or the document is unreadable).
+	Signature CheckResult `json:"signature"`
+	// Consistency: ok when the document is a well-formed passport whose
+	// score, tier, contributions, rates, escrow modifier and expiry are
+	// what its own counts give; failed otherwise.
+	Consistency CheckResult `json:"consistency"`
+	// Expiry: ok, expired, not_yet_valid, or failed when the document has
+	// no readable expires_at.
+	Expiry CheckResult `json:"expiry"`
+}
 
 // Problem is one finding of Parse or Verify: a stable snake_case code (the
 // Code* constants, or one the caller adds with Fail) and a message for people.
@@ -67,24 +119,28 @@ func (p Problem) Error() string { return p.Code + ": " + p.Message }
 // Is makes errors.Is(p, ErrInvalid) true.
 func (p Problem) Is(target error) bool { return target == ErrInvalid }
 
-// Verification is the outcome of Verify, shaped as the §7.3 response plus the
-// lists of errors and warnings. Valid is SignatureValid && ScoreValid && not
-// expired && no error added with Fail. Errors and Warnings are never nil, so
+// Verification is the outcome of Verify, shaped as the §7.3 response plus
+// what each check found and the lists of errors and warnings. Valid is
+// SignatureValid && ScoreValid && neither expired nor not yet valid && no
+// error added with Fail. Errors and Warnings are never nil, so
 // they encode as [] rather than null. ExpiresAt is nil when the document has
 // no readable expires_at; otherwise it points at the ExpiresAt of the
 // passport as parsed (Passport.ExpiresAt when Passport is set), not a copy.
 //
 // detected_tampering is true when the document carries a well-formed
 // signature that no key in the keyring produced (its content was changed
-// after signing, or it was signed with a key not in the ring), or when a
-// caller reported tampering with Fail (for example an L2 count mismatch).
-// A document that is merely malformed is invalid but not "tampered".
+// after signing, or it was signed with a key not in the ring), or one that
+// claims a key it cannot be from (CodeAlgMismatch, CodeKeyConfusion), or
+// when a caller reported tampering with Fail. A document that is merely
+// malformed, names a key this verifier does not have, or was signed by a
+// retired or revoked key is invalid but not "tampered".
 type Verification struct {
 	Valid             bool       `json:"valid"`
 	SignatureValid    bool       `json:"signature_valid"`
 	ScoreValid        bool       `json:"score_valid"`
 	ExpiresAt         *time.Time `json:"expires_at"`
 	DetectedTampering bool       `json:"detected_tampering"`
+	Checks            Checks     `json:"checks"`
 	Errors            []Problem  `json:"errors"`
 	Warnings          []Problem  `json:"warnings"`
 
@@ -97,7 +153,7 @@ type Verification struct {
 	// the caller must not modify it while the Verification is in use.
 	Document []byte `json:"-"`
 	// KeyIndex is the index in the keyring of the key that produced the
-	// signature, or -1.
+	// signature (an accepted key, or a retired or revoked one), or -1.
 	KeyIndex int `json:"-"`
 }
 
@@ -116,18 +172,29 @@ func (v *Verification) Warn(code, message string) {
 	v.Warnings = append(v.Warnings, Problem{code, message})
 }
 
-// Verify checks doc, a passport as received, at instant at, against a keyring:
-// the signature is valid if any key produced it (so keys can be rotated by
-// verifying with old and new key for a while). It never panics and never
-// fails: every problem, including unreadable input, is in the result.
+// Verify checks doc, a passport as received, at instant at, against a keyring.
+// It never panics and never fails: every problem, including unreadable
+// input, is in the result.
+//
+// A passport naming a key (issuer.kid) is checked with that key only, which
+// must have the algorithm issuer.alg names, and must be accepted
+// (KeyAccepted): a signature by a retired or revoked key is CodeKeyRetired or
+// CodeKeyRevoked, not tampering. A passport naming no key is tried against
+// every accepted key of its signature's algorithm (so keys can be rotated by
+// verifying with old and new key for a while), then against the others, to
+// tell a retired key's passport from a forgery. Ed25519 keys are never used
+// as HMAC secrets.
 //
 // The signed message is the RFC 8785 canonical form of doc with the member
 // issuer.signature removed, computed from the bytes received, so members this
 // version does not know are covered (and listed as CodeUnknownField warnings).
 // ScoreValid is true when the document is a well-formed passport whose score
-// block, dimension contributions, rates, volume factors, escrow modifier and
-// qualification gaps are exactly what score.Compute gives for its own counts,
-// with supported versions and expires_at = computed_at + 7 days.
+// block, dimension contributions, rates, volume factors and escrow modifier
+// are exactly what score.Compute gives for its own counts, with supported
+// versions and expires_at = computed_at + 7 days. What §6.1 leaves open (an
+// agent_id, the contents of qualification_gaps) is checked too, but only
+// warned about. It is not valid at or after expires_at, nor when computed_at
+// is more than MaxClockSkew after at.
 func Verify(doc []byte, keys []Key, at time.Time) *Verification {
 	if v := verifyFast(doc, keys, at); v != nil {
 		return v
@@ -159,13 +226,14 @@ func verifySlow(doc []byte, keys []Key, at time.Time) *Verification {
 		return v
 	}
 	v.Warnings = append(v.Warnings, ps.rep.warns...)
-	v.SignatureValid = v.checkSignature(&ps.sig, canonical, keys)
-	v.finish(ps.p, ps.rep.errs, ps.haveExpiry, at)
+	v.SignatureValid = v.checkSignature(&ps.sig, &ps.p.Issuer, canonical, keys)
+	v.finish(ps.p, ps.rep.errs, ps.haveComputed, ps.haveExpiry, at)
 	return v
 }
 
 func newVerification(doc []byte) *Verification {
 	return &Verification{
+		Checks:   Checks{CheckFailed, CheckFailed, CheckFailed},
 		Errors:   []Problem{},
 		Warnings: []Problem{},
 		Document: doc,
@@ -174,61 +242,197 @@ func newVerification(doc []byte) *Verification {
 }
 
 // finish records the parse errors, or the consistency of the well-formed
-// passport p, and expiry, then decides validity. The signature is checked.
-func (v *Verification) finish(p *Passport, parseErrs []Problem, haveExpiry bool, at time.Time) {
+// passport p, and the times, then decides validity and the checks. The
+// signature is checked.
+func (v *Verification) finish(p *Passport, parseErrs []Problem, haveComputed, haveExpiry bool, at time.Time) {
 	r := report{errs: parseErrs}
 	if len(parseErrs) == 0 {
 		v.Passport = p
 		r.checkPassport(p)
 	}
 	v.Errors = append(v.Errors, r.errs...)
+	v.Warnings = append(v.Warnings, r.warns...)
 	v.ScoreValid = len(r.errs) == 0
-	expired := false
+	v.Checks.Signature = CheckFailed
+	if v.SignatureValid {
+		v.Checks.Signature = CheckOK
+	}
+	v.Checks.Consistency = CheckFailed
+	if v.ScoreValid {
+		v.Checks.Consistency = CheckOK
+	}
+	timely := true
+	v.Checks.Expiry = CheckFailed
 	if haveExpiry {
 		t := p.ExpiresAt
 		v.ExpiresAt = &p.ExpiresAt // not a copy: one allocation less
+		v.Checks.Expiry = CheckOK
 		if !at.Before(t) {
-			expired = true
+			timely = false
+			v.Checks.Expiry = CheckExpired
 			v.Errors = append(v.Errors, Problem{CodeExpired, fmt.Sprintf("expired at %s; verified at %s", t.Format(time.RFC3339), at.UTC().Format(time.RFC3339))})
 		}
 	}
-	v.Valid = v.SignatureValid && v.ScoreValid && !expired
+	if haveComputed && p.Issuer.ComputedAt.Sub(at) > MaxClockSkew {
+		timely = false
+		v.Checks.Expiry = CheckNotYetValid
+		v.Errors = append(v.Errors, Problem{CodeNotYetValid, fmt.Sprintf("computed_at %s is after the verification instant %s by more than the clock-skew allowance (%s)",
+			p.Issuer.ComputedAt.Format(time.RFC3339), at.UTC().Format(time.RFC3339), MaxClockSkew)})
+	}
+	v.Valid = v.SignatureValid && v.ScoreValid && timely
 }
 
-// checkSignature reports whether a key in keys made the signature over the
-// canonical message msg, recording why not.
-func (v *Verification) checkSignature(sig *sigInfo, msg []byte, keys []Key) bool {
+// checkSignature reports whether an accepted key in keys made the signature
+// over the canonical message msg, as the issuer's kid and alg say, recording
+// the key in KeyIndex and why not in Errors.
+func (v *Verification) checkSignature(sig *sigInfo, iss *Issuer, msg []byte, keys []Key) bool {
 	switch {
 	case !sig.found:
 		v.Errors = append(v.Errors, Problem{CodeSignatureMissing, "issuer.signature is missing"})
 		return false
 	case !sig.wellFormed:
-		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, "issuer.signature must be a string of 64 lowercase hex characters (HMAC-SHA256)"})
+		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, "issuer.signature must be lowercase hex: 64 characters for HS256 (HMAC-SHA256), 128 for EdDSA (Ed25519)"})
 		return false
 	}
+	raw := sig.raw[:sig.n]
+	family := AlgHS256 // the algorithm the signature's length says
+	if sig.n == ed25519.SignatureSize {
+		family = AlgEdDSA
+	}
+	if sig.hasAlg && iss.Alg != AlgHS256 && iss.Alg != AlgEdDSA {
+		v.Errors = append(v.Errors, Problem{CodeUnsupportedAlg, fmt.Sprintf("issuer.alg %q is not %s or %s", clip(iss.Alg), AlgHS256, AlgEdDSA)})
+		return false
+	}
+	if sig.hasKID {
+		i := -1
+		for j, k := range keys {
+			if k.valid() && k.id != "" && k.id == iss.KID {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			v.Errors = append(v.Errors, Problem{CodeUnknownKey, fmt.Sprintf("issuer.kid %q names no key this verifier has (another issuer's key, or one since removed)", clip(iss.KID))})
+			return false
+		}
+		k := keys[i]
+		claimed := family
+		if sig.hasAlg {
+			claimed = iss.Alg
+		}
+		if claimed != k.k.alg || family != k.k.alg {
+			v.DetectedTampering = true
+			if k.k.alg == AlgEdDSA {
+				v.Errors = append(v.Errors, Problem{CodeKeyConfusion, fmt.Sprintf("key %q is an Ed25519 public key; the passport claims or carries an HMAC signature, which its public key must never verify", k.id)})
+			} else {
+				v.Errors = append(v.Errors, Problem{CodeAlgMismatch, fmt.Sprintf("key %q is %s; the passport claims or carries an %s signature", k.id, k.k.alg, otherAlg(k.k.alg))})
+			}
+			return false
+		}
+		if !k.verify(msg, raw) {
+			v.mismatch()
+			return false
+		}
+		v.KeyIndex = i
+		return v.accepted(k)
+	}
+	if sig.hasAlg && iss.Alg != family {
+		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, fmt.Sprintf("issuer.signature has %d hex characters; an %s signature has %d", 2*sig.n, iss.Alg, 2*otherSize(sig.n))})
+		return false
+	}
+	// Every accepted key is tried, matched or not, so timing says nothing
+	// about which key (if any) matched.
 	usable := 0
-	var got [32]byte
 	for i, k := range keys {
-		if !k.valid() {
+		if !k.valid() || k.k.alg != family {
 			continue
 		}
 		usable++
-		// Every key is tried, matched or not, so timing says nothing about
-		// which key (if any) matched.
-		if hmac.Equal(k.mac(got[:0], msg), sig.raw[:]) && v.KeyIndex < 0 {
+		if k.status == KeyAccepted && k.verify(msg, raw) && v.KeyIndex < 0 {
 			v.KeyIndex = i
 		}
 	}
-	if usable == 0 {
-		v.Errors = append(v.Errors, Problem{CodeNoKeys, "no verification key configured"})
-		return false
+	if v.KeyIndex >= 0 {
+		return true
 	}
-	if v.KeyIndex < 0 {
+	// A key no longer accepted made it: genuine, but refused as such.
+	for i, k := range keys {
+		if k.valid() && k.k.alg == family && k.status != KeyAccepted && k.verify(msg, raw) {
+			v.KeyIndex = i
+			return v.accepted(k)
+		}
+	}
+	if family == AlgHS256 && confused(msg, raw, keys) {
 		v.DetectedTampering = true
-		v.Errors = append(v.Errors, Problem{CodeSignatureMismatch, "the signature does not match the document under any configured key: it was altered after signing or signed with another key"})
+		v.Errors = append(v.Errors, Problem{CodeKeyConfusion, "the HMAC signature was made with an Ed25519 public key of the keyring as its secret: a forgery"})
 		return false
 	}
-	return true
+	if usable == 0 {
+		v.Errors = append(v.Errors, Problem{CodeNoKeys, fmt.Sprintf("no %s verification key configured", family)})
+		return false
+	}
+	v.mismatch()
+	return false
+}
+
+func (v *Verification) mismatch() {
+	v.DetectedTampering = true
+	v.Errors = append(v.Errors, Problem{CodeSignatureMismatch, "the signature does not match the document under any configured key: it was altered after signing or signed with another key"})
+}
+
+// accepted reports whether k, which made the signature, is accepted, and
+// records why not.
+func (v *Verification) accepted(k Key) bool {
+	if k.status == KeyAccepted {
+		return true
+	}
+	name := "a key without an id"
+	if k.id != "" {
+		name = fmt.Sprintf("key %q", k.id)
+	}
+	switch k.status {
+	case KeyRetired:
+		v.Errors = append(v.Errors, Problem{CodeKeyRetired, fmt.Sprintf("the passport was signed by %s, which is retired: its passports are no longer accepted", name)})
+	default:
+		v.Errors = append(v.Errors, Problem{CodeKeyRevoked, fmt.Sprintf("the passport was signed by %s, which is revoked (compromised): its passports are refused", name)})
+	}
+	return false
+}
+
+// confused reports whether raw is the HMAC-SHA256 of msg keyed with an
+// Ed25519 public key of keys, in any form it is published in (the raw 32
+// bytes, the JWK's base64url x, hex): the classic forgery against verifiers
+// that let a document's alg choose how a key is used. Only failed
+// verifications get here.
+func confused(msg, raw []byte, keys []Key) bool {
+	for _, k := range keys {
+		if !k.valid() || k.k.alg != AlgEdDSA {
+			continue
+		}
+		pub := []byte(k.k.pub)
+		for _, secret := range [][]byte{pub, []byte(base64.RawURLEncoding.EncodeToString(pub)), []byte(hex.EncodeToString(pub))} {
+			m := hmac.New(sha256.New, secret)
+			m.Write(msg)
+			if hmac.Equal(m.Sum(nil), raw) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func otherAlg(alg string) string {
+	if alg == AlgEdDSA {
+		return AlgHS256
+	}
+	return AlgEdDSA
+}
+
+func otherSize(n int) int {
+	if n == ed25519.SignatureSize {
+		return sha256.Size
+	}
+	return ed25519.SignatureSize
 }
 
 // msgBufs recycles the buffers that hold a signed message while it is MACed.
@@ -263,17 +467,25 @@ func (r *report) fail(code, format string, args ...any) {
 	r.errs = append(r.errs, Problem{code, fmt.Sprintf(format, args...)})
 }
 
+func (r *report) warn(code, format string, args ...any) {
+	r.warns = append(r.warns, Problem{code, fmt.Sprintf(format, args...)})
+}
+
 // checkPassport checks everything about a well-formed passport except its
 // signature and expiry: versions, identifiers, and that the score block is
-// exactly what the formula gives for the document's own counts.
+// exactly what the formula gives for the document's own counts. What §6.1
+// leaves open (an agent_id, the contents of qualification_gaps) is warned
+// about, not failed.
 func (r *report) checkPassport(p *Passport) {
 	if p.SwarmScoreVersion != Version {
 		r.fail(CodeUnsupportedVersion, "swarmscore_version %q is not supported (want %q)", clip(p.SwarmScoreVersion), Version)
 	}
 	if !isUUIDv4(p.AgentPassportID) {
-		r.fail(CodeInvalidValue, "agent_passport_id %q is not a lowercase hyphenated UUID version 4", clip(p.AgentPassportID))
+		r.fail(CodeInvalidValue, "agent_passport_id %q is not a hyphenated UUID version 4", clip(p.AgentPassportID))
 	}
-	if err := checkAgentID(p.AgentID); err != nil {
+	if p.agentIDAbsent {
+		r.warn(CodeAgentIDMissing, "the passport has no agent_id (§6.1 defines none), so nothing in it binds it to an agent")
+	} else if err := checkAgentID(p.AgentID); err != nil {
 		r.fail(CodeInvalidValue, "%s", unwrapMsg(err))
 	}
 	if err := checkPlatform(p.Issuer.Platform); err != nil {
@@ -324,8 +536,11 @@ func (r *report) checkPassport(p *Passport) {
 	}
 	var gapsBuf [3]score.Gap
 	want := res.AppendGaps(gapsBuf[:0])
-	if !equalGaps(p.QualificationGaps, want) {
-		r.fail(CodeGapsMismatch, "qualification_gaps do not list the unmet requirements for the next tier (%d listed, %d expected)", len(p.QualificationGaps), len(want))
+	switch {
+	case p.gapsUnread:
+		r.warn(CodeGapsMismatch, "qualification_gaps holds elements that are not {tier, requirement, required, actual} gaps; the counts give %d unmet requirements for the next tier", len(want))
+	case !equalGaps(p.QualificationGaps, want):
+		r.warn(CodeGapsMismatch, "qualification_gaps do not list the unmet requirements for the next tier (%d listed, %d expected)", len(p.QualificationGaps), len(want))
 	}
 }
 
@@ -373,12 +588,17 @@ func wireTime(t time.Time) bool {
 	return offset == 0 && t.Nanosecond() == 0 && sec >= first && sec <= last
 }
 
-// isUUIDv4 reports whether s is what uuid.Parse accepts as a version 4,
-// RFC 4122 variant UUID and uuid.UUID.String writes back unchanged: 36
-// lowercase hex digits and hyphens, 8-4-4-4-12, version nibble 4, variant
-// nibble 8, 9, a or b.
+// isUUIDv4 reports whether s is a hyphenated version 4, RFC 9562 variant
+// UUID: 36 hex digits (either case: RFC 9562 reads UUIDs case-insensitively,
+// and §6.1 says only "uuid-v4") and hyphens, 8-4-4-4-12, version nibble 4,
+// variant nibble 8, 9, a or b.
 func isUUIDv4(s string) bool {
-	if len(s) != 36 || s[14] != '4' || s[19] != '8' && s[19] != '9' && s[19] != 'a' && s[19] != 'b' {
+	if len(s) != 36 || s[14] != '4' {
+		return false
+	}
+	switch s[19] {
+	case '8', '9', 'a', 'b', 'A', 'B':
+	default:
 		return false
 	}
 	for i := range len(s) {
@@ -386,12 +606,20 @@ func isUUIDv4(s string) bool {
 			if s[i] != '-' {
 				return false
 			}
-		} else if lowerHexValue[s[i]] > 0xf {
+		} else if !hexDigit[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// hexDigit holds the hex digits of either case.
+var hexDigit = func() (t [256]bool) {
+	for _, c := range "0123456789abcdefABCDEF" {
+		t[c] = true
+	}
+	return t
+}()
 
 // unwrapMsg drops the "invalid passport: " prefix of an ErrInvalid wrap.
 func unwrapMsg(err error) string {

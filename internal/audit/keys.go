@@ -9,6 +9,7 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
 )
@@ -33,7 +34,8 @@ const MaxKeySetSize = 64 << 10
 // JWK set (RFC 7517) whose Ed25519 public keys (kty OKP, crv Ed25519, RFC
 // 8037) verify EdDSA checkpoints by key id; keys of other types are
 // ignored, as RFC 7517 §5 asks, so a set published for other uses can be
-// given as it is. Errors match errkind.ErrInvalid: a short secret, a key
+// given as it is; its keys also check EdDSA passports by key id, and the
+// secret checks HMAC passports naming the id a server gives it. Errors match errkind.ErrInvalid: a short secret, a key
 // set that is not JSON or over MaxKeySetSize, an Ed25519 key with a
 // private part, without a valid kid, with a kid given twice or with an x
 // that is not 32 bytes of unpadded base64url. Messages never hold key
@@ -46,6 +48,11 @@ func NewKeys(secret, keySet []byte) (Keys, error) {
 		if err != nil {
 			return Keys{}, fmt.Errorf("%w: the HMAC key is %d bytes; at least %d are required", errkind.ErrInvalid, len(secret), passport.MinKeySize)
 		}
+		// The id a server gives this secret (keyring.KeyID), so that a
+		// passport naming it is checked with it.
+		if pk, err = pk.WithID(keyring.KeyID(keyring.HS256, secret)); err != nil {
+			return Keys{}, err
+		}
 		k.Passport = []passport.Key{pk}
 		v.secret = append([]byte(nil), secret...)
 	}
@@ -53,6 +60,12 @@ func NewKeys(secret, keySet []byte) (Keys, error) {
 		if err := v.addKeySet(keySet); err != nil {
 			return Keys{}, err
 		}
+		// The set's Ed25519 keys check EdDSA passports too.
+		pks, err := passport.ParseJWKSet(keySet)
+		if err != nil {
+			return Keys{}, fmt.Errorf("%w: %v", errkind.ErrInvalid, err)
+		}
+		k.Passport = append(k.Passport, pks...)
 	}
 	if v.secret != nil || len(v.ed) > 0 {
 		k.Checkpoint = v

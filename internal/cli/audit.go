@@ -2,10 +2,8 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -17,7 +15,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
-	"github.com/swarmscore/swarmscore/passport"
 )
 
 func newAuditCmd() *cobra.Command {
@@ -75,12 +72,11 @@ Exit status: 0 printed, 2 usage, 3 unknown agent, 4 database unavailable,
 			if openings != "" && len(cats) == 0 {
 				return usageErrorf("--openings needs --withhold: nothing is withheld")
 			}
-			key, err := exportKey(cmd, db, q.AsOf.IsZero())
-			if err != nil {
-				return err
-			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				u.Key, u.Platform = key, getenv(cmd, platformEnv)
+				if err := exportKeys(cmd, db, u, q.AsOf.IsZero()); err != nil {
+					return err
+				}
+				u.Platform = getenv(cmd, platformEnv)
 				if u.Platform == "" {
 					u.Platform = "swarmscore"
 				}
@@ -106,34 +102,15 @@ Exit status: 0 printed, 2 usage, 3 unknown agent, 4 database unavailable,
 	return cmd
 }
 
-// exportKey is the key an export may sign the current certificate with:
-// SWARMSCORE_SIGNING_KEY, else the key file serve keeps beside a database
-// in a local file. It is never created here: an export that may sign
-// without one is a usage error, and one with --as-of signs nothing.
-func exportKey(cmd *cobra.Command, db string, mustSign bool) (passport.Key, error) {
-	if env := getenv(cmd, service.SigningKeyEnv); env != "" {
-		return service.LoadSigningKey(env, "", nil)
+// exportKeys gives an export the keys it may sign the current certificate
+// with: the keyring serve signs with (SWARMSCORE_SIGNING_KEY, else the
+// database's). It never makes one: an export that may sign with an empty
+// keyring is an error, and one with --as-of signs nothing.
+func exportKeys(cmd *cobra.Command, db string, u *service.UseCases, mustSign bool) error {
+	if !mustSign && getenv(cmd, service.SigningKeyEnv) == "" {
+		return nil
 	}
-	if !mustSign {
-		return passport.Key{}, nil
-	}
-	dsn := dbDSN(cmd, db)
-	drv, err := process(cmd).Drivers.lookup(dsn)
-	if err != nil {
-		return passport.Key{}, err
-	}
-	if drv.File != nil {
-		file, err := drv.File(dsn)
-		if err != nil {
-			return passport.Key{}, err
-		}
-		if _, err := os.Stat(service.KeyFile(file)); err == nil {
-			return service.LoadSigningKey("", file, slog.New(slog.DiscardHandler))
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return passport.Key{}, invalidf("signing key file: %w", err)
-		}
-	}
-	return passport.Key{}, usageErrorf("%s is not set and no key file is beside the database: exporting the current certificate may sign one (or give --as-of)", service.SigningKeyEnv)
+	return openKeyring(cmd, db, u, slog.New(slog.DiscardHandler), false)
 }
 
 func newAuditVerifyCmd() *cobra.Command {

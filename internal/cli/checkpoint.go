@@ -90,13 +90,9 @@ func verifyCheckpoint(cmd *cobra.Command, db, file string, asJSON bool) error {
 		return err
 	}
 	return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-		dbFile, err := localDBFile(cmd, db)
-		if err != nil {
-			return err
-		}
-		// Only read: checking needs the key that exists, and never makes
+		// Only read: checking needs the keys that exist, and never makes
 		// one.
-		if u.CheckpointKey, err = service.LoadCheckpointKey(getenv(cmd, service.SigningKeyEnv), dbFile); err != nil {
+		if err := openKeyring(cmd, db, u, slog.New(slog.DiscardHandler), false); err != nil {
 			return err
 		}
 		configure(cmd, u)

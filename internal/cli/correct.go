@@ -13,31 +13,19 @@ import (
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
-// environmentEnv names the deployment's environment in checkpoints, as
-// the keyring names it in its keys.
-const environmentEnv = "SWARMSCORE_ENVIRONMENT"
-
 // withSigning is withUseCases for commands that sign: the passports a
-// correction re-issues, checkpoints. It gives the use cases the keys as
-// serve loads them (service.LoadSigningKey, then the checkpoint key from
-// the same secret), the issuer platform ($SWARMSCORE_PLATFORM, else
-// swarmscore, as serve without --platform), the environment and the
-// process's clock. The database is checked first, so no key file is
-// created beside a database that does not exist.
+// correction re-issues, checkpoints. It gives the use cases the keyring as
+// serve opens it (openKeyring: SWARMSCORE_SIGNING_KEY, else the database's,
+// given its first key if it has none, as serve would), the issuer platform
+// ($SWARMSCORE_PLATFORM, else serve's default), the environment and the
+// process's clock. The database is checked first, so nothing is created for
+// a database that does not exist.
 func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error) error {
 	return withUseCases(cmd, db, mode, func(u *service.UseCases) error {
-		dbFile, err := localDBFile(cmd, db)
-		if err != nil {
-			return err
-		}
 		// Only a generated key would be logged at Info; the CLI says
-		// nothing on success, and the file is where serve would make it.
+		// nothing on success.
 		quiet := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-		env := getenv(cmd, service.SigningKeyEnv)
-		if u.Key, err = service.LoadSigningKey(env, dbFile, quiet); err != nil {
-			return err
-		}
-		if u.CheckpointKey, err = service.LoadCheckpointKey(env, dbFile); err != nil {
+		if err := openKeyring(cmd, db, u, quiet, true); err != nil {
 			return err
 		}
 		configure(cmd, u)
@@ -47,23 +35,10 @@ func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.Use
 
 // configure gives the use cases what serve gives them besides keys.
 func configure(cmd *cobra.Command, u *service.UseCases) {
-	u.Platform = getenv(cmd, "SWARMSCORE_PLATFORM")
-	if u.Platform == "" {
-		u.Platform = "swarmscore"
-	}
-	u.Environment = getenv(cmd, environmentEnv)
+	var kf keyFlags
+	u.Platform = kf.platformOf(cmd, "")
+	u.Environment = kf.env(cmd)
 	u.Now = process(cmd).Now
-}
-
-// localDBFile is the file of a database kept in a local file ("" for a
-// database server), where the signing key is kept beside it.
-func localDBFile(cmd *cobra.Command, db string) (string, error) {
-	dsn := dbDSN(cmd, db)
-	drv, err := process(cmd).Drivers.lookup(dsn)
-	if err != nil || drv.File == nil {
-		return "", err
-	}
-	return drv.File(dsn)
 }
 
 const correctLong = `Correct a recorded event (spec §11.3). A correction never edits history: it

@@ -25,29 +25,35 @@ func newPassportCmd() *cobra.Command {
 		Short: "Issue and verify signed Execution Passports",
 		Long: `Issue and verify Execution Passports (§6): JSON documents carrying an agent's
 score, signed with HMAC-SHA256 over their RFC 8785 canonical form with the key
-in SWARMSCORE_SIGNING_KEY (its literal bytes, at least 32; see 'swarmscore keygen').`,
+in SWARMSCORE_SIGNING_KEY (its literal bytes, at least 32; see 'swarmscore keygen'),
+named in issuer.kid. 'passport verify' also accepts the verify-only keys of
+SWARMSCORE_VERIFY_KEYS, or verifies Ed25519 passports with a server's public
+keys (--keys) and no secret.`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newPassportIssueCmd(), newPassportVerifyCmd())
 	return cmd
 }
 
-// signingKey reads the key from the environment. Its errors say what is
-// wrong with the key (absent, too short) and never contain it.
-func signingKey(cmd *cobra.Command) (passport.Key, error) {
+// signingKeys reads the static keys from the environment: the active one
+// (SWARMSCORE_SIGNING_KEY, with its key id) and every key, the
+// verify-only ones of SWARMSCORE_VERIFY_KEYS included, as a server started
+// with the same variables has them. Its errors say what is wrong with a key
+// (absent, too short, almost no entropy) and never contain it.
+func signingKeys(cmd *cobra.Command) (active passport.Key, all []passport.Key, err error) {
 	secret := getenv(cmd, service.SigningKeyEnv)
 	if secret == "" {
-		return passport.Key{}, invalidf("%s is not set; generate a key with 'swarmscore keygen'", service.SigningKeyEnv)
+		return passport.Key{}, nil, invalidf("%s is not set; generate a key with 'swarmscore keygen'", service.SigningKeyEnv)
 	}
 	if len(secret) < passport.MinKeySize {
-		return passport.Key{}, invalidf("%s is %d bytes; at least %d are required (generate one with 'swarmscore keygen')",
+		return passport.Key{}, nil, invalidf("%s is %d bytes; at least %d are required (generate one with 'swarmscore keygen')",
 			service.SigningKeyEnv, len(secret), passport.MinKeySize)
 	}
-	k, err := passport.NewKey([]byte(secret))
+	keys, err := service.OpenKeyring(cmd.Context(), nil, service.KeyConfig{SigningKey: secret, VerifyKeys: getenv(cmd, service.VerifyKeysEnv)})
 	if err != nil {
-		return passport.Key{}, &kindError{errkind.ErrInvalid, err}
+		return passport.Key{}, nil, err
 	}
-	return k, nil
+	return keys.SigningKey(), keys.VerifyKeys(), nil
 }
 
 // atFlag is an optional RFC 3339 instant; the zero value means now.
@@ -92,7 +98,9 @@ func newPassportIssueCmd() *cobra.Command {
 Passport for the agent: computed_at is --at (default now, truncated to the
 second), expires_at seven days later, agent_passport_id a fresh UUIDv4.
 
-The key is SWARMSCORE_SIGNING_KEY; a missing or short key exits with status 2.`,
+The key is SWARMSCORE_SIGNING_KEY, named in issuer.kid (hs256- and its
+fingerprint, as a server with that key names it); a missing or short key, or
+one with almost no entropy, exits with status 2.`,
 		Example: `  export SWARMSCORE_SIGNING_KEY=$(swarmscore keygen)
   swarmscore passport issue --agent-id agent-42 --conduit-total 80 --conduit-success 76 --ap2-total 40 --ap2-success 38`,
 		Args: noArgs,
@@ -104,7 +112,7 @@ The key is SWARMSCORE_SIGNING_KEY; a missing or short key exits with status 2.`,
 			if err != nil {
 				return err
 			}
-			key, err := signingKey(cmd)
+			key, _, err := signingKeys(cmd)
 			if err != nil {
 				return err
 			}
@@ -145,13 +153,18 @@ func newPassportVerifyCmd() *cobra.Command {
 	var (
 		at      atFlag
 		agentID string
+		keySet  string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [FILE|-]",
 		Short: "Verify a passport's signature, consistency and expiry",
 		Long: `Verify an Execution Passport read from FILE, or standard input when FILE is
-"-" or absent, with the key in SWARMSCORE_SIGNING_KEY, at the instant --at
-(default now). Print the verification as JSON:
+"-" or absent, with the keys in SWARMSCORE_SIGNING_KEY and
+SWARMSCORE_VERIFY_KEYS, or with --keys the public keys of a JWK set (a file,
+or an http(s) URL: a server's base URL means its
+/.well-known/swarmscore-keys.json), which verify Ed25519 passports with no
+shared secret, at the instant --at (default now). Print the verification as
+JSON:
   {"valid","signature_valid","score_valid","expires_at","detected_tampering",
    "errors":[{"code","message"}],"warnings":[{"code","message"}],
    "checks":{"signature","consistency","expiry","ledger","agent"}}
@@ -164,10 +177,11 @@ expires_at), agent "ok", "mismatch" or "not_applicable" (no --agent-id), and
 ledger always "not_applicable" here: only a server holding the agent's ledger
 (POST /swarmscore/verify) can confirm the counts.
 
-Exit status: 0 valid, 1 not valid, 2 usage error, missing or short key, or
-unreadable input.`,
+Exit status: 0 valid, 1 not valid, 2 usage error, missing or short key,
+unreadable input or key set, 4 a key set URL that cannot be reached.`,
 		Example: `  swarmscore passport verify passport.json
-  swarmscore passport issue ... | swarmscore passport verify --at 2026-03-20T00:00:00Z -`,
+  swarmscore passport issue ... | swarmscore passport verify --at 2026-03-20T00:00:00Z -
+  swarmscore passport verify cert.json --keys https://scores.example.com`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("unexpected argument %q: verify reads one document", args[1])
@@ -175,7 +189,13 @@ unreadable input.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := signingKey(cmd)
+			var keys []passport.Key
+			var err error
+			if keySet != "" {
+				keys, err = readKeySet(cmd, keySet)
+			} else {
+				_, keys, err = signingKeys(cmd)
+			}
 			if err != nil {
 				return err
 			}
@@ -187,7 +207,7 @@ unreadable input.`,
 			if err != nil {
 				return err
 			}
-			v := passport.Verify(doc, []passport.Key{key}, at.time())
+			v := passport.Verify(doc, keys, at.time())
 			checks := service.L1Checks(v)
 			if agentID != "" && v.Passport != nil {
 				switch v.Passport.AgentID {
@@ -219,6 +239,7 @@ unreadable input.`,
 	}
 	cmd.Flags().Var(&at, "at", "verify as of this RFC 3339 instant (default now)")
 	cmd.Flags().StringVar(&agentID, "agent-id", "", "also require the passport to be for this agent")
+	cmd.Flags().StringVar(&keySet, "keys", "", "verify with the public keys of this JWK set (FILE or URL) instead of SWARMSCORE_SIGNING_KEY")
 	return cmd
 }
 

@@ -29,7 +29,7 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		newScoreCmd(),
 		newEscrowCmd(),
-		newKeygenCmd(),
+		newKeygenCmd(), newKeyCmd(),
 		newPassportCmd(),
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),

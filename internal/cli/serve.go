@@ -39,9 +39,16 @@ console at /operator.
 The database is --db, else SWARMSCORE_DB, else the SQLite file swarmscore.db in
 the working directory; migrations are applied at start.
 
-Passports are signed with SWARMSCORE_SIGNING_KEY (at least 32 bytes). Without
-one, an SQLite store keeps a generated key beside the database file (0600;
-e.g. swarmscore.key) and logs its path; a PostgreSQL store refuses to start.
+Passports are signed with the active key of the keyring kept in the database,
+sealed under SWARMSCORE_MASTER_KEY (64 hex characters; for SQLite, a file
+beside the database, swarmscore.master-key, when unset). The first start
+generates a key (--signing-alg, default HMAC-SHA256; Ed25519 keys are
+published at /.well-known/swarmscore-keys.json), or imports the SQLite key
+file of earlier versions (swarmscore.key). A rotation ('swarmscore key
+rotate') is used within a second, without a restart; SIGHUP reloads at once.
+Keys of another --environment are refused. With SWARMSCORE_SIGNING_KEY (at
+least 32 bytes) the keys are static instead: it signs, and
+SWARMSCORE_VERIFY_KEYS (comma-separated) verify. See 'swarmscore key --help'.
 
 SWARMSCORE_ADMIN_TOKEN (at least 32 characters) is accepted as the bearer
 token of the operator "admin"; mint more with 'swarmscore token create'.
@@ -73,7 +80,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
-	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore)")
+	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore, or swarmscore-ENVIRONMENT outside production)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
 	f.StringSliceVar(&cfg.proxies, "trusted-proxy", nil, "CIDR or address of a reverse proxy whose X-Forwarded-For names the client (repeatable)")
@@ -82,6 +89,7 @@ func newServeCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.metricsAllow, "metrics-allow", nil, "CIDR or address of a network /metrics answers to (repeatable; default loopback)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	f.DurationVar(&cfg.checkpointEvery, "checkpoint-every", 0, "sign a checkpoint of the ledger at start and at this interval, when a chain head moved since the latest (0: never)")
+	cfg.keys.register(f)
 	return cmd
 }
 
@@ -95,6 +103,7 @@ type serveConfig struct {
 	metricsAllow       []string
 	logLevel           string
 	checkpointEvery    time.Duration
+	keys               keyFlags
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -128,12 +137,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	log := newLogger(cmd.ErrOrStderr(), level)
 
-	if cfg.platform == "" {
-		cfg.platform = getenv(cmd, "SWARMSCORE_PLATFORM")
-	}
-	if cfg.platform == "" {
-		cfg.platform = "swarmscore"
-	}
+	cfg.platform = cfg.keys.platformOf(cmd, cfg.platform)
 	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
 		return usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
 	}
@@ -174,11 +178,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		return err
 	}
 	defer ln.Close()
-	key, err := service.LoadSigningKey(getenv(cmd, service.SigningKeyEnv), dbFile, log)
-	if err != nil {
-		return err
-	}
-	cpKey, err := service.LoadCheckpointKey(getenv(cmd, service.SigningKeyEnv), dbFile)
+	keys, err := cfg.keys.config(cmd, dbFile, log)
 	if err != nil {
 		return err
 	}
@@ -197,9 +197,12 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if l, ok := st.(interface{ SetLogger(*slog.Logger) }); ok {
 		l.SetLogger(log)
 	}
-	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform, MaxClockSkew: cfg.skew,
-		CheckpointKey: cpKey, Environment: getenv(cmd, environmentEnv), Now: process(cmd).Now}
+	u := &service.UseCases{Store: st, Platform: cfg.platform, MaxClockSkew: cfg.skew,
+		Environment: cfg.keys.env(cmd), Now: process(cmd).Now}
 	if _, err := u.Migrate(ctx); err != nil {
+		return err
+	}
+	if u.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
 		return err
 	}
 	if cfg.checkpointEvery > 0 {

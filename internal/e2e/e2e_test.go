@@ -237,10 +237,11 @@ func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := start(t, "sqlite:"+filepath.Join(dir, "swarmscore.db"), "SWARMSCORE_ADMIN_TOKEN="+adminToken)
-	// No key configured: one was generated beside the database, private.
-	fi, err := os.Stat(filepath.Join(dir, "swarmscore.key"))
+	// No key configured: one was generated and sealed in the database
+	// under a master key generated beside it, private.
+	fi, err := os.Stat(filepath.Join(dir, "swarmscore.master-key"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("generated key file: %v %v", fi, err)
+		t.Fatalf("generated master key file: %v %v", fi, err)
 	}
 	op := s.client(adminToken)
 	anon := s.client("")
@@ -384,7 +385,7 @@ func TestStartupErrors(t *testing.T) {
 	}{
 		{"sqlite:" + filepath.Join(t.TempDir(), "a.db"), "SWARMSCORE_SIGNING_KEY=short", "at least 32"},
 		{"sqlite:" + filepath.Join(t.TempDir(), "b.db"), "SWARMSCORE_ADMIN_TOKEN=short", "at least 32"},
-		{"postgres://postgres@127.0.0.1:1/none?sslmode=disable", "", "SWARMSCORE_SIGNING_KEY is required"},
+		{"postgres://postgres@127.0.0.1:1/none?sslmode=disable", "", "sealed under SWARMSCORE_MASTER_KEY"},
 	} {
 		cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", c.dsn)
 		if c.env != "" {

@@ -94,7 +94,7 @@ func TestSaferDefaults(t *testing.T) {
 	if _, err := op.IngestEvents(ctx, history("agent-d")); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{db, db + "-wal", db + "-shm", filepath.Join(dir, "swarmscore.key")} {
+	for _, f := range []string{db, db + "-wal", db + "-shm", filepath.Join(dir, "swarmscore.master-key")} {
 		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want mode 0600", f, fi.Mode(), err)
 		}

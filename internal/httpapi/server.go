@@ -17,6 +17,7 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/passport"
 )
 
 // Service lists the use cases the handlers need. Every method returns errors
@@ -54,6 +55,12 @@ type Service interface {
 	CertificateStats() service.CertificateStats
 	// Corrections, appeals and checkpoints (corrections.go).
 	CorrectionsService
+	// PublicKeys returns the JWK set of the Ed25519 keys whose passports
+	// may still be valid (never an HMAC key). It cannot fail.
+	PublicKeys(ctx context.Context) passport.JWKSet
+	// KeyringStats describes the active signing key, for /metrics. It
+	// must not block.
+	KeyringStats() service.KeyringStats
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -156,6 +163,8 @@ func New(svc Service, opt Options) *Server {
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
 	s.route("GET /openapi.json", crossOrigin, maxNoBody, s.openapi)
+	s.route("GET /.well-known/swarmscore-keys.json", crossOrigin, maxNoBody, s.keys)
+	s.metrics.reg.MustRegister(newKeyCollector(svc.KeyringStats))
 	// Registered last and least specific: every request no route above
 	// takes, whatever its method, is a problem from notFound.
 	s.mux.HandleFunc("/", s.notFound)

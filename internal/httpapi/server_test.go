@@ -21,6 +21,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -54,6 +55,8 @@ type fake struct {
 	calls       int
 	outcomes    func([]ledger.Event) []ledger.Outcome
 	certStats   service.CertificateStats
+	keySet      passport.JWKSet
+	keyStats    service.KeyringStats
 }
 
 func (f *fake) enter(agent string) error {
@@ -122,6 +125,16 @@ func (f *fake) Authenticate(ctx context.Context, token string) (string, error) {
 	return "", fmt.Errorf("%w: unknown token", errkind.ErrUnauthorized)
 }
 func (f *fake) Ready(ctx context.Context) error { return f.readyErr }
+func (f *fake) PublicKeys(ctx context.Context) passport.JWKSet {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keySet
+}
+func (f *fake) KeyringStats() service.KeyringStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keyStats
+}
 func (f *fake) CertificateStats() service.CertificateStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -159,6 +160,16 @@ func newAEAD(master []byte) (cipher.AEAD, error) {
 func Fingerprint(material []byte) string {
 	sum := sha256.Sum256(material)
 	return fmt.Sprintf("%x", sum[:8])
+}
+
+// KeyID is the id of a key of algorithm alg (HS256, EdDSA) whose material
+// is the HMAC secret or the Ed25519 public key: the algorithm in lower case
+// and the material's Fingerprint ("hs256-1cb49482a9493dcb"). A key has the
+// same id wherever it is configured, and a verifier holding the secret
+// finds the id itself. For an HMAC secret the fingerprint tells a guess
+// from a wrong one no better than any passport's HMAC does.
+func KeyID(alg string, material []byte) string {
+	return strings.ToLower(alg) + "-" + Fingerprint(material)
 }
 
 var errNoActive = errors.New("no active key")

@@ -2,6 +2,8 @@ package keyring
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"testing"
 
@@ -84,5 +86,18 @@ func TestActiveOf(t *testing.T) {
 	}
 	if Fingerprint([]byte("x")) == Fingerprint([]byte("y")) || len(Fingerprint([]byte("x"))) != 16 {
 		t.Error("fingerprints")
+	}
+}
+
+// A key's id is its algorithm and the first 8 bytes of the SHA-256 of its
+// material, computed here independently.
+func TestKeyID(t *testing.T) {
+	secret := []byte("0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+	sum := sha256.Sum256(secret)
+	if got, want := KeyID(HS256, secret), "hs256-"+hex.EncodeToString(sum[:8]); got != want {
+		t.Fatalf("KeyID = %s, want %s", got, want)
+	}
+	if got := KeyID(EdDSA, secret); got[:6] != "eddsa-" || got[6:] != hex.EncodeToString(sum[:8]) {
+		t.Fatalf("KeyID = %s", got)
 	}
 }

@@ -179,7 +179,7 @@ func (u *UseCases) ActOnAppeal(ctx context.Context, id, operator string, d Appea
 	if err != nil {
 		return AppealStatus{}, nil, err
 	}
-	done, err := u.Store.SaveAppeal(ctx, next, a.State, reqs, u.sign)
+	done, err := u.Store.SaveAppeal(ctx, next, a.State, reqs, u.signer(u.keys(ctx).active))
 	if err != nil {
 		if len(reqs) > 0 && mayHaveCommitted(err) {
 			u.wroteCorrections(ctx, reqs, nil)

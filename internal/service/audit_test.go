@@ -132,11 +132,11 @@ func correct(t *testing.T, u *UseCases, req ledger.CorrectionRequest) {
 	}
 }
 
-// signRecorded is u.sign that also names the passport, so that the store
+// signRecorded is u.signer of the active key that also names the passport, so that the store
 // keeps it in the passport history (PassportStore), as an audit --as-of
 // reads it.
 func (u *UseCases) signRecorded(e *ledger.ScoreEntry) ([]byte, string, error) {
-	doc, sig, err := u.sign(e)
+	doc, sig, err := u.signer(u.keys(context.Background()).active)(e)
 	if err != nil {
 		return nil, "", err
 	}

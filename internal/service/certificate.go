@@ -60,7 +60,11 @@ func (u *UseCases) Certificate(ctx context.Context, agentID string) (Certificate
 func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate, error) {
 	now := u.now()
 	w := u.certs.cacheWatch(u.Store)
-	if m, ok := u.certs.serve(w, agentID, now); ok {
+	// A passport signed by a key that is no longer the active one is never
+	// served again: it is re-issued.
+	ks := u.keys(ctx)
+	active := ks.active.ID()
+	if m, ok := u.certs.serve(w, agentID, now); ok && m.kid == active {
 		u.certs.fromMemory.Add(1)
 		return m.certificate(agentID, false), nil
 	}
@@ -71,7 +75,7 @@ func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate
 		return Certificate{}, err
 	}
 	if st.Answers(now) && st.Signature != "" {
-		if m, ok := u.certs.lookup(agentID, st, ck); ok && m.answers(now) {
+		if m, ok := u.certs.lookup(agentID, st, ck); ok && m.answers(now) && m.kid == active {
 			return m.certificate(agentID, false), nil
 		}
 		// Another process issued it, or this one forgot it: read it.
@@ -81,10 +85,15 @@ func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate
 			return Certificate{}, err
 		}
 		if ok && len(e.Passport) > 0 {
-			return u.certs.remember(agentID, &e, ck).certificate(agentID, false), nil
+			if kid, ok := signedBy(ks, &e, now); ok {
+				e.KeyID = kid
+				if m := u.certs.remember(agentID, &e, ck); kid == active {
+					return m.certificate(agentID, false), nil
+				}
+			}
 		}
 	}
-	return u.issueOnce(ctx, agentID, now, ck)
+	return u.issueOnce(ctx, agentID, now, ks.active, ck)
 }
 
 // issueOnce signs and stores a new passport for agentID as of now, unless
@@ -98,7 +107,7 @@ func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate
 // passport that does not answer this request's instant, it issues one
 // itself. Several processes can still each issue one at the same instant;
 // the last stored is then the one served from then on.
-func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time, ck check) (Certificate, error) {
+func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time, key passport.Key, ck check) (Certificate, error) {
 	led := false // set only by the request whose function the group runs
 	ch := u.certs.issuing.DoChan(agentID, func() (v any, err error) {
 		led = true
@@ -110,7 +119,7 @@ func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time,
 				err = &issuePanic{p}
 			}
 		}()
-		return u.refresh(ctx, agentID, now, ck)
+		return u.refresh(ctx, agentID, now, key, ck)
 	})
 	var res singleflight.Result
 	select {
@@ -132,17 +141,17 @@ func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time,
 			return c.certificate(agentID, false), nil
 		}
 	}
-	c, err := u.refresh(ctx, agentID, now, ck)
+	c, err := u.refresh(ctx, agentID, now, key, ck)
 	if err != nil {
 		return Certificate{}, err
 	}
 	return c.certificate(agentID, true), nil
 }
 
-// refresh recomputes the agent's entry as of now with a new passport and
-// remembers it as validated by ck.
-func (u *UseCases) refresh(ctx context.Context, agentID string, now time.Time, ck check) (*memoCert, error) {
-	e, err := u.Store.RefreshScore(ctx, agentID, now, u.sign)
+// refresh recomputes the agent's entry as of now with a new passport signed
+// by key and remembers it as validated by ck.
+func (u *UseCases) refresh(ctx context.Context, agentID string, now time.Time, key passport.Key, ck check) (*memoCert, error) {
+	e, err := u.Store.RefreshScore(ctx, agentID, now, u.signer(key))
 	if err != nil {
 		return nil, err
 	}
@@ -160,20 +169,4 @@ func (p *issuePanic) Error() string {
 func (c *memoCert) certificate(agentID string, issued bool) Certificate {
 	return Certificate{AgentID: agentID, Passport: c.passport, Digest: c.digest, ComputedAt: c.computedAt,
 		ExpiresAt: c.expiresAt, Issued: issued}
-}
-
-// sign signs the passport of a freshly computed entry (ledger.IssueFunc).
-func (u *UseCases) sign(e *ledger.ScoreEntry) ([]byte, string, error) {
-	p, err := passport.New(e.AgentID, u.Platform, e.Result, e.ComputedAt)
-	if err != nil {
-		return nil, "", fmt.Errorf("issuing a passport for %q: %w", e.AgentID, err)
-	}
-	doc, err := p.Sign(u.Key)
-	if err != nil {
-		return nil, "", fmt.Errorf("signing a passport for %q: %w", e.AgentID, err)
-	}
-	// The store keeps the history of passports by this id: an appeal names
-	// the passport it disputes by it (§11.3).
-	e.PassportID = p.AgentPassportID
-	return doc, p.Issuer.Signature, nil
 }

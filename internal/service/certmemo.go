@@ -69,6 +69,7 @@ type watchRef struct{ w ledger.CacheWatch }
 type memoCert struct {
 	passport              []byte
 	signature             string
+	kid                   string // the key that signed it ("" for UseCases.Key)
 	digest                [sha256.Size]byte
 	computedAt, expiresAt time.Time
 	validUntil            time.Time // the stamp's: the first instant it may be wrong
@@ -157,12 +158,12 @@ func (m *certMemo) lookup(agentID string, st ledger.ScoreStamp, ck check) (*memo
 	return &v, true
 }
 
-// remember records the certificate of cache entry e, just read or written
-// after ck was taken, and returns it. When the memo is full, an arbitrary
-// other agent's certificate is dropped: a dropped agent costs one passport
-// read on its next request, nothing else.
+// remember records the certificate of cache entry e (signed by the key
+// e.KeyID), just read or written after ck was taken, and returns it. When
+// the memo is full, an arbitrary other agent's certificate is dropped: a
+// dropped agent costs one passport read on its next request, nothing else.
 func (m *certMemo) remember(agentID string, e *ledger.ScoreEntry, ck check) *memoCert {
-	c := &memoCert{passport: e.Passport, signature: e.Signature, digest: sha256.Sum256(e.Passport),
+	c := &memoCert{passport: e.Passport, signature: e.Signature, kid: e.KeyID, digest: sha256.Sum256(e.Passport),
 		computedAt: e.ComputedAt, expiresAt: e.ExpiresAt, validUntil: e.ValidUntil,
 		trusted: ck.trusted, mark: ck.mark, checked: ck.at}
 	if len(c.passport) > 0 && c.signature != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -14,49 +13,27 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// DefaultEnvironment is the environment checkpoints name when
-// UseCases.Environment is empty.
+// DefaultEnvironment is the environment of a deployment that names none:
+// what checkpoints name when UseCases.Environment is empty, and what keys
+// are recorded with (KeyConfig.Environment).
 const DefaultEnvironment = "production"
 
-// LoadCheckpointKey returns the HS256 key checkpoints are signed and
-// checked with until the keyring signs them: the secret passports are
-// signed with, found as LoadSigningKey finds it (env, the value of
-// SWARMSCORE_SIGNING_KEY, else the key file beside a database kept in the
-// local file dbFile; call LoadSigningKey first, which creates that file),
-// named by its fingerprint (keyring.Fingerprint), which identifies the key
-// without revealing anything usable about it. A checkpoint's signed bytes
-// can never be a passport's (checkpoint.Type), so sharing the secret lets
-// neither document pass for the other. Errors match errkind.ErrInvalid and
-// never contain key material.
-func LoadCheckpointKey(env, dbFile string) (*checkpoint.HMACKey, error) {
-	if env != "" {
-		return NewCheckpointKey([]byte(env))
-	}
-	if dbFile == "" {
-		return nil, fmt.Errorf("%w: %s is required with a database server such as PostgreSQL: checkpoints are signed with the passports' key",
-			errkind.ErrInvalid, SigningKeyEnv)
-	}
-	path := KeyFile(dbFile)
-	b, err := readKeyFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: no signing key: %s is not set and %s does not exist ('swarmscore serve' creates it)", errkind.ErrInvalid, SigningKeyEnv, path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return NewCheckpointKey(b)
-}
-
 // NewCheckpointKey makes the HS256 checkpoint key of secret, with its
-// fingerprint as key id. Errors: ErrInvalid for a secret shorter than
-// checkpoint.MinHMACKeySize.
+// fingerprint as key id, as checkpoints were signed before keyrings (the
+// keyring still checks those by that id). A checkpoint's signed bytes can
+// never be a passport's (checkpoint.Type), so sharing the secret lets
+// neither document pass for the other. Errors: ErrInvalid for a secret
+// shorter than checkpoint.MinHMACKeySize.
 func NewCheckpointKey(secret []byte) (*checkpoint.HMACKey, error) {
 	return checkpoint.NewHMACKey(keyring.Fingerprint(secret), secret)
 }
 
 // checkpointSigner is the one place that chooses the key new checkpoints
-// are signed with, so that the keyring can replace it.
+// are signed with: the keyring's active key, else CheckpointKey.
 func (u *UseCases) checkpointSigner() (checkpoint.Signer, error) {
+	if u.Keys != nil {
+		return u.Keys.CheckpointSigner(), nil
+	}
 	if u.CheckpointKey == nil {
 		return nil, fmt.Errorf("%w: no checkpoint signing key is configured (set %s)", errkind.ErrInvalid, SigningKeyEnv)
 	}
@@ -64,8 +41,11 @@ func (u *UseCases) checkpointSigner() (checkpoint.Signer, error) {
 }
 
 // checkpointVerifier is the one place that chooses the keys archived
-// checkpoints are checked against, so that the keyring can replace it.
+// checkpoints are checked against: the keyring's, else CheckpointKey.
 func (u *UseCases) checkpointVerifier() (checkpoint.Verifier, error) {
+	if u.Keys != nil {
+		return u.Keys.CheckpointVerifier(), nil
+	}
 	if u.CheckpointKey == nil {
 		return nil, fmt.Errorf("%w: no checkpoint key is configured to check the signature with (set %s)", errkind.ErrInvalid, SigningKeyEnv)
 	}

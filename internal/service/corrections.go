@@ -6,7 +6,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/passport"
 )
 
 // Correct records a correction of one event (spec §11.3, issue 14): a new
@@ -42,7 +41,7 @@ func (u *UseCases) Correct(ctx context.Context, req ledger.CorrectionRequest) (l
 			return ledger.Correction{}, false, unknownAppeal(err, req.AppealID)
 		}
 	}
-	c, created, err := u.Store.Correct(ctx, req, u.sign)
+	c, created, err := u.Store.Correct(ctx, req, u.signer(u.keys(ctx).active))
 	if err != nil {
 		if mayHaveCommitted(err) {
 			u.wroteCorrections(ctx, []ledger.CorrectionRequest{req}, nil)
@@ -59,7 +58,7 @@ func (u *UseCases) Correct(ctx context.Context, req ledger.CorrectionRequest) (l
 // process could not re-issue passports for: without a key the store's
 // transaction would fail at the first signature.
 func (u *UseCases) canReissue() error {
-	if u.Key == (passport.Key{}) {
+	if !u.keys(context.Background()).active.CanSign() {
 		return fmt.Errorf("%w: no signing key is configured, and a correction re-issues the affected passports (set %s)", errkind.ErrInvalid, SigningKeyEnv)
 	}
 	return nil

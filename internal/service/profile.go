@@ -83,7 +83,7 @@ func (u *UseCases) PublicProfile(ctx context.Context, agentID string, history bo
 		return Profile{}, err
 	}
 	now := u.now()
-	v := passport.Verify(c.Passport, []passport.Key{u.Key}, now)
+	v := passport.Verify(c.Passport, u.keys(ctx).keys, now)
 	if v.Passport == nil {
 		// Certificate returns what this server signed and stored; a
 		// document that does not even parse is a fault, not a finding.

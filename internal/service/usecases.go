@@ -27,8 +27,11 @@ import (
 type UseCases struct {
 	// Store is the back end.
 	Store Backend
-	// Key signs new passports (Certificate) and checks presented ones
-	// (Verify); the other use cases do not need it.
+	// Keys, when set, are the keys that sign new passports (Certificate)
+	// and check presented ones (Verify), reloaded as they rotate; the other
+	// use cases do not need them. Without it, Key is the only key.
+	Keys *Keyring
+	// Key signs and checks passports when Keys is nil.
 	Key passport.Key
 	// Platform is the issuer.platform of new passports.
 	Platform string
@@ -39,9 +42,9 @@ type UseCases struct {
 	// rejected, since once stored it could never be corrected. Zero means
 	// DefaultMaxClockSkew; it must not be negative.
 	MaxClockSkew time.Duration
-	// CheckpointKey signs checkpoints and checks archived ones until the
-	// keyring does (checkpointSigner, checkpointVerifier); nil in
-	// processes that handle none.
+	// CheckpointKey signs checkpoints and checks archived ones when Keys
+	// is nil (checkpointSigner, checkpointVerifier); nil in processes that
+	// handle none.
 	CheckpointKey *checkpoint.HMACKey
 	// Environment names the deployment in checkpoints (production,
 	// staging…); "" means DefaultEnvironment.
@@ -51,6 +54,7 @@ type UseCases struct {
 	// histories and ingests serve the pages (profile.go, activity.go).
 	histories historyMemo
 	ingests   ingestLog
+	fixed     fixedKeys
 }
 
 // DefaultMaxClockSkew is the clock-skew allowance of an ingest when

@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -316,65 +313,6 @@ func TestBootstrap(t *testing.T) {
 	// A revoked token cannot be brought back by setting it again.
 	if _, err := a.BootstrapAdminToken(ctx, first); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("revoked admin token re-bootstrapped: %v", err)
-	}
-}
-
-func TestLoadSigningKey(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if _, err := LoadSigningKey("short", "", log); !errors.Is(err, errkind.ErrInvalid) || bytes.Contains([]byte(err.Error()), []byte("short")) {
-		t.Fatalf("short key: %v", err)
-	}
-	if _, err := LoadSigningKey(testKey, "", log); err != nil {
-		t.Fatalf("configured key: %v", err)
-	}
-	if _, err := LoadSigningKey("", "", log); !errors.Is(err, errkind.ErrInvalid) {
-		t.Fatalf("PostgreSQL without a key: %v", err)
-	}
-
-	dir := t.TempDir()
-	db := filepath.Join(dir, "swarmscore.db")
-	var logs bytes.Buffer
-	k1, err := LoadSigningKey("", db, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "swarmscore.key")
-	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("key file: %v %v", fi, err)
-	}
-	raw, _ := os.ReadFile(path)
-	if len(bytes.TrimSpace(raw)) != 64 || !bytes.Contains(logs.Bytes(), []byte(path)) || bytes.Contains(logs.Bytes(), bytes.TrimSpace(raw)) {
-		t.Fatalf("key file content %d bytes; log %s", len(raw), logs.String())
-	}
-	// The second start reads the same key: a passport signed with the
-	// first verifies with the second.
-	k2, err := LoadSigningKey("", db, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _ := score.Compute(score.Counts{ConduitTotal: 1, ConduitSuccess: 1})
-	p, _ := passport.New("a", "p", r, t0)
-	doc, err := p.Sign(k1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := passport.Verify(doc, []passport.Key{k2}, t0); !v.SignatureValid {
-		t.Fatalf("restarted key differs: %+v", v)
-	}
-	// A key file others can read is refused.
-	os.Chmod(path, 0o644)
-	if _, err := LoadSigningKey("", db, log); !errors.Is(err, errkind.ErrInvalid) {
-		t.Fatalf("world-readable key file: %v", err)
-	}
-	// So is one that is too short.
-	os.WriteFile(path, []byte("abc\n"), 0o600)
-	os.Chmod(path, 0o600)
-	if _, err := LoadSigningKey("", db, log); !errors.Is(err, errkind.ErrInvalid) {
-		t.Fatalf("short key file: %v", err)
-	}
-	if KeyFile("/x/data.sqlite") != "/x/data.key" || KeyFile("db") != "db.key" {
-		t.Fatal("KeyFile")
 	}
 }
 

@@ -59,6 +59,7 @@ const (
 	CheckOK            CheckResult = "ok"
 	CheckFailed        CheckResult = "failed"
 	CheckExpired       CheckResult = "expired"
+	CheckNotYetValid   CheckResult = "not_yet_valid"
 	CheckConfirmed     CheckResult = "confirmed"
 	CheckMismatch      CheckResult = "mismatch"
 	CheckNotApplicable CheckResult = "not_applicable"
@@ -73,8 +74,9 @@ const (
 	// passport whose score, tier, contributions, rates, escrow modifier,
 	// gaps and expiry are what its own counts give; failed otherwise.
 	CheckConsistency = "consistency"
-	// CheckExpiry (L1): ok, expired, or failed when the document has no
-	// readable expires_at.
+	// CheckExpiry (L1): ok, expired, not_yet_valid (computed_at beyond the
+	// clock-skew allowance), or failed when the document has no readable
+	// expires_at.
 	CheckExpiry = "expiry"
 	// CheckLedger (L2): confirmed when this server's ledger gives the
 	// passport's counts as of its computed_at, mismatch when it does not,
@@ -139,30 +141,14 @@ func (cs Checks) MarshalJSON() ([]byte, error) {
 }
 
 // L1Checks are the checks of an offline verification (passport.Verify
-// alone, as `swarmscore passport verify` does): the document's own levels,
-// with the ledger and the agent binding not applicable. Call it before
-// adding findings of other levels with v.Fail: it reads ScoreValid and
-// Errors.
+// alone, as `swarmscore passport verify` does): the document's own levels
+// as passport.Verify found them (v.Checks), with the ledger and the agent
+// binding not applicable.
 func L1Checks(v *passport.Verification) Checks {
-	res := func(ok bool) CheckResult {
-		if ok {
-			return CheckOK
-		}
-		return CheckFailed
-	}
-	expiry := CheckFailed
-	if v.ExpiresAt != nil {
-		expiry = CheckOK
-	}
-	for _, p := range v.Errors {
-		if p.Code == passport.CodeExpired {
-			expiry = CheckExpired
-		}
-	}
 	return Checks{
-		{CheckSignature, res(v.SignatureValid)},
-		{CheckConsistency, res(v.ScoreValid)},
-		{CheckExpiry, expiry},
+		{CheckSignature, CheckResult(v.Checks.Signature)},
+		{CheckConsistency, CheckResult(v.Checks.Consistency)},
+		{CheckExpiry, CheckResult(v.Checks.Expiry)},
 		{CheckLedger, CheckNotApplicable},
 		{CheckAgent, CheckNotApplicable},
 	}
@@ -171,7 +157,7 @@ func L1Checks(v *passport.Verification) Checks {
 // Verify checks a passport as received for agentID (the passport's own
 // agent when agentID is ""), as of now (to the second).
 //
-// L1 is passport.Verify: the signature (against the server's key), the
+// L1 is passport.Verify: the signature (against the server's keyring), the
 // document's internal consistency, and expiry. L2 runs when this server
 // holds the ledger of the passport's agent: the counts recomputed from it
 // as of the passport's computed_at must equal the passport's, else
@@ -182,7 +168,7 @@ func L1Checks(v *passport.Verification) Checks {
 // not an error: it is a Verification with valid false and the reasons.
 // Errors: ErrUnavailable when the ledger cannot be read.
 func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := passport.Verify(doc, []passport.Key{u.Key}, u.now())
+	v := passport.Verify(doc, u.keys(ctx).keys, u.now())
 	checks := L1Checks(v)
 	if p := v.Passport; p != nil {
 		switch {

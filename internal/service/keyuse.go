@@ -1,0 +1,209 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/keyring"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/passport"
+)
+
+// keys returns the keys in use: the keyring's, or the one fixed Key.
+func (u *UseCases) keys(ctx context.Context) *keySet {
+	if u.Keys != nil {
+		return u.Keys.current(ctx)
+	}
+	u.fixed.once.Do(func() {
+		u.fixed.set = &keySet{active: u.Key, keys: []passport.Key{u.Key},
+			records: []keyring.Record{{ID: u.Key.ID(), Alg: u.Key.Alg(), State: keyring.Active}}}
+	})
+	return u.fixed.set
+}
+
+// fixedKeys is the key set of UseCases.Key, built once.
+type fixedKeys struct {
+	once sync.Once
+	set  *keySet
+}
+
+// signer signs the passport of a freshly computed entry with k and records
+// the passport's id and k's with it (ledger.IssueFunc).
+func (u *UseCases) signer(k passport.Key) ledger.IssueFunc {
+	return func(e *ledger.ScoreEntry) ([]byte, string, error) {
+		p, err := passport.New(e.AgentID, u.Platform, e.Result, e.ComputedAt)
+		if err != nil {
+			return nil, "", fmt.Errorf("issuing a passport for %q: %w", e.AgentID, err)
+		}
+		doc, err := p.Sign(k)
+		if err != nil {
+			return nil, "", fmt.Errorf("signing a passport for %q: %w", e.AgentID, err)
+		}
+		// The store keeps the history of passports by this id (an appeal
+		// names the passport it disputes by it, §11.3) and finds those an
+		// older key signed by KeyID.
+		e.PassportID, e.KeyID = p.AgentPassportID, k.ID()
+		return doc, p.Issuer.Signature, nil
+	}
+}
+
+// signedBy returns the id of the key of s that signed a stored passport
+// ("" for the fixed key, which has none), and whether one of s did: a
+// stored passport is served only while the key that signed it is the
+// active one. The store records the key of what this version issues;
+// a passport stored without it (issued before keyrings) is verified to
+// find it, which costs about one HMAC.
+func signedBy(s *keySet, e *ledger.ScoreEntry, now time.Time) (string, bool) {
+	if e.KeyID != "" {
+		return e.KeyID, true
+	}
+	v := passport.Verify(e.Passport, s.keys, now)
+	if v.KeyIndex < 0 {
+		return "", false
+	}
+	return s.keys[v.KeyIndex].ID(), true
+}
+
+// Keyring returns every key of the database's keyring, oldest first, without
+// their sealed material: what `swarmscore key list` shows. It needs no
+// master key. Errors: ErrUnavailable.
+func (u *UseCases) Keyring(ctx context.Context) ([]keyring.Record, error) {
+	recs, err := u.Store.Keys(ctx)
+	for i := range recs {
+		recs[i].Sealed = nil
+	}
+	return recs, err
+}
+
+// RotateKey makes a new active key of alg (Keyring.Rotate) and returns its
+// record. Re-issue the passports older keys signed with ReissuePassports.
+// Errors: ErrInvalid without a keyring, and Keyring.Rotate's.
+func (u *UseCases) RotateKey(ctx context.Context, alg string) (keyring.Record, error) {
+	if u.Keys == nil {
+		return keyring.Record{}, fmt.Errorf("%w: no keyring is open", errkind.ErrInvalid)
+	}
+	return u.Keys.Rotate(ctx, alg)
+}
+
+// SetKeyState retires or revokes key id (keyring.CheckMove's rules: the
+// active key is replaced by a rotation, never retired) as of now, and
+// reloads this process's keyring. Passports the key signed then fail with
+// key_retired or key_revoked; the other processes see it within a second.
+// Errors: ErrNotFound for an unknown key, ErrConflict for a move the rules
+// refuse, ErrInvalid, ErrUnavailable.
+func (u *UseCases) SetKeyState(ctx context.Context, id string, to keyring.State) error {
+	if to != keyring.Retired && to != keyring.Revoked {
+		return fmt.Errorf("%w: a key is retired or revoked by hand; %s comes from a rotation", errkind.ErrInvalid, to)
+	}
+	if err := u.Store.SetKeyState(ctx, id, to, u.clock()); err != nil {
+		return err
+	}
+	if u.Keys != nil {
+		return u.Keys.Reload(ctx)
+	}
+	return nil
+}
+
+// ReissueReport says how far ReissuePassports got.
+type ReissueReport struct {
+	// Reissued counts the passports signed again with the active key.
+	Reissued int
+	// Batches counts the batches done; Last is the last agent re-issued
+	// ("" before the first).
+	Batches int
+	Last    string
+}
+
+// ReissuePassports signs again, with the active key, every stored passport
+// that has not expired and that another key signed (or whose key was not
+// recorded: issued before keyrings), batch agents at a time (1 to
+// ledger.MaxListLimit), calling progress after each batch. Each passport is
+// replaced in its own transaction, so an interrupted run loses nothing, and
+// running it again resumes where it stopped: what was re-issued is signed
+// by the active key and is not found again. Errors: ErrInvalid for a batch
+// size out of range, ctx's error when it ends (with the report so far),
+// ErrUnavailable.
+func (u *UseCases) ReissuePassports(ctx context.Context, batch int, progress func(ReissueReport)) (ReissueReport, error) {
+	var rep ReissueReport
+	if batch < 1 || batch > ledger.MaxListLimit {
+		return rep, fmt.Errorf("%w: batch size %d is outside 1..%d", errkind.ErrInvalid, batch, ledger.MaxListLimit)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		ks, now := u.keys(ctx), u.now()
+		agents, err := u.Store.StalePassports(ctx, ks.active.ID(), now, rep.Last, batch)
+		if err != nil {
+			return rep, err
+		}
+		for _, a := range agents {
+			if _, err := u.Store.RefreshScore(ctx, a, now, u.signer(ks.active)); err != nil {
+				return rep, err
+			}
+			rep.Reissued++
+			rep.Last = a
+		}
+		if len(agents) == 0 {
+			return rep, nil
+		}
+		rep.Batches++
+		if progress != nil {
+			progress(rep)
+		}
+	}
+}
+
+// PublicKeys returns the JWK set of every Ed25519 key whose passports may
+// still be valid: the active key and the verify-only ones demoted less
+// than a passport's lifetime (plus the clock-skew allowance) ago. HMAC keys
+// are never published. It reloads a stale keyring like the other use
+// cases and cannot fail.
+func (u *UseCases) PublicKeys(ctx context.Context) passport.JWKSet {
+	s := u.keys(ctx)
+	now := u.now()
+	set := passport.JWKSet{Keys: []passport.JWK{}}
+	for i, k := range s.keys {
+		rec := s.records[i]
+		if k.Alg() != passport.AlgEdDSA || !rec.State.Accepted() {
+			continue
+		}
+		var expires time.Time
+		if rec.State == keyring.VerifyOnly {
+			if expires = rec.StateChangedAt.Add(passport.Validity + passport.MaxClockSkew); !now.Before(expires) {
+				continue
+			}
+		}
+		j, err := passport.PublicJWK(k, string(rec.State), rec.CreatedAt, expires)
+		if err != nil { // every key of a keyring has an id
+			continue
+		}
+		set.Keys = append(set.Keys, j)
+	}
+	return set
+}
+
+// KeyringStats describes the active key, for metrics.
+type KeyringStats struct {
+	// ActiveID and ActiveAlg name the key that signs.
+	ActiveID, ActiveAlg string
+	// ActiveSince is the active key's creation time; zero for a static key
+	// (SWARMSCORE_SIGNING_KEY), whose age is not known.
+	ActiveSince time.Time
+}
+
+// KeyringStats returns what is known about the active key now, without
+// reloading or blocking.
+func (u *UseCases) KeyringStats() KeyringStats {
+	var s *keySet
+	if u.Keys != nil {
+		s = u.Keys.set.Load()
+	} else {
+		s = u.keys(context.Background())
+	}
+	a := s.activeRecord()
+	return KeyringStats{ActiveID: a.ID, ActiveAlg: a.Alg, ActiveSince: a.CreatedAt}
+}
