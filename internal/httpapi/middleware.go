@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -394,10 +395,24 @@ func (c *capture) Write(b []byte) (int, error) {
 // fail answers with the problem for err. An error whose message the caller
 // does not see (an internal failure, the database being unavailable, a
 // back end's "not found") is logged with it, under the request id the
-// problem carries.
+// problem carries; during a database outage only its first 503 is logged
+// above DEBUG (health). A 429 or 503 carries Retry-After.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	r = withRequestID(w, r)
 	p, level, logged := problemFor(err)
+	switch p.Status {
+	case http.StatusServiceUnavailable:
+		var busy *busyError
+		if errors.As(err, &busy) {
+			s.logBusy(r)
+		} else if logged {
+			level = s.health.unavailable(level)
+		}
+	case http.StatusTooManyRequests:
+		if rw, ok := w.(*recorder); ok {
+			rw.rateLimited = true // sampled in the access log
+		}
+	}
 	if logged {
 		s.log.Log(r.Context(), level, "request failed", "request_id", requestIDFrom(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "problem", p.Type[len(ProblemBase):], "err", err)
@@ -405,5 +420,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="swarmscore"`)
 	}
+	retryAfter(w.Header(), p.Status, err)
 	writeProblem(w, r, p)
 }
