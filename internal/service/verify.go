@@ -238,13 +238,16 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 // answers asOf holds exactly those (any report that could change them
 // invalidates it), and reading it is one indexed row, so verifying a
 // current passport costs no window count; otherwise the ledger is counted.
-func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
+// until is the first instant the counts may differ when they came from a
+// cache entry (its ValidUntil), else asOf itself.
+func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
 	e, ok, err := u.Store.CachedScore(ctx, agentID, asOf)
 	if err != nil {
-		return score.Counts{}, err
+		return score.Counts{}, asOf, err
 	}
 	if ok {
-		return e.Result.Counts, nil
+		return e.Result.Counts, e.ValidUntil, nil
 	}
-	return u.Store.Counts(ctx, agentID, asOf)
+	c, err = u.Store.Counts(ctx, agentID, asOf)
+	return c, asOf, err
 }

@@ -80,7 +80,7 @@ type ChangeFinder interface {
 // L1 (nothing returned). Errors: ErrUnavailable.
 func (u *UseCases) ledgerLevel(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (*CurrentScore, []ledger.EventKey, error) {
 	at := p.Issuer.ComputedAt
-	counts, err := u.ledgerCounts(ctx, p.AgentID, at)
+	counts, until, err := u.ledgerCounts(ctx, p.AgentID, at)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
 		return nil, nil, nil // not our agent: L1 stands
@@ -112,7 +112,7 @@ func (u *UseCases) ledgerLevel(ctx context.Context, p *passport.Passport, v *pas
 			v.ScoreValid = false
 		}
 	}
-	cur, now, err := u.currentCounts(ctx, p.AgentID, at, counts)
+	cur, now, err := u.currentCounts(ctx, p.AgentID, counts, until)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,12 +157,14 @@ func (u *UseCases) changedSinceIssue(ctx context.Context, agentID string, at tim
 }
 
 // currentCounts are the agent's counts now (to the second), read without
-// writing (verifying issues nothing): the cache entry answering now, else
-// the ledger. A passport computed as of now has atCounts.
-func (u *UseCases) currentCounts(ctx context.Context, agentID string, at time.Time, atCounts score.Counts) (score.Counts, time.Time, error) {
+// writing (verifying issues nothing): known's, when they hold until after
+// now (the cache entry that gave them still answers: the common case of a
+// current passport, with no second query), else the cache entry answering
+// now, else the ledger.
+func (u *UseCases) currentCounts(ctx context.Context, agentID string, known score.Counts, until time.Time) (score.Counts, time.Time, error) {
 	now := u.now()
-	if !now.After(at) {
-		return atCounts, at, nil
+	if now.Before(until) {
+		return known, now, nil
 	}
 	e, ok, err := u.Store.CachedScore(ctx, agentID, now)
 	if err != nil {
