@@ -21,7 +21,7 @@ import (
 func duplicateMember(b []byte, maxDepth int) (path string, found bool) {
 	d := dupScanner{b: b, max: maxDepth}
 	d.value(0)
-	return d.dup, d.dup != ""
+	return d.dup, d.found
 }
 
 type dupScanner struct {
@@ -29,7 +29,8 @@ type dupScanner struct {
 	i     int
 	max   int
 	stack []string // the names leading to the current value, where checked
-	dup   string
+	dup   string   // the repeated name's path, once found
+	found bool
 }
 
 func (d *dupScanner) space() {
@@ -47,7 +48,7 @@ func (d *dupScanner) space() {
 // objects in it at depth+1 and below.
 func (d *dupScanner) value(depth int) {
 	d.space()
-	if d.i >= len(d.b) || d.dup != "" {
+	if d.i >= len(d.b) || d.found {
 		return
 	}
 	switch d.b[d.i] {
@@ -60,7 +61,7 @@ func (d *dupScanner) value(depth int) {
 			d.i++
 			return
 		}
-		for d.i < len(d.b) && d.dup == "" {
+		for d.i < len(d.b) && !d.found {
 			d.value(depth)
 			d.space()
 			if d.i >= len(d.b) {
@@ -91,7 +92,7 @@ func (d *dupScanner) object(depth int) {
 	check := d.max == 0 || depth <= d.max
 	var names []string
 	var set map[string]bool // past a few names, a set instead of a scan
-	for d.dup == "" {
+	for !d.found {
 		d.space()
 		if d.i >= len(d.b) {
 			return
@@ -129,7 +130,7 @@ func (d *dupScanner) object(depth int) {
 				}
 			}
 			if seen {
-				d.dup = strings.Join(append(d.stack, name), ".")
+				d.dup, d.found = strings.Join(append(d.stack, name), "."), true
 				return
 			}
 			d.stack = append(d.stack, name)
@@ -172,6 +173,9 @@ func (d *dupScanner) str() []byte {
 // JSON document b (maxDepth as for duplicateMember), or nil.
 func checkDuplicates(b []byte, maxDepth int) error {
 	if path, ok := duplicateMember(bytes.TrimSpace(b), maxDepth); ok {
+		if path == "" || strings.HasSuffix(path, ".") {
+			path += `""` // the empty name
+		}
 		return errorf(ptInvalid, "field %s appears more than once; each member name may appear once per object", path)
 	}
 	return nil
