@@ -606,3 +606,28 @@ func TestVerifyCurrentAndChanges(t *testing.T) {
 		t.Fatalf("body %s", r.body)
 	}
 }
+
+// TestClientGone: a request whose client hangs up while it waits on the
+// database is recorded as 499 and logged at DEBUG, not as an internal
+// error.
+func TestClientGone(t *testing.T) {
+	h := newHarness(t, Options{})
+	b := &blocking{fake: h.f, entered: make(chan struct{}, 1)}
+	logs := &syncLog{}
+	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), MetricsAllow: h.s.scrapers})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest("GET", "/swarmscore/agent-1", nil).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	go func() { <-b.entered; cancel() }()
+	s.ServeHTTP(rec, req)
+	if rec.Code != statusClientClosed || strings.Contains(logs.String(), `"level":"ERROR"`) || strings.Contains(logs.String(), `"level":"WARN"`) ||
+		!strings.Contains(logs.String(), `"msg":"client went away"`) {
+		t.Fatalf("%d\n%s", rec.Code, logs)
+	}
+	m := httptest.NewRecorder()
+	s.ServeHTTP(m, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(m.Body.String(), `swarmscore_http_requests_total{code="499",route="GET /swarmscore/{agent_id}"} 1`) {
+		t.Fatalf("metrics:\n%s", grep(m.Body.Bytes(), "499"))
+	}
+}

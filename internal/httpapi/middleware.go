@@ -399,6 +399,9 @@ func (c *capture) Write(b []byte) (int, error) {
 // above DEBUG (health). A 429 or 503 carries Retry-After.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	r = withRequestID(w, r)
+	if s.clientGone(w, r, err) {
+		return
+	}
 	p, level, logged := problemFor(err)
 	switch p.Status {
 	case http.StatusServiceUnavailable:
@@ -422,4 +425,23 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	retryAfter(w.Header(), p.Status, err)
 	writeProblem(w, r, p)
+}
+
+// statusClientClosed is the status recorded for a request whose client went
+// away before its answer was ready (nginx's 499): no one reads it, and it
+// is neither the server's fault nor the database's.
+const statusClientClosed = 499
+
+// clientGone answers (with statusClientClosed, for the access log and the
+// metrics) a request that failed because its client went away: its
+// context was cancelled, and the error is that cancellation. It is logged
+// at DEBUG: a client hanging up is not a failure of the server.
+func (s *Server) clientGone(w http.ResponseWriter, r *http.Request, err error) bool {
+	if !errors.Is(r.Context().Err(), context.Canceled) || !errors.Is(err, context.Canceled) {
+		return false
+	}
+	s.log.Log(r.Context(), slog.LevelDebug, "client went away", "request_id", requestIDFrom(r.Context()),
+		"method", r.Method, "path", r.URL.Path, "err", err)
+	w.WriteHeader(statusClientClosed)
+	return true
 }
