@@ -34,7 +34,12 @@ import (
 
 // Defaults of the Options that bound waits and failures.
 const (
-	DefaultDBTimeout     = 5 * time.Second
+	// DefaultDBTimeout is Options.DBTimeout when zero (serve's
+	// --db-timeout): the longest a request waits for the database.
+	DefaultDBTimeout = 5 * time.Second
+	// DefaultDBMaxRequests is Options.DBMaxRequests when zero (serve's
+	// --db-max-requests): requests using or waiting on the database at
+	// once; more are answered 503 at once.
 	DefaultDBMaxRequests = 64
 	// readyTimeout bounds /readyz: probes expect an answer within 2 s.
 	readyTimeout = 2 * time.Second
@@ -77,7 +82,8 @@ func newDBGate(timeout time.Duration, max int) *dbGate {
 	return &dbGate{timeout: timeout, slots: make(chan struct{}, max)}
 }
 
-// errBusy is the answer when every slot is taken.
+// busyError is the answer when every slot is taken: 503 at once, and
+// logged one line per rateLimitedLogEvery (logBusy).
 type busyError struct{ max int }
 
 func (e *busyError) Error() string {
@@ -211,9 +217,9 @@ const (
 	outage              // a probe confirmed it
 )
 
-// unavailable records a request answered 503 because of err and returns
-// the level to log it at: level for the first of an episode, DEBUG for the
-// others.
+// unavailable records a request answered 503 because the database was
+// unavailable and returns the level to log it at: level for the first of
+// an episode (which starts the probe), DEBUG for the others.
 func (h *health) unavailable(level slog.Level) slog.Level {
 	h.mu.Lock()
 	defer h.mu.Unlock()
