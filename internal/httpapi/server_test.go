@@ -117,7 +117,11 @@ func (f *fake) Authenticate(ctx context.Context, token string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: unknown token", errkind.ErrUnauthorized)
 }
-func (f *fake) Ready(ctx context.Context) error { return f.readyErr }
+func (f *fake) Ready(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.readyErr
+}
 func (f *fake) CertificateStats() service.CertificateStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -136,12 +140,12 @@ type harness struct {
 	t    testing.TB
 	f    *fake
 	s    *Server
-	logs *bytes.Buffer
+	logs *syncLog // read while the server may write (a database probe)
 }
 
 func newHarness(t testing.TB, opt Options) *harness {
-	logs := &bytes.Buffer{}
-	opt.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &syncLog{}
+	opt.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opt.Now = func() time.Time { return now }
 	if opt.MetricsAllow == nil {
 		// httptest's requests come from 192.0.2.1.
@@ -156,17 +160,6 @@ func newHarness(t testing.TB, opt Options) *harness {
 	s := New(f, opt)
 	t.Cleanup(func() { s.Close() })
 	return &harness{t: t, f: f, s: s, logs: logs}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 type response struct {
