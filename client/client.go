@@ -48,6 +48,13 @@ const (
 	ProblemRateLimited      = ProblemBase + "rate-limited"
 	ProblemInternal         = ProblemBase + "internal"
 	ProblemUnavailable      = ProblemBase + "unavailable"
+	// What the server's HTTP layer answers before any route: headers too
+	// large (431), an unsupported Transfer-Encoding (501), HTTP version
+	// (505) or Expect (417). A malformed request is ProblemInvalid.
+	ProblemHeadersTooLarge     = ProblemBase + "headers-too-large"
+	ProblemNotImplemented      = ProblemBase + "not-implemented"
+	ProblemVersionNotSupported = ProblemBase + "http-version-not-supported"
+	ProblemExpectationFailed   = ProblemBase + "expectation-failed"
 )
 
 // Problem is an error response (RFC 9457). A response that is not a
@@ -246,16 +253,46 @@ type Verification struct {
 	// Checks maps each level the server ran to its result (the Check*
 	// names and results below); a server may report more levels.
 	Checks map[string]string `json:"checks"`
+	// Current is the agent's score now, when the server holds its ledger
+	// (nil otherwise). A passport that was true when issued but whose
+	// agent's counts have changed since has the warning WarningSuperseded.
+	Current *CurrentScore `json:"current"`
+	// ChangedSinceIssue lists, with the warning
+	// WarningLedgerChangedSinceIssue, the events reported or corrected
+	// after the passport was issued that changed the window it counts.
+	ChangedSinceIssue []EventRef `json:"changed_since_issue"`
 }
+
+// CurrentScore is an agent's score as of ComputedAt.
+type CurrentScore struct {
+	Score      int       `json:"score"`
+	Tier       string    `json:"tier"`
+	ComputedAt time.Time `json:"computed_at"`
+}
+
+// EventRef names an event: its type (conduit_session, ap2_transaction)
+// and id.
+type EventRef struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// Warnings of the verification policy (Verification.Warnings codes): the
+// passport still verifies.
+const (
+	WarningSuperseded              = "superseded"
+	WarningLedgerChangedSinceIssue = "ledger_changed_since_issue"
+)
 
 // The checks a server reports in Verification.Checks, and their results.
 const (
 	CheckSignature   = "signature"   // CheckOK or CheckFailed
 	CheckConsistency = "consistency" // CheckOK or CheckFailed
 	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, CheckNotYetValid, or CheckFailed (no readable expires_at)
-	// CheckLedger: CheckConfirmed by the server's ledger, CheckMismatch, or
-	// CheckNotApplicable when the server has no ledger for the agent (one
-	// it has never seen).
+	// CheckLedger: CheckConfirmed by the server's ledger; CheckMismatch;
+	// CheckChangedSinceIssue when the ledger confirmed it as it stood at
+	// issue and reports received since changed it; CheckNotApplicable
+	// when the server has no ledger for the agent (one it has never seen).
 	CheckLedger = "ledger"
 	CheckAgent  = "agent" // CheckOK, CheckMismatch, or CheckNotApplicable when no agent was asked about
 
@@ -266,6 +303,8 @@ const (
 	CheckConfirmed     = "confirmed"
 	CheckMismatch      = "mismatch"
 	CheckNotApplicable = "not_applicable"
+	// CheckChangedSinceIssue: see CheckLedger.
+	CheckChangedSinceIssue = "changed_since_issue"
 )
 
 // VerifyError is one reason a passport is not valid, with a stable code.

@@ -64,7 +64,15 @@ SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
 An event dated later than the server's clock by more than --max-clock-skew is
 rejected (once stored, it could never be corrected). /metrics answers only to
 the networks given with --metrics-allow (default loopback). A port already in
-use exits with status 4 (unavailable).`
+use exits with status 4 (unavailable).
+
+A request waits for the database at most --db-timeout (connection and
+statements), and at most --db-max-requests requests use or wait on it at
+once; past either, the answer is 503 with Retry-After, and the service
+recovers by itself when the database does. /readyz answers within 2 s. The
+rate limit counts IPv6 clients per network of --rate-ipv6-prefix bits (a /64);
+failed operator authentications are throttled per client (10, then one per
+6 s).`
 
 func newServeCmd() *cobra.Command {
 	var cfg serveConfig
@@ -90,6 +98,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	f.DurationVar(&cfg.checkpointEvery, "checkpoint-every", 0, "sign a checkpoint of the ledger at start and at this interval, when a chain head moved since the latest (0: never)")
 	cfg.keys.register(f)
+	f.DurationVar(&cfg.dbTimeout, "db-timeout", httpapi.DefaultDBTimeout, "longest a request waits for the database (connection, statements) before it is answered 503")
+	f.IntVar(&cfg.dbMax, "db-max-requests", httpapi.DefaultDBMaxRequests, "most requests using or waiting on the database at once; more are answered 503 at once")
+	f.IntVar(&cfg.v6Prefix, "rate-ipv6-prefix", 64, "IPv6 clients in one network of this prefix length share a rate-limit bucket (1-128)")
 	return cmd
 }
 
@@ -104,6 +115,9 @@ type serveConfig struct {
 	logLevel           string
 	checkpointEvery    time.Duration
 	keys               keyFlags
+	dbTimeout          time.Duration
+	dbMax              int
+	v6Prefix           int
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -146,6 +160,12 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	if cfg.checkpointEvery != 0 && cfg.checkpointEvery < minCheckpointEvery {
 		return usageErrorf("--checkpoint-every %s is below %s (0 disables it)", cfg.checkpointEvery, minCheckpointEvery)
+	}
+	if cfg.dbTimeout <= 0 || cfg.dbMax < 1 {
+		return usageErrorf("--db-timeout must be positive and --db-max-requests at least 1")
+	}
+	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
+		return usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
 	}
 	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
 	if err != nil {
@@ -219,7 +239,8 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
 	}
 	handler := httpapi.New(u, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies,
-		MetricsAllow: scrapers})
+		MetricsAllow: scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax})
+	defer handler.Close()
 	srv := &http.Server{
 		Handler:           mountPages(handler, u, log),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -231,10 +252,12 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "db", drivers.redact(dsn), "platform", cfg.platform,
-		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(scrapers))
+		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(scrapers), "db_timeout", cfg.dbTimeout.String())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// net/http's own answers (a malformed request, headers too large) are
+	// problems too.
+	go func() { errc <- srv.Serve(httpapi.Listener(ln)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving: %w", err)

@@ -9,6 +9,7 @@
 package errkind
 
 import (
+	"context"
 	"errors"
 
 	"github.com/swarmscore/swarmscore/passport"
@@ -52,10 +53,19 @@ var sentinels = []struct {
 	{ErrUnauthorized, Unauthorized},
 	{ErrForbidden, Forbidden},
 	{ErrUnavailable, Unavailable},
+	// A deadline that ran out is the one the server put on its own wait
+	// for the database (a pool that cannot hand out a connection in time,
+	// a connect or a statement that does not return: the database is
+	// unreachable or overloaded), or a client's on its wait for a server:
+	// either way the other side did not answer in time, and trying again
+	// later may succeed. A cancelled context is not: someone gave up.
+	{context.DeadlineExceeded, Unavailable},
 }
 
 // Of reports the kind of err: the first sentinel in the chain that it matches,
-// Unknown if none (including nil).
+// Unknown if none (including nil). context.DeadlineExceeded anywhere in the
+// chain (a pool acquire, connect or statement that ran past its deadline)
+// is Unavailable, unless a sentinel above it in the list says otherwise.
 func Of(err error) Kind {
 	if err == nil {
 		return Unknown

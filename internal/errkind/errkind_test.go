@@ -1,6 +1,7 @@
 package errkind
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -23,6 +24,14 @@ func TestOf(t *testing.T) {
 		{ErrUnauthorized, Unauthorized},
 		{ErrForbidden, Forbidden},
 		{fmt.Errorf("db: %w", ErrUnavailable), Unavailable},
+		// A wait for the database that ran out of time, as pgxpool's
+		// Acquire and database/sql return it.
+		{fmt.Errorf("postgres: acquire: %w", context.DeadlineExceeded), Unavailable},
+		{context.DeadlineExceeded, Unavailable},
+		// Someone gave up: not the database's fault.
+		{fmt.Errorf("sqlite: query: %w", context.Canceled), Unknown},
+		// The store's kind wins over the deadline it also carries.
+		{fmt.Errorf("%w: %w", ErrNotFound, context.DeadlineExceeded), NotFound},
 	}
 	for _, c := range cases {
 		if got := Of(c.err); got != c.want {

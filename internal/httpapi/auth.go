@@ -15,6 +15,16 @@ const maxTokenLen = 256
 // authenticate resolves the request's bearer token to an operator. The
 // token is never logged nor echoed: details say what is wrong with the
 // header, not what it held.
+//
+// Failed lookups are throttled per client (the rate limit's client, IPv6
+// per network): Options.AuthFailures in a burst, then one per
+// Options.AuthFailureEvery; past that the client gets 429 with
+// Retry-After and no lookup, whatever token it sends. A client with
+// recent failures takes one of its allowance before its lookup and gets it
+// back if the token is good, so parallel guesses cannot overrun the
+// throttle; a client with none looks up freely, so an operator's parallel
+// requests are never throttled. The lookup holds a database slot
+// (Options.DBMaxRequests) under Options.DBTimeout.
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -28,12 +38,40 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	if token == "" || len(token) > maxTokenLen {
 		return "", errorf(ptUnauthorized, "the Authorization header's bearer token is empty or too long")
 	}
-	op, err := s.svc.Authenticate(r.Context(), token)
+	client := s.clientIP(r)
+	reserved := false
+	if !s.authFails.full(client, s.now()) {
+		ok, wait := s.authFails.allow(client, s.now())
+		if !ok {
+			s.authThrottled.Add(1)
+			secs := seconds(wait)
+			return "", &retryAfterError{errorf(ptRateLimited, "too many failed authentications from this client; retry after %d s", secs), secs}
+		}
+		reserved = true
+	}
+	ctx, done, err := s.gate.enter(r.Context())
+	if err != nil {
+		if reserved {
+			s.authFails.refund(client, s.now())
+		}
+		return "", err
+	}
+	op, err := s.svc.Authenticate(ctx, token)
+	done()
 	switch {
 	case err == nil:
+		if reserved {
+			s.authFails.refund(client, s.now())
+		}
 		return op, nil
 	case errors.Is(err, errkind.ErrUnauthorized):
+		if !reserved {
+			s.authFails.allow(client, s.now())
+		}
 		return "", &httpError{ptUnauthorized, "the bearer token is not valid (unknown or revoked)"}
+	}
+	if reserved {
+		s.authFails.refund(client, s.now())
 	}
 	return "", err
 }

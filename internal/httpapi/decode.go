@@ -11,23 +11,34 @@ import (
 )
 
 // decodeObject decodes a request body holding exactly one JSON object into
-// dst, refusing unknown fields and trailing data. Its errors are problems
-// that name the field: malformed-json for syntax, wrong-type for a value of
-// the wrong JSON type, invalid-request for an unknown field.
+// dst, refusing unknown fields, trailing data and member names that appear
+// twice in one object at any depth. Its errors are problems that name the
+// field: malformed-json for syntax, wrong-type for a value of the wrong
+// JSON type, invalid-request for an unknown or repeated field.
 func decodeObject(body io.Reader, dst any) error {
-	dec := json.NewDecoder(body)
+	b, err := io.ReadAll(body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		return errorf(ptInvalid, "the request body could not be read: %v", err)
+	}
+	return decodeJSON(b, dst, 0)
+}
+
+// decodeJSON is decodeObject over a body already read, checking repeated
+// names dupDepth objects deep (0: every depth).
+func decodeJSON(b []byte, dst any, dupDepth int) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return err
-		}
 		return errorf(ptMalformedJSON, "unexpected data after the JSON object")
 	}
-	return nil
+	return checkDuplicates(b, dupDepth)
 }
 
 // jsonError turns an encoding/json error into a problem naming the field.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -108,6 +109,22 @@ type verifyResponse struct {
 	Errors            []service.VerifyError `json:"errors"`
 	Warnings          []service.VerifyError `json:"warnings"`
 	Checks            service.Checks        `json:"checks"`
+	// Current is the agent's score now, when this server holds its
+	// ledger; ChangedSinceIssue the events behind a
+	// ledger_changed_since_issue warning.
+	Current           *currentScore `json:"current,omitempty"`
+	ChangedSinceIssue []eventRef    `json:"changed_since_issue,omitempty"`
+}
+
+type currentScore struct {
+	Score      int        `json:"score"`
+	Tier       score.Tier `json:"tier"`
+	ComputedAt string     `json:"computed_at"`
+}
+
+type eventRef struct {
+	Type ledger.Type `json:"type"`
+	ID   string      `json:"id"`
 }
 
 // verifyExpected says what a verify request is, for the details of
@@ -157,6 +174,12 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	if resp.Warnings == nil {
 		resp.Warnings = []service.VerifyError{}
 	}
+	if c := v.Current; c != nil {
+		resp.Current = &currentScore{Score: c.Score, Tier: c.Tier, ComputedAt: rfc3339(c.ComputedAt)}
+	}
+	for _, k := range v.ChangedSinceIssue {
+		resp.ChangedSinceIssue = append(resp.ChangedSinceIssue, eventRef{k.Type, k.ID})
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, marshal(resp))
 }
@@ -184,7 +207,10 @@ func readVerifyRequest(body io.Reader, size int64) (doc []byte, agent string, er
 	b := buf.Bytes()
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 	var req verifyRequest
-	if err := decodeObject(bytes.NewReader(b), &req); err != nil {
+	// Repeated names are checked in the wrapper only: the passport is the
+	// verifier's to judge (a repeated name in it is invalid_json, as in a
+	// bare passport), and a 200 saying why beats a 400.
+	if err := decodeJSON(b, &req, 1); err != nil {
 		var he *httpError
 		switch {
 		case !errors.As(err, &he):
@@ -472,8 +498,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`+"\n"))
 }
 
+// readyz answers within 2 s (or Options.DBTimeout if shorter), whatever
+// the database does: a probe that hangs is worse than one that fails.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Ready(r.Context()); err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, s.gate.timeout))
+	defer cancel()
+	if err := s.svc.Ready(ctx); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -394,10 +395,27 @@ func (c *capture) Write(b []byte) (int, error) {
 // fail answers with the problem for err. An error whose message the caller
 // does not see (an internal failure, the database being unavailable, a
 // back end's "not found") is logged with it, under the request id the
-// problem carries.
+// problem carries; during a database outage only its first 503 is logged
+// above DEBUG (health). A 429 or 503 carries Retry-After.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	r = withRequestID(w, r)
+	if s.clientGone(w, r, err) {
+		return
+	}
 	p, level, logged := problemFor(err)
+	switch p.Status {
+	case http.StatusServiceUnavailable:
+		var busy *busyError
+		if errors.As(err, &busy) {
+			s.logBusy(r)
+		} else if logged {
+			level = s.health.unavailable(level)
+		}
+	case http.StatusTooManyRequests:
+		if rw, ok := w.(*recorder); ok {
+			rw.rateLimited = true // sampled in the access log
+		}
+	}
 	if logged {
 		s.log.Log(r.Context(), level, "request failed", "request_id", requestIDFrom(r.Context()),
 			"method", r.Method, "path", r.URL.Path, "problem", p.Type[len(ProblemBase):], "err", err)
@@ -405,5 +423,25 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="swarmscore"`)
 	}
+	retryAfter(w.Header(), p.Status, err)
 	writeProblem(w, r, p)
+}
+
+// statusClientClosed is the status recorded for a request whose client went
+// away before its answer was ready (nginx's 499): no one reads it, and it
+// is neither the server's fault nor the database's.
+const statusClientClosed = 499
+
+// clientGone answers (with statusClientClosed, for the access log and the
+// metrics) a request that failed because its client went away: its
+// context was cancelled, and the error is that cancellation. It is logged
+// at DEBUG: a client hanging up is not a failure of the server.
+func (s *Server) clientGone(w http.ResponseWriter, r *http.Request, err error) bool {
+	if !errors.Is(r.Context().Err(), context.Canceled) || !errors.Is(err, context.Canceled) {
+		return false
+	}
+	s.log.Log(r.Context(), slog.LevelDebug, "client went away", "request_id", requestIDFrom(r.Context()),
+		"method", r.Method, "path", r.URL.Path, "err", err)
+	w.WriteHeader(statusClientClosed)
+	return true
 }

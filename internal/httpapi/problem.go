@@ -50,12 +50,18 @@ var (
 	ptRateLimited      = problemType{"rate-limited", "Too many requests", http.StatusTooManyRequests}
 	ptInternal         = problemType{"internal", "Internal server error", http.StatusInternalServerError}
 	ptUnavailable      = problemType{"unavailable", "Service unavailable", http.StatusServiceUnavailable}
+	// Answered by net/http itself, rewritten by Listener.
+	ptHeadersTooLarge     = problemType{"headers-too-large", "Request header fields too large", http.StatusRequestHeaderFieldsTooLarge}
+	ptNotImplemented      = problemType{"not-implemented", "Not implemented", http.StatusNotImplemented}
+	ptVersionNotSupported = problemType{"http-version-not-supported", "HTTP version not supported", http.StatusHTTPVersionNotSupported}
+	ptExpectationFailed   = problemType{"expectation-failed", "Expectation failed", http.StatusExpectationFailed}
 )
 
 // problemTypes lists every problem this server can send.
 var problemTypes = []problemType{
 	ptInvalid, ptMalformedJSON, ptWrongType, ptUnauthorized, ptForbidden, ptNotFound, ptNoRoute,
 	ptMethodNotAllowed, ptConflict, ptBodyTooLarge, ptRateLimited, ptInternal, ptUnavailable,
+	ptHeadersTooLarge, ptNotImplemented, ptVersionNotSupported, ptExpectationFailed,
 }
 
 // httpError is an error the HTTP layer itself raises (as opposed to one a
@@ -102,9 +108,12 @@ func classify(err error) (pt problemType, detail string, level slog.Level, logge
 	var he *httpError
 	var mb *http.MaxBytesError
 	var ie *service.InputError
+	var busy *busyError
 	switch {
 	case errors.As(err, &he):
 		return he.pt, he.detail, 0, false
+	case errors.As(err, &busy):
+		return ptUnavailable, busy.Error(), 0, false
 	case errors.As(err, &mb):
 		return ptBodyTooLarge, "request body exceeds " + strconv.FormatInt(mb.Limit, 10) + " bytes", 0, false
 	case errors.As(err, &ie) && ie.Problem == service.InputMalformed:

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -72,8 +73,28 @@ type Options struct {
 	RateLimit float64
 	// RateBurst is the bucket size; at least 1 when RateLimit is set.
 	RateBurst int
-	// RateClients bounds the number of client IPs tracked (default 10000).
+	// RateClients bounds the number of clients tracked (default 10000),
+	// by the rate limit and by the failed-authentication throttle each.
+	// Only clients whose buckets are full are forgotten (ratelimit.go).
 	RateClients int
+	// RateIPv6Prefix is the length of the IPv6 networks that count as one
+	// client, for the rate limit and the failed-authentication throttle
+	// (default 64: a host is usually given a /64).
+	RateIPv6Prefix int
+	// DBTimeout bounds each request's wait for the database (pool
+	// acquire, connect, statements): past it the request is answered 503
+	// with Retry-After (default DefaultDBTimeout). /readyz answers within
+	// 2 s, or DBTimeout if shorter.
+	DBTimeout time.Duration
+	// DBMaxRequests bounds the requests using or waiting on the database
+	// at once; more are answered 503 at once (default
+	// DefaultDBMaxRequests).
+	DBMaxRequests int
+	// AuthFailures is how many failed operator authentications a client
+	// may make in a burst (default 10) before it is throttled to one per
+	// AuthFailureEvery (default 6 s).
+	AuthFailures     int
+	AuthFailureEvery time.Duration
 	// TrustedProxies are the networks of reverse proxies whose
 	// X-Forwarded-For is believed when they are the TCP peer. Empty: the
 	// peer is the client and the header is ignored.
@@ -118,6 +139,12 @@ type Server struct {
 	now      func() time.Time
 	handler  http.Handler
 	limited  logSampler // the access log of rate-limited requests
+
+	// Bounded waits and failures (limits.go).
+	gate          *dbGate
+	authFails     *ipLimiter
+	authThrottled atomic.Uint64
+	health        *health
 }
 
 // New builds the server and its routes.
@@ -148,8 +175,9 @@ func New(svc Service, opt Options) *Server {
 		if clients <= 0 {
 			clients = 10000
 		}
-		s.limiter = newIPLimiter(opt.RateLimit, max(1, opt.RateBurst), clients)
+		s.limiter = newIPLimiter(opt.RateLimit, max(1, opt.RateBurst), clients, opt.RateIPv6Prefix)
 	}
+	s.initFaults(opt)
 
 	s.route("GET /swarmscore/{agent_id}/certificate", crossOrigin, maxNoBody, s.certificate)
 	s.route("POST /swarmscore/verify", crossOrigin, maxVerifyBody, s.verify)
@@ -199,6 +227,7 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 	s.routes[pattern] = true
 	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
+	usesDB := !withoutDatabase[pattern]
 	return func(w http.ResponseWriter, r *http.Request) {
 		rw, _ := w.(*recorder)
 		if rw != nil {
@@ -218,12 +247,8 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 		case public, crossOrigin:
 			if s.limiter != nil {
 				if ok, wait := s.limiter.allow(s.clientOf(rw, r), s.now()); !ok {
-					if rw != nil {
-						rw.rateLimited = true
-					}
-					secs := int64((wait + time.Second - 1) / time.Second)
-					w.Header().Set("Retry-After", itoa(secs))
-					s.fail(w, r, errorf(ptRateLimited, "rate limit exceeded for this client; retry after %d s", secs))
+					secs := seconds(wait)
+					s.fail(w, r, &retryAfterError{errorf(ptRateLimited, "rate limit exceeded for this client; retry after %d s", secs), secs})
 					return
 				}
 			}
@@ -243,6 +268,14 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 				return
 			}
 		}
-		h(w, r)
+		if err := bufferBody(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !usesDB {
+			h(w, r)
+			return
+		}
+		s.dbGuard(w, r, h)
 	}
 }

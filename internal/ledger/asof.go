@@ -8,11 +8,16 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// The ledger as it stood at an instant: every report and correction keeps
-// the time the ledger received it (a report's record its received_at, a
-// correction its at), so the state of an event at t is what the ledger had
-// received by t. Records written before received times were kept have none
-// and count as received before any t.
+// The ledger as it stood at an instant, for telling a passport that was
+// true when issued from one that was not: every report keeps the time the
+// ledger received it (its record's received_at), so the state of an event
+// at t is what its reports received by t said. Records written before
+// received times were kept have none and count as received before any t.
+// Corrections are not dated that way: a correction (a chargeback, an
+// upheld appeal) says the event was never what the ledger held, so it
+// applies to the ledger at every instant, and a passport it contradicts
+// was wrong when issued (issue 14), where a late report only makes a true
+// passport out of date (issue 12).
 
 // Receipt is one report's chain record: the status it reported and when the
 // ledger received it (zero when unknown).
@@ -21,27 +26,25 @@ type Receipt struct {
 	ReceivedAt time.Time
 }
 
-// History is an event with every report and correction the ledger holds of
-// it: the material to tell what the ledger said of it at any instant.
+// History is an event as corrected now, with every report the ledger
+// holds of it: the material to tell what the ledger said of it at any
+// instant.
 type History struct {
 	Event StoredEvent
 	// Reports are its report records in chain order.
 	Reports []Receipt
-	// Corrections are its corrections in the order they were made.
-	Corrections []Correction
 }
 
 // received reports whether the ledger had received a record by t.
 func received(at, t time.Time) bool { return at.IsZero() || !at.After(t) }
 
-// At returns the event as the ledger held it at t: the agent it counted
-// for, its status and whether it was voided; ok is false when no report of
-// it had been received.
+// At returns the event as the ledger held it at t, corrected: the agent
+// it counted for, its status and whether it was voided; ok is false when no
+// report of it had been received.
 //
 // A correction needs a final status, and a final status is never reported
-// over, so the reports received by t and the corrections made by t are in
-// that order: if a report came after t, no correction applies at t; else
-// the first correction after t says the state just before it.
+// over, so while a report is still to come after t no correction applies;
+// once every report was in by t, the event is as corrected now.
 func (h *History) At(t time.Time) (cur Current, ok bool) {
 	n := 0
 	for _, r := range h.Reports {
@@ -56,24 +59,14 @@ func (h *History) At(t time.Time) (cur Current, ok bool) {
 	case n < len(h.Reports):
 		return Current{AgentID: h.Event.Event.AgentID, Status: h.Reports[n-1].Status}, true
 	}
-	for _, c := range h.Corrections {
-		if !received(c.At, t) {
-			return Current{AgentID: c.FromAgent, Status: c.FromStatus}, true
-		}
-	}
 	return Current{AgentID: h.Event.CurrentAgent(), Status: h.Event.CurrentStatus(), Voided: h.Event.IsVoided()}, true
 }
 
-// changedAfter reports whether a report or correction of the event was
-// received after t.
-func (h *History) changedAfter(t time.Time) bool {
+// reportedAfter reports whether a report of the event was received after
+// t.
+func (h *History) reportedAfter(t time.Time) bool {
 	for _, r := range h.Reports {
 		if !received(r.ReceivedAt, t) {
-			return true
-		}
-	}
-	for _, c := range h.Corrections {
-		if !received(c.At, t) {
 			return true
 		}
 	}
@@ -110,9 +103,9 @@ func countIn(c *score.Counts, h *History, cur Current, agent string, asOf time.T
 // ChangedSince tells how agent's window ending asOf has changed since
 // issuedAt, from the histories of every event that is or was the agent's:
 // the events counted in it now, or counted in it as the ledger stood at
-// issuedAt, of which a report or correction was received after issuedAt
-// (by type, then id); and the window's counts as the ledger stood at
-// issuedAt.
+// issuedAt (At), of which a report was received after issuedAt (by type,
+// then id); and the window's counts as the ledger stood at issuedAt,
+// corrections applied.
 func ChangedSince(agent string, hs []History, asOf, issuedAt time.Time) (changed []EventKey, atIssue score.Counts) {
 	var now score.Counts
 	for i := range hs {
@@ -122,7 +115,7 @@ func ChangedSince(agent string, hs []History, asOf, issuedAt time.Time) (changed
 		if cur, ok := h.At(issuedAt); ok {
 			countedThen = countIn(&atIssue, h, cur, agent, asOf)
 		}
-		if (countedNow || countedThen) && h.changedAfter(issuedAt) {
+		if (countedNow || countedThen) && h.reportedAfter(issuedAt) {
 			changed = append(changed, EventKey{h.Event.Event.Type, h.Event.Event.ID})
 		}
 	}

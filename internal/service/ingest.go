@@ -268,7 +268,9 @@ func readArray(r io.Reader) ([]Item, error) {
 		return nil, arrayError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		if err != nil && !isSyntax(err) {
+		// A token cut short after the array (`[]"`) is the decoder's
+		// ErrUnexpectedEOF: malformed input, not a failure to read.
+		if err != nil && !isSyntax(err) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("reading events: %w", err)
 		}
 		return nil, &InputError{InputMalformed, "unexpected data after the JSON array of events"}

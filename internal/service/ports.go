@@ -34,6 +34,16 @@ type Database interface {
 // LedgerStore is the event record: it loads what a batch needs, writes
 // what ledger decides, counts windows and walks the hash chains.
 type LedgerStore interface {
+	// ChangedSince tells how the agent's window ending asOf has changed
+	// since issuedAt, as ledger.ChangedSince decides: the events counted
+	// in it now, or counted in it as the ledger stood at issuedAt, of which
+	// a report was received after issuedAt (by type, then id), and the
+	// window's four counts as the ledger stood at issuedAt (reports
+	// received after it ignored; corrections, which say the ledger was
+	// wrong, applied). Records written before received times were kept
+	// count as received before issuedAt. Errors: ErrNotFound for an
+	// unknown agent, ErrUnavailable.
+	ChangedSince(ctx context.Context, agentID string, asOf, issuedAt time.Time) (changed []ledger.EventKey, atIssue score.Counts, err error)
 	// Ingest records a batch reported by operator, in order, and returns
 	// one outcome per event (same index), all or nothing: on a returned
 	// error nothing was written. The decisions are ledger's; a rejected

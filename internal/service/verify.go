@@ -2,11 +2,10 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -27,6 +26,13 @@ type Verification struct {
 	Warnings []VerifyError
 	// Checks says which levels ran and what each found; never nil.
 	Checks Checks
+	// Current is the agent's score now, when this server holds its
+	// ledger (nil otherwise); see verify_policy.go.
+	Current *CurrentScore
+	// ChangedSinceIssue lists the events reported or corrected after the
+	// passport was issued that changed its window (the ledger check is
+	// then changed_since_issue).
+	ChangedSinceIssue []ledger.EventKey
 }
 
 // VerifyError is one finding, with a stable code (passport.Code*, or one of
@@ -79,7 +85,9 @@ const (
 	// expires_at.
 	CheckExpiry = "expiry"
 	// CheckLedger (L2): confirmed when this server's ledger gives the
-	// passport's counts as of its computed_at, mismatch when it does not,
+	// passport's counts as of its computed_at, changed_since_issue when it
+	// gave them as it stood at issue and reports received since changed
+	// them (CheckChangedSinceIssue), mismatch when neither,
 	// not_applicable when the server has no ledger for the agent (an agent
 	// it has never seen, an offline verification, a document that names no
 	// agent or could not be read).
@@ -160,9 +168,13 @@ func L1Checks(v *passport.Verification) Checks {
 // L1 is passport.Verify: the signature (against the server's keyring), the
 // document's internal consistency, and expiry. L2 runs when this server
 // holds the ledger of the passport's agent: the counts recomputed from it
-// as of the passport's computed_at must equal the passport's, else
-// score_valid is false. A passport for another agent than agentID is
-// detected_tampering. Checks says what each level found: a passport for an
+// as of the passport's computed_at must equal the passport's, or have
+// equalled them as the ledger stood when it was issued (a report received
+// since is ledger_changed_since_issue, a warning), else score_valid is
+// false (ledger_mismatch). A passport true when issued whose agent's
+// counts have changed since is superseded (a warning), and Current has
+// the agent's score now (verify_policy.go). A passport for another agent
+// than agentID is detected_tampering. Checks says what each level found: a passport for an
 // agent this server has never seen is valid on L1 alone, with the ledger
 // check not_applicable rather than confirmed. An unreadable document is
 // not an error: it is a Verification with valid false and the reasons.
@@ -170,6 +182,8 @@ func L1Checks(v *passport.Verification) Checks {
 func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
 	v := passport.Verify(doc, u.keys(ctx).keys, u.now())
 	checks := L1Checks(v)
+	var current *CurrentScore
+	var changed []ledger.EventKey
 	if p := v.Passport; p != nil {
 		switch {
 		case agentID == "":
@@ -182,22 +196,10 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 			checks.Set(CheckAgent, CheckOK)
 		}
 		if p.AgentID != "" {
-			counts, err := u.ledgerCounts(ctx, p.AgentID, p.Issuer.ComputedAt)
-			switch {
-			case errors.Is(err, errkind.ErrNotFound):
-				// Not our agent: L2 is not possible here, L1 stands.
-			case err != nil:
+			var err error
+			current, changed, err = u.ledgerLevel(ctx, p, v, checks)
+			if err != nil {
 				return Verification{}, err
-			case counts != p.Counts():
-				checks.Set(CheckLedger, CheckMismatch)
-				v.Fail(CodeLedgerMismatch, fmt.Sprintf(
-					"the ledger as of %s counts conduit %d/%d and ap2 %d/%d (success/total); the passport says %d/%d and %d/%d",
-					p.Issuer.ComputedAt.UTC().Format(time.RFC3339),
-					counts.ConduitSuccess, counts.ConduitTotal, counts.AP2Success, counts.AP2Total,
-					p.Counts().ConduitSuccess, p.Counts().ConduitTotal, p.Counts().AP2Success, p.Counts().AP2Total), false)
-				v.ScoreValid = false
-			default:
-				checks.Set(CheckLedger, CheckConfirmed)
 			}
 		}
 	}
@@ -209,6 +211,8 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 		Errors:            v.Errors,
 		Warnings:          v.Warnings,
 		Checks:            checks,
+		Current:           current,
+		ChangedSinceIssue: changed,
 	}
 	if v.ExpiresAt != nil {
 		out.ExpiresAt = *v.ExpiresAt
@@ -220,13 +224,16 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 // answers asOf holds exactly those (any report that could change them
 // invalidates it), and reading it is one indexed row, so verifying a
 // current passport costs no window count; otherwise the ledger is counted.
-func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
+// until is the first instant the counts may differ when they came from a
+// cache entry (its ValidUntil), else asOf itself.
+func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
 	e, ok, err := u.Store.CachedScore(ctx, agentID, asOf)
 	if err != nil {
-		return score.Counts{}, err
+		return score.Counts{}, asOf, err
 	}
 	if ok {
-		return e.Result.Counts, nil
+		return e.Result.Counts, e.ValidUntil, nil
 	}
-	return u.Store.Counts(ctx, agentID, asOf)
+	c, err = u.Store.Counts(ctx, agentID, asOf)
+	return c, asOf, err
 }

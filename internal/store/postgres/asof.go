@@ -18,18 +18,18 @@ import (
 // involves selects, from an event table aliased e, the events that are or
 // were agent $1's and ended in [$2, $3]: an event's end time never
 // changes, so the window's events then are among these.
-func involves(t ledger.Type) (table, cond string) {
-	table, agent, end := "conduit_sessions", "agent_id", "completed_at"
+func involves(t ledger.Type) string {
+	agent, end := "agent_id", "completed_at"
 	if t == ledger.AP2Transaction {
-		table, agent, end = "ap2_transactions", "provider_id", "settled_at"
+		agent, end = "provider_id", "settled_at"
 	}
-	return table, fmt.Sprintf(`e.%[1]s BETWEEN $2 AND $3 AND (e.%[2]s = $1 OR e.reported_agent_id = $1
+	return fmt.Sprintf(`e.%[1]s BETWEEN $2 AND $3 AND (e.%[2]s = $1 OR e.reported_agent_id = $1
 	    OR e.id IN (SELECT k.event_id FROM corrections k WHERE k.event_type = '%[3]s' AND (k.from_agent = $1 OR k.to_agent = $1)))`, end, agent, t)
 }
 
-// ChangedSince implements the service's ChangeFinder: it loads, in one
+// ChangedSince implements service.LedgerStore: it loads, in one
 // snapshot, the histories of the events that are or were the agent's in
-// the window ending asOf — rows, report records, corrections — and leaves
+// the window ending asOf — rows and report records — and leaves
 // the rule to ledger.ChangedSince. Errors: ErrNotFound for an unknown
 // agent, ErrUnavailable.
 func (s *Store) ChangedSince(ctx context.Context, agentID string, asOf, issuedAt time.Time) ([]ledger.EventKey, score.Counts, error) {
@@ -59,7 +59,7 @@ func histories(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time) (
 	at := map[ledger.EventKey]int{}
 	reporters := map[string]bool{}
 	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
-		table, cond := involves(t)
+		cond := involves(t)
 		rows, err := tx.Query(ctx, eventSelect(t)+` e WHERE `+cond, agentID, lo, hi)
 		if err != nil {
 			return nil, err
@@ -72,25 +72,6 @@ func histories(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time) (
 			at[k] = len(hs)
 			hs = append(hs, ledger.History{Event: events[k]})
 			reporters[events[k].Event.AgentID] = true
-		}
-		cols := strings.ReplaceAll("k."+correctionColumns, ", ", ", k.")
-		rows, err = tx.Query(ctx, `SELECT `+cols+` FROM corrections k JOIN `+table+` e
-		    ON k.event_type = '`+string(t)+`' AND e.id = k.event_id WHERE `+cond+` ORDER BY k.created_at, k.id`, agentID, lo, hi)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			c, err := scanCorrection(rows.Scan)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			h := &hs[at[ledger.EventKey{Type: t, ID: c.EventID}]]
-			h.Corrections = append(h.Corrections, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
 		}
 	}
 	// An event's reports are in the chain of the agent that reported it;

@@ -44,6 +44,10 @@ type Store struct {
 // Call it before the first CacheWatch; without it nothing is logged.
 func (s *Store) SetLogger(l *slog.Logger) { s.log = l }
 
+// DefaultConnectTimeout bounds a connection attempt when the DSN sets no
+// connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Open connects to the database named by dsn (a postgres:// or
 // postgresql:// URL, or a keyword/value string; pgxpool's pool_* parameters
 // are honoured) and checks that it answers. It does not migrate. A malformed
@@ -62,6 +66,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	// Times are compared and stored as instants; a UTC session zone only
 	// keeps anything printed by the server (logs, psql) in UTC too.
 	rp["timezone"] = "UTC"
+	// The pool dials new connections in the background, where no request's
+	// deadline reaches: without a bound, a partition holds them until it
+	// heals.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	if !strings.Contains(dsn, "pool_max_conn_idle_time") {
 		cfg.MaxConnIdleTime = 5 * time.Minute
 	}

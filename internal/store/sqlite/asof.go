@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -32,9 +31,9 @@ func endColumn(t ledger.Type) string {
 	return "completed_at"
 }
 
-// ChangedSince implements the service's ChangeFinder: it loads, in one
+// ChangedSince implements service.LedgerStore: it loads, in one
 // snapshot, the histories of the events that are or were the agent's in
-// the window ending asOf — rows, report records, corrections — and leaves
+// the window ending asOf — rows and report records — and leaves
 // the rule to ledger.ChangedSince. Errors: ErrNotFound for an unknown
 // agent, ErrUnavailable.
 func (s *Store) ChangedSince(ctx context.Context, agentID string, asOf, issuedAt time.Time) ([]ledger.EventKey, score.Counts, error) {
@@ -65,7 +64,6 @@ func histories(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time) 
 	at := map[ledger.EventKey]int{}
 	reporters := map[string]bool{}
 	for _, t := range []ledger.Type{ledger.ConduitSession, ledger.AP2Transaction} {
-		table, _ := tableOf(t)
 		rows, err := tx.QueryContext(ctx, eventSelect(t)+` e WHERE `+involves(t), args...)
 		if err != nil {
 			return nil, err
@@ -79,25 +77,6 @@ func histories(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time) 
 			at[ledger.EventKey{Type: t, ID: e.Event.ID}] = len(hs)
 			hs = append(hs, ledger.History{Event: e})
 			reporters[e.Event.AgentID] = true
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, err
-		}
-		rows, err = tx.QueryContext(ctx, `SELECT `+correctionColumnsOf("k")+` FROM corrections k JOIN `+table+` e
-		    ON k.event_type = '`+string(t)+`' AND e.id = k.event_id WHERE `+involves(t)+` ORDER BY k.created_at, k.id`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			c, err := scanCorrection(rows.Scan)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			h := &hs[at[ledger.EventKey{Type: t, ID: c.EventID}]]
-			h.Corrections = append(h.Corrections, c)
 		}
 		err = rows.Err()
 		rows.Close()
@@ -133,13 +112,4 @@ func histories(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time) 
 		}
 	}
 	return hs, nil
-}
-
-// correctionColumnsOf is correctionColumns qualified by a table alias.
-func correctionColumnsOf(alias string) string {
-	cols := strings.Split(correctionColumns, ", ")
-	for i := range cols {
-		cols[i] = alias + "." + cols[i]
-	}
-	return strings.Join(cols, ", ")
 }

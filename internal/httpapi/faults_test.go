@@ -1,0 +1,633 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+// TestDuplicateMembers: a member name given twice is refused in every
+// request body (encoding/json would keep the last), escaped or not; in a
+// verify wrapper only the wrapper's own members are checked, the passport
+// being the verifier's to judge.
+func TestDuplicateMembers(t *testing.T) {
+	h := newHarness(t, Options{})
+	for _, body := range []string{
+		`{"amount_cents":1,"amount_cents":100000}`,
+		`{"amount_cents":1,"amount\u005fcents":100000}`,
+		`{"amount_cents":100000, "amount_cents" : 100000}`,
+	} {
+		p := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(body), auth()...).problem(t, "invalid-request", 400)
+		if !strings.Contains(p.Detail, "amount_cents appears more than once") {
+			t.Errorf("%s: %q", body, p.Detail)
+		}
+	}
+	for _, body := range []string{
+		`{"certificate":{},"agent_id":"a","agent_id":"b"}`,
+		`{"certificate":{},"certificate":{"x":1}}`,
+	} {
+		h.do("POST", "/swarmscore/verify", strings.NewReader(body)).problem(t, "invalid-request", 400)
+	}
+	if h.f.calls != 0 {
+		t.Fatalf("%d requests with repeated members reached the service", h.f.calls)
+	}
+	// Inside the passport: the verifier's call (its answer is a 200 with
+	// invalid_json), in the wrapper as in a bare passport.
+	cert := `{"issuer":{"signature":"a","signature":"b"}}`
+	h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":`+cert+`}`)).ok(t)
+	if string(h.f.gotDoc) != cert {
+		t.Fatalf("the service got %q", h.f.gotDoc)
+	}
+}
+
+func TestDuplicateMember(t *testing.T) {
+	cases := []struct {
+		doc   string
+		depth int
+		want  string
+	}{
+		{`{}`, 0, ""},
+		{`{"a":1,"b":2}`, 0, ""},
+		{`{"a":1,"a":2}`, 0, "a"},
+		{`{"a":{"b":1,"b":2}}`, 0, "a.b"},
+		{`{"a":{"b":1,"b":2}}`, 1, ""},
+		{`{"a":[{"b":1},{"b":2}]}`, 0, ""},
+		{`{"a":[{"b":1,"c":{"d":"}","d":2}}]}`, 0, "a.c.d"},
+		{`{"a\"b":1,"a\u0022b":2}`, 0, `a"b`},
+		{`{"\u00e9":1,"é":2}`, 0, "é"},
+		{`[{"x":1},{"x":1,"y":{"x":1,"x":2}}]`, 0, "y.x"},
+		{` { "k" : "v" , "k" : "w" } `, 0, "k"},
+		{`{"s":"{\"a\":1,\"a\":2}"}`, 0, ""},
+		{`"str"`, 0, ""},
+		{`{"a1":1,"a2":2,"a3":3,"a4":4,"a5":5,"a6":6,"a7":7,"a8":8,"a9":9,"a10":10,"a11":11,"a12":12,"a13":13,"a14":14,"a15":15,"a16":16,"a17":17,"a18":18,"a3":3}`, 0, "a3"},
+	}
+	for _, c := range cases {
+		got, found := duplicateMember([]byte(c.doc), c.depth)
+		if got != c.want || found != (c.want != "") {
+			t.Errorf("duplicateMember(%s, %d) = %q, %v; want %q", c.doc, c.depth, got, found, c.want)
+		}
+	}
+}
+
+// FuzzDuplicateMember checks the scanner against encoding/json's token
+// stream, which unescapes names the same way.
+func FuzzDuplicateMember(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[1,{"c":1,"c":2}]}}`, `{"\u0061":1,"a":1}`, `[1,"x",{"y":null}]`, `{"a":"\\","b":"\""}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		_, got := duplicateMember([]byte(doc), 0)
+		if want := referenceDuplicate(t, doc); got != want {
+			t.Fatalf("duplicateMember(%q) = %v, want %v", doc, got, want)
+		}
+	})
+}
+
+func referenceDuplicate(t *testing.T, doc string) bool {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber() // a number beyond a double is still valid JSON
+	type frame struct {
+		obj   bool
+		names map[string]bool
+		key   bool // the next string token is a name
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("reference: %v", err)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if s, ok := tok.(string); ok && top != nil && top.obj && top.key {
+			if top.names[s] {
+				return true
+			}
+			top.names[s] = true
+			top.key = false
+			continue
+		}
+		if top != nil && top.obj {
+			top.key = true // a value was read (or starts)
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, names: map[string]bool{}, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// TestTruncatedBody: a body that ends before its Content-Length is a 400
+// naming what arrived, and logs nothing above DEBUG.
+func TestTruncatedBody(t *testing.T) {
+	h := newHarness(t, Options{})
+	for _, target := range []string{"/swarmscore/events", "/swarmscore/agent-1/escrow", "/swarmscore/verify"} {
+		req := httptest.NewRequest("POST", target, strings.NewReader(`{"amount_cents":`))
+		req.ContentLength = 100
+		req.Header.Set("Authorization", "Bearer "+goodToken)
+		rec := httptest.NewRecorder()
+		h.s.ServeHTTP(rec, req)
+		p := response{rec.Code, rec.Header(), rec.Body.Bytes()}.problem(t, "invalid-request", 400)
+		if !strings.Contains(p.Detail, "ended after 16 of the 100 bytes") {
+			t.Errorf("%s: %q", target, p.Detail)
+		}
+	}
+	// Over a real connection: the client sends half its body and hangs up.
+	ts := httptest.NewServer(h.s)
+	defer ts.Close()
+	c, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "POST /swarmscore/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n[{\"type\":", goodToken)
+	c.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("truncated upload over TCP: %d", resp.StatusCode)
+	}
+	if h.f.calls != 0 || strings.Contains(h.logs.String(), `"level":"ERROR"`) || strings.Contains(h.logs.String(), `"level":"WARN"`) {
+		t.Fatalf("a truncated upload reached the service (%d) or was logged loudly:\n%s", h.f.calls, h.logs)
+	}
+}
+
+// TestNetHTTPErrorsAreProblems: what net/http answers by itself, before
+// any handler, reaches the client as a problem through Listener.
+func TestNetHTTPErrorsAreProblems(t *testing.T) {
+	h := newHarness(t, Options{})
+	ts := httptest.NewUnstartedServer(h.s)
+	ts.Listener = Listener(ts.Listener)
+	ts.Config.MaxHeaderBytes = 1 << 10
+	ts.Start()
+	defer ts.Close()
+	cases := []struct {
+		req    string
+		status int
+		slug   string
+		detail string
+	}{
+		{"GARBAGE\r\n\r\n", 400, "invalid-request", "could not be parsed"},
+		{"GET /swarmscore/%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid-request", "percent-escape"},
+		{"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid-request", "could not be parsed"},
+		{"GET /healthz HTTP/1.1\r\n\r\n", 400, "invalid-request", "missing required Host header"},
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: y\r\n\r\n", 400, "invalid-request", "invalid header name"},
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n", 431, "headers-too-large", "header fields"},
+		{"POST /swarmscore/verify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "not-implemented", "Transfer-Encoding"},
+		{"GET /healthz HTTP/2.5\r\nHost: x\r\n\r\n", 505, "http-version-not-supported", "HTTP version"},
+		{"GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417, "expectation-failed", "Expect"},
+	}
+	for _, c := range cases {
+		conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(conn, c.req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%.30q: %v", c.req, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		var p Problem
+		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			json.Unmarshal(body, &p) != nil || p.Type != ProblemBase+c.slug || p.Status != c.status || !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%.40q: %d %v %s", c.req, resp.StatusCode, resp.Header, body)
+		}
+	}
+	// Everything else passes through untouched.
+	resp, err := http.Get(ts.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != `{"status":"ok"}`+"\n" {
+		t.Fatalf("healthz through Listener: %d %s", resp.StatusCode, body)
+	}
+	for _, b := range []string{"HTTP/1.1 200 OK\r\nDate: x\r\n\r\n", "HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json\r\n\r\n{}", "{}"} {
+		if _, ok := problemResponse([]byte(b)); ok {
+			t.Errorf("%q rewritten", b)
+		}
+	}
+}
+
+// TestRateLimitIPv6: the addresses of one IPv6 /64 share a bucket; the
+// prefix is configurable.
+func TestRateLimitIPv6(t *testing.T) {
+	l := newIPLimiter(1, 2, 100, 0)
+	for i := range 16 {
+		ok, _ := l.allow(fmt.Sprintf("2001:db8:1:2::%x", i+1), now)
+		if ok != (i < 2) {
+			t.Fatalf("address %d of one /64: allowed=%v", i, ok)
+		}
+	}
+	if ok, _ := l.allow("2001:db8:1:3::1", now); !ok {
+		t.Fatal("another /64 shares the bucket")
+	}
+	if ok, _ := l.allow("198.51.100.1", now); !ok {
+		t.Fatal("IPv4 client refused")
+	}
+	if ok, _ := l.allow("::ffff:198.51.100.1", now); !ok {
+		t.Fatal("the IPv4-mapped form of a client is not that client")
+	} else if ok, _ := l.allow("198.51.100.1", now); ok {
+		t.Fatal("the IPv4-mapped form of a client has a bucket of its own")
+	}
+	l48 := newIPLimiter(1, 1, 100, 48)
+	l48.allow("2001:db8:1:2::1", now)
+	if ok, _ := l48.allow("2001:db8:1:ffff::1", now); ok {
+		t.Fatal("/48: two networks of one /48 have two buckets")
+	}
+	l128 := newIPLimiter(1, 1, 100, 128)
+	l128.allow("2001:db8:1:2::1", now)
+	if ok, _ := l128.allow("2001:db8:1:2::2", now); !ok {
+		t.Fatal("/128: two addresses share a bucket")
+	}
+
+	// Through the server, behind a proxy that names the client.
+	h := newHarness(t, Options{RateLimit: 1, RateBurst: 1, TrustedProxies: loopback})
+	get := func(xff string) int {
+		req := httptest.NewRequest("GET", "/swarmscore/agent-1", nil)
+		req.RemoteAddr = "127.0.0.1:1000"
+		req.Header.Set("X-Forwarded-For", xff)
+		rec := httptest.NewRecorder()
+		h.s.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if get("2001:db8::1") != 200 || get("2001:db8::2") != 429 || get("2001:db8:0:1::1") != 200 {
+		t.Fatal("the server does not limit IPv6 clients per /64")
+	}
+}
+
+// TestRateLimitKeepsTheHungry: cycling through more addresses than the
+// table holds does not hand a drained client a fresh burst, nor grow the
+// table; buckets that are full again make room.
+func TestRateLimitKeepsTheHungry(t *testing.T) {
+	const max = 10000
+	l := newIPLimiter(50, 100, max, 0)
+	for range 100 {
+		l.allow("192.0.2.1", now)
+	}
+	if ok, _ := l.allow("192.0.2.1", now); ok {
+		t.Fatal("the burst is not 100")
+	}
+	at := now
+	for i := range max + 1 {
+		at = at.Add(100 * time.Microsecond) // 10,001 addresses in one second
+		l.allow(fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&0xff, i&0xff), at)
+	}
+	if l.size() > max {
+		t.Fatalf("tracking %d clients, more than %d", l.size(), max)
+	}
+	// A second has passed: 50 tokens are back, not 100.
+	n := 0
+	for {
+		ok, _ := l.allow("192.0.2.1", at)
+		if !ok {
+			break
+		}
+		n++
+	}
+	if n != 50 {
+		t.Fatalf("the drained client got %d requests after the flood, want the 50 it earned", n)
+	}
+	// Once the flood's buckets are full again, newcomers take their
+	// places.
+	later := at.Add(3 * time.Second)
+	if ok, _ := l.allow("203.0.113.1", later); !ok {
+		t.Fatal("a newcomer is refused although every bucket is full")
+	}
+	if _, tracked := l.m[l.key("203.0.113.1")]; !tracked {
+		t.Fatal("the newcomer did not take a full bucket's place")
+	}
+	// With no bucket full, newcomers share one bucket: they cannot reset
+	// anyone, and cannot each take a burst.
+	l = newIPLimiter(1, 2, 2, 0)
+	l.allow("10.0.0.1", now)
+	l.allow("10.0.0.2", now)
+	allowed := 0
+	for i := range 10 {
+		if ok, _ := l.allow(fmt.Sprintf("10.1.0.%d", i), now); ok {
+			allowed++
+		}
+	}
+	if allowed != 2 || l.size() != 2 {
+		t.Fatalf("untracked newcomers got %d requests (want the shared burst of 2); %d tracked", allowed, l.size())
+	}
+}
+
+// TestAuthThrottle: failed operator authentications are throttled per
+// client; a good token refunds what it reserved; other clients and
+// operators without failures are not affected.
+func TestAuthThrottle(t *testing.T) {
+	clock := now
+	h := newHarness(t, Options{AuthFailures: 3, AuthFailureEvery: 10 * time.Second, TrustedProxies: loopback})
+	h.s.now = func() time.Time { return clock }
+	from := func(client, token string) response {
+		req := httptest.NewRequest("GET", "/swarmscore/agents", nil)
+		req.RemoteAddr = "127.0.0.1:1000"
+		req.Header.Set("X-Forwarded-For", client)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.s.ServeHTTP(rec, req)
+		return response{rec.Code, rec.Header(), rec.Body.Bytes()}
+	}
+	// An operator without failures is never throttled, however many
+	// requests it makes.
+	for range 20 {
+		if r := from("198.51.100.1", goodToken); r.code != 200 {
+			t.Fatalf("good token: %d", r.code)
+		}
+	}
+	for i := range 3 {
+		from("203.0.113.7", fmt.Sprintf("guess-%d", i)).problem(t, "unauthorized", 401)
+	}
+	r := from("203.0.113.7", "guess-4")
+	if p := r.problem(t, "rate-limited", 429); !strings.Contains(p.Detail, "failed authentications") || r.header.Get("Retry-After") != "10" {
+		t.Fatalf("throttled: %+v Retry-After %q", p, r.header.Get("Retry-After"))
+	}
+	// Throttled means no lookup, whatever the token.
+	from("203.0.113.7", goodToken).problem(t, "rate-limited", 429)
+	if r := from("198.51.100.1", goodToken); r.code != 200 {
+		t.Fatalf("another client: %d", r.code)
+	}
+	// One more attempt per 10 s; a good one gives its reservation back.
+	clock = clock.Add(10 * time.Second)
+	if r := from("203.0.113.7", goodToken); r.code != 200 {
+		t.Fatalf("after 10 s: %d", r.code)
+	}
+	if r := from("203.0.113.7", goodToken); r.code != 200 {
+		t.Fatalf("the good token's reservation was not given back: %d", r.code)
+	}
+	from("203.0.113.7", "guess-5").problem(t, "unauthorized", 401)
+	from("203.0.113.7", "guess-6").problem(t, "rate-limited", 429)
+	// IPv6: one /64 is one client.
+	for i := range 3 {
+		from(fmt.Sprintf("2001:db8::%d", i+1), "guess").problem(t, "unauthorized", 401)
+	}
+	from("2001:db8::ff", "guess").problem(t, "rate-limited", 429)
+	if !bytes.Contains(h.do("GET", "/metrics", nil).body, []byte("swarmscore_auth_throttled_total 4")) {
+		t.Fatal("metrics do not count the throttled requests")
+	}
+}
+
+// blocking is a Service whose data use cases wait for the database until
+// their context ends, as a store behind a partition does.
+type blocking struct {
+	*fake
+	entered chan struct{}
+}
+
+func (b *blocking) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
+	b.entered <- struct{}{}
+	<-ctx.Done()
+	return ledger.ScoreEntry{}, fmt.Errorf("postgres: cached score: %w", ctx.Err())
+}
+
+func (b *blocking) Ready(ctx context.Context) error {
+	<-ctx.Done()
+	return fmt.Errorf("postgres: database unreachable: %w", ctx.Err())
+}
+
+// TestBoundedWaits: a request waits on the database at most DBTimeout and
+// then gets 503 with Retry-After; past DBMaxRequests waiting, 503 at once;
+// /readyz answers within its bound; nothing is left running.
+func TestBoundedWaits(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
+	h := newHarness(t, Options{})
+	b := &blocking{fake: h.f, entered: make(chan struct{}, 10)}
+	s := New(b, Options{Logger: h.s.log, DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
+	defer s.Close()
+	serve := func(target string) (response, time.Duration) {
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		return response{rec.Code, rec.Header(), rec.Body.Bytes()}, time.Since(start)
+	}
+	var wg sync.WaitGroup
+	slow := make([]response, 2)
+	took := make([]time.Duration, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); slow[i], took[i] = serve("/swarmscore/agent-1") }()
+	}
+	<-b.entered
+	<-b.entered
+	// Both slots taken: refused at once.
+	r, d := serve("/swarmscore/agent-1")
+	if p := r.problem(t, "unavailable", 503); !strings.Contains(p.Detail, "2 requests are already waiting") || d > 100*time.Millisecond ||
+		r.header.Get("Retry-After") != "2" {
+		t.Fatalf("over the bound: %+v in %s, Retry-After %q", p, d, r.header.Get("Retry-After"))
+	}
+	// Health and metrics need no slot.
+	if r, _ := serve("/healthz"); r.code != 200 {
+		t.Fatalf("healthz: %d", r.code)
+	}
+	wg.Wait()
+	for i := range 2 {
+		if slow[i].problem(t, "unavailable", 503); slow[i].header.Get("Retry-After") != "2" || took[i] < 300*time.Millisecond || took[i] > 2*time.Second {
+			t.Fatalf("a request waiting on the database: %d after %s", slow[i].code, took[i])
+		}
+	}
+	// /readyz: min(2 s, DBTimeout).
+	if r, d := serve("/readyz"); r.code != 503 || d > time.Second || r.header.Get("Retry-After") == "" {
+		t.Fatalf("readyz: %d after %s", r.code, d)
+	}
+	m, _ := serve("/metrics")
+	for _, want := range []string{"swarmscore_db_requests_refused_total 1", "swarmscore_db_requests_in_flight 0"} {
+		if !bytes.Contains(m.body, []byte(want)) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	s.Close()
+	h.s.Close()
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines+2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), goroutines)
+		}
+	}
+}
+
+// TestReadyzWithinTwoSeconds: a database that never answers gets /readyz
+// a 503 in 2 s, whatever DBTimeout is.
+func TestReadyzWithinTwoSeconds(t *testing.T) {
+	t.Parallel()
+	b := &blocking{fake: &fake{}, entered: make(chan struct{}, 1)}
+	s := New(b, Options{DBTimeout: time.Minute})
+	defer s.Close()
+	start := time.Now()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if d := time.Since(start); rec.Code != 503 || d < 2*time.Second || d > 3*time.Second {
+		t.Fatalf("readyz: %d after %s", rec.Code, d)
+	}
+}
+
+// flaky is a Service whose database is down while down is set.
+type flaky struct {
+	*fake
+	down atomic.Pointer[error]
+}
+
+func (f *flaky) err() error {
+	if e := f.down.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (f *flaky) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
+	if err := f.err(); err != nil {
+		return ledger.ScoreEntry{}, err
+	}
+	return f.fake.Score(ctx, agentID)
+}
+
+func (f *flaky) Certificate(ctx context.Context, agentID string) (service.Certificate, error) {
+	if err := f.err(); err != nil {
+		return service.Certificate{}, err
+	}
+	return f.fake.Certificate(ctx, agentID)
+}
+
+func (f *flaky) Ready(context.Context) error { return f.err() }
+
+// syncLog is a log destination tests read while the server writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestOutageLoggedOnce: an outage is logged once when a probe confirms it
+// and once when it ends; the requests refused between are DEBUG lines.
+func TestOutageLoggedOnce(t *testing.T) {
+	h := newHarness(t, Options{})
+	f := &flaky{fake: h.f}
+	logs := &syncLog{}
+	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now})
+	defer s.Close()
+	h.s = s
+	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
+	f.down.Store(&down)
+	for range 20 {
+		h.do("GET", "/swarmscore/agent-1", nil).problem(t, "unavailable", 503)
+	}
+	waitLog(t, logs, `"msg":"database unavailable: answering 503 until it recovers"`)
+	for range 20 {
+		h.do("GET", "/swarmscore/agent-1/certificate", nil).problem(t, "unavailable", 503)
+	}
+	f.down.Store(nil)
+	waitLog(t, logs, `"msg":"database available again"`)
+	h.do("GET", "/swarmscore/agent-1", nil).ok(t)
+	out := logs.String()
+	if n := strings.Count(out, `"level":"ERROR"`); n != 1 {
+		t.Errorf("%d ERROR lines, want the outage's one:\n%s", n, out)
+	}
+	if n := strings.Count(out, `"level":"WARN"`); n != 2 {
+		t.Errorf("%d WARN lines, want the first refused request's and the recovery's:\n%s", n, out)
+	}
+	if !strings.Contains(out, `"requests_refused":40`) {
+		t.Errorf("the recovery line does not count the 40 refused requests:\n%s", out)
+	}
+}
+
+func waitLog(t *testing.T, logs *syncLog, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 5 s:\n%s", want, logs)
+		}
+	}
+}
+
+// TestVerifyCurrentAndChanges: the verify response carries the agent's
+// current score and the events a ledger_changed_since_issue warning is
+// about, and leaves both out when there are none.
+func TestVerifyCurrentAndChanges(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.f.verifyRes = service.Verification{Valid: true, SignatureValid: true, ScoreValid: true,
+		Warnings:          []service.VerifyError{{Code: service.CodeLedgerChangedSinceIssue, Message: "m"}, {Code: service.CodeSuperseded, Message: "n"}},
+		Current:           &service.CurrentScore{Score: 520, Tier: 0, ComputedAt: now},
+		ChangedSinceIssue: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "s-9"}, {Type: ledger.AP2Transaction, ID: "t-1"}}}
+	r := h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":{}}`))
+	r.ok(t)
+	if !bytes.Contains(r.body, []byte(`"current":{"score":520,"tier":"NONE","computed_at":"2026-03-17T14:30:00Z"},"changed_since_issue":[{"type":"conduit_session","id":"s-9"},{"type":"ap2_transaction","id":"t-1"}]}`)) {
+		t.Fatalf("body %s", r.body)
+	}
+	h.f.verifyRes = service.Verification{Valid: true}
+	if r := h.do("POST", "/swarmscore/verify", strings.NewReader(`{"certificate":{}}`)); bytes.Contains(r.body, []byte("current")) || bytes.Contains(r.body, []byte("changed_since_issue")) {
+		t.Fatalf("body %s", r.body)
+	}
+}
+
+// TestClientGone: a request whose client hangs up while it waits on the
+// database is recorded as 499 and logged at DEBUG, not as an internal
+// error.
+func TestClientGone(t *testing.T) {
+	h := newHarness(t, Options{})
+	b := &blocking{fake: h.f, entered: make(chan struct{}, 1)}
+	logs := &syncLog{}
+	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), MetricsAllow: h.s.scrapers})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest("GET", "/swarmscore/agent-1", nil).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	go func() { <-b.entered; cancel() }()
+	s.ServeHTTP(rec, req)
+	if rec.Code != statusClientClosed || strings.Contains(logs.String(), `"level":"ERROR"`) || strings.Contains(logs.String(), `"level":"WARN"`) ||
+		!strings.Contains(logs.String(), `"msg":"client went away"`) {
+		t.Fatalf("%d\n%s", rec.Code, logs)
+	}
+	m := httptest.NewRecorder()
+	s.ServeHTTP(m, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(m.Body.String(), `swarmscore_http_requests_total{code="499",route="GET /swarmscore/{agent_id}"} 1`) {
+		t.Fatalf("metrics:\n%s", grep(m.Body.Bytes(), "499"))
+	}
+}
