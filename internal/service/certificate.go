@@ -172,5 +172,8 @@ func (u *UseCases) sign(e *ledger.ScoreEntry) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("signing a passport for %q: %w", e.AgentID, err)
 	}
+	// The store keeps the history of passports by this id: an appeal names
+	// the passport it disputes by it (§11.3).
+	e.PassportID = p.AgentPassportID
 	return doc, p.Issuer.Signature, nil
 }
