@@ -52,6 +52,8 @@ type Service interface {
 	// CertificateStats reports how certificates were served and how the
 	// back end's cache watch fares, for /metrics. It must not block.
 	CertificateStats() service.CertificateStats
+	// Agents' rights and gaming signals (rights.go).
+	RightsService
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -101,6 +103,7 @@ type Server struct {
 	mux      *http.ServeMux
 	classify *http.ServeMux
 	routes   map[string]bool
+	access   map[string]access // who may call each route, for the OpenAPI test
 	metrics  *metrics
 	limiter  *ipLimiter
 	proxies  []netip.Prefix // Options.TrustedProxies
@@ -119,6 +122,7 @@ func New(svc Service, opt Options) *Server {
 		mux:      http.NewServeMux(),
 		classify: http.NewServeMux(),
 		routes:   map[string]bool{},
+		access:   map[string]access{},
 		cors:     map[string]bool{},
 		metrics:  newMetrics(svc.CertificateStats),
 		now:      opt.Now,
@@ -148,6 +152,7 @@ func New(svc Service, opt Options) *Server {
 	s.route("POST /swarmscore/events", operator, MaxEventsBody, s.events)
 	s.route("POST /swarmscore/{agent_id}/escrow", operator, maxSmallBody, s.escrow)
 	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
+	s.rightsRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
@@ -171,11 +176,13 @@ const (
 	operator                  // Authorization: Bearer <operator token>
 	probe                     // anyone, not rate limited (health checks)
 	scraper                   // clients in Options.MetricsAllow, not rate limited
+	self                      // the agent of {agent_id} (its own token) or an operator; the use case decides
 )
 
 // route registers a handler behind its body limit and access check.
 func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc) {
 	s.routes[pattern] = true
+	s.access[pattern] = a
 	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
 	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
@@ -217,6 +224,16 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 				rw.operator = op
 			}
 			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
+		case self:
+			c, err := s.caller(r, true)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if rw != nil && c.IsOperator() {
+				rw.operator = c.Operator
+			}
+			r = r.WithContext(withCaller(r.Context(), c))
 		case scraper:
 			if !s.scraperAllowed(rw, r) {
 				s.fail(w, r, errorf(ptForbidden, "%s answers only to the networks given with --metrics-allow (default loopback)", r.URL.Path))

@@ -50,6 +50,9 @@ type fake struct {
 	calls       int
 	outcomes    func([]ledger.Event) []ledger.Outcome
 	certStats   service.CertificateStats
+	// RightsService is nil: rights_test.go gives the fake the methods the
+	// certificate, score and metrics routes call; the others would panic.
+	RightsService
 }
 
 func (f *fake) enter(agent string) error {
