@@ -49,6 +49,12 @@ token of the operator "admin"; mint more with 'swarmscore token create'.
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
 (up to --shutdown-timeout) and closes the database.
 
+Agents' rights: --require-consent publishes an agent's score and passport only
+once it has consented to the disclosure (GET /swarmscore/disclosure); unlisted
+agents are never public. Gaming signals use the --signal-* thresholds; their
+counts for /metrics are computed every --signals-every, and every
+--verify-every the hash chains are walked for the chain_break signal.
+
 An event dated later than the server's clock by more than --max-clock-skew is
 rejected (once stored, it could never be corrected). /metrics answers only to
 the networks given with --metrics-allow (default loopback). A port already in
@@ -76,6 +82,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.skew, "max-clock-skew", service.DefaultMaxClockSkew, "how far past the server's clock a reported event may be dated")
 	f.StringSliceVar(&cfg.metricsAllow, "metrics-allow", nil, "CIDR or address of a network /metrics answers to (repeatable; default loopback)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	cfg.rights.flags(f)
 	return cmd
 }
 
@@ -88,6 +95,7 @@ type serveConfig struct {
 	skew               time.Duration
 	metricsAllow       []string
 	logLevel           string
+	rights             rightsConfig
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -132,6 +140,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	if cfg.skew <= 0 {
 		return usageErrorf("--max-clock-skew %s must be positive", cfg.skew)
+	}
+	if err := cfg.rights.validate(); err != nil {
+		return err
 	}
 	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
 	if err != nil {
@@ -184,9 +195,15 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		l.SetLogger(log)
 	}
 	u := &service.UseCases{Store: st, Key: key, Platform: cfg.platform, MaxClockSkew: cfg.skew}
+	if err := cfg.rights.apply(u, getenv(cmd, service.SigningKeyEnv), dbFile); err != nil {
+		return err
+	}
 	if _, err := u.Migrate(ctx); err != nil {
 		return err
 	}
+	// Deferred after the store's Close, so it runs first: a walk or a
+	// computation under way finishes before the database goes.
+	defer startRightsSchedules(ctx, u, cfg.rights, log)()
 	u.StartCacheWatch()
 	if admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN"); admin != "" {
 		id, err := u.BootstrapAdminToken(ctx, admin)
