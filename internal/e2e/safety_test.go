@@ -36,7 +36,7 @@ func TestOutageDetail(t *testing.T) {
 	_, err = anon.Score(ctx, "ghost")
 	var p *client.Problem
 	if !client.IsProblem(err, client.ProblemNotFound) || !errorsAs(err, &p) ||
-		p.Detail != `agent "ghost" is unknown: no event has been recorded for it` {
+		p.Detail != `agent "ghost" has no public score` {
 		t.Fatalf("unknown agent: %v", err)
 	}
 

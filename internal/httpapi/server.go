@@ -226,6 +226,11 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
 		case self:
 			c, err := s.caller(r, true)
+			if err == nil {
+				// Before the body is read: a stranger learns nothing from
+				// what it sent.
+				err = c.MayActFor(r.PathValue("agent_id"))
+			}
 			if err != nil {
 				s.fail(w, r, err)
 				return

@@ -41,6 +41,17 @@ func CallerOf(t auth.Token) Caller {
 	return Caller{Operator: t.Operator, AgentID: t.AgentID, TokenID: t.ID}
 }
 
+// CallerFor returns who a bearer token speaks for (Principal as a
+// Caller). Errors: ErrUnauthorized for an empty, unknown or revoked token,
+// ErrUnavailable.
+func (u *UseCases) CallerFor(ctx context.Context, token string) (Caller, error) {
+	t, err := u.Principal(ctx, token)
+	if err != nil {
+		return Caller{}, err
+	}
+	return CallerOf(t), nil
+}
+
 // OperatorCaller is an operator acting without a token: the CLI, which
 // holds the database itself.
 func OperatorCaller(operator string) Caller { return Caller{Operator: operator} }
@@ -55,10 +66,11 @@ func (c Caller) ActsFor(agentID string) bool {
 	return c.IsOperator() || (c.AgentID != "" && c.AgentID == agentID)
 }
 
-// mayActFor is ActsFor as an error: ErrUnauthorized for an anonymous
-// caller, ErrForbidden for another agent's token. It is checked before the
-// agent is looked up, so that the answer does not tell whether it exists.
-func (c Caller) mayActFor(agentID string) error {
+// MayActFor is ActsFor as an error: ErrUnauthorized for an anonymous
+// caller, ErrForbidden for another agent's token. The use cases check it
+// before the agent is looked up, so that the answer does not tell whether
+// it exists; a transport may check it before reading a request's body.
+func (c Caller) MayActFor(agentID string) error {
 	switch {
 	case c.ActsFor(agentID):
 		return nil
@@ -217,7 +229,7 @@ func (u *UseCases) checkActor(c Caller, agentID string) error {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return err
 	}
-	return c.mayActFor(agentID)
+	return c.MayActFor(agentID)
 }
 
 func (u *UseCases) consentStatus(ctx context.Context, agentID string) (ConsentStatus, error) {
