@@ -365,7 +365,7 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 					if err != nil {
 						return err
 					}
-					return printFlagged(cmd, list, at, asJSON)
+					return printFlagged(cmd, &list, asJSON)
 				}
 				a, err := u.Signals(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
 				if err != nil {
@@ -404,13 +404,7 @@ func printSignals(w *tabwriter.Writer, sigs []signal.Signal, prefix string) {
 	}
 }
 
-func printFlagged(cmd *cobra.Command, list []service.AgentSignals, at time.Time, asJSON bool) error {
-	asOf := at
-	if len(list) > 0 {
-		asOf = list[0].AsOf
-	} else if asOf.IsZero() {
-		asOf = time.Now().UTC().Truncate(time.Second)
-	}
+func printFlagged(cmd *cobra.Command, list *service.Flagged, asJSON bool) error {
 	if asJSON {
 		type agent struct {
 			AgentID string          `json:"agent_id"`
@@ -419,15 +413,15 @@ func printFlagged(cmd *cobra.Command, list []service.AgentSignals, at time.Time,
 		out := struct {
 			AsOf   string  `json:"as_of"`
 			Agents []agent `json:"agents"`
-		}{micros(asOf), make([]agent, 0, len(list))}
-		for _, a := range list {
+		}{micros(list.AsOf), make([]agent, 0, len(list.Agents))}
+		for _, a := range list.Agents {
 			out.Agents = append(out.Agents, agent{a.AgentID, a.Signals})
 		}
 		return printJSON(cmd, out)
 	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "%s flagged as of %s\n", countOf(len(list), "agent"), micros(asOf))
-	for _, a := range list {
+	fmt.Fprintf(w, "%s flagged as of %s\n", countOf(len(list.Agents), "agent"), micros(list.AsOf))
+	for _, a := range list.Agents {
 		var names []string
 		for _, s := range a.Signals {
 			if s.Flagged {

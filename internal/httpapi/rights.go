@@ -45,7 +45,7 @@ type RightsService interface {
 	// flagged agent's, set-based; SignalStats the counts of the latest
 	// scheduled computation, without blocking.
 	Signals(ctx context.Context, c service.Caller, agentID string, asOf time.Time) (service.AgentSignals, error)
-	FlaggedAgents(ctx context.Context, asOf time.Time) ([]service.AgentSignals, error)
+	FlaggedAgents(ctx context.Context, asOf time.Time) (service.Flagged, error)
 	SignalStats() (service.SignalStats, bool)
 }
 
@@ -80,20 +80,12 @@ func callerFrom(r *http.Request) service.Caller {
 // token (a public route does not quietly ignore a bad one). The token is
 // never logged nor echoed.
 func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		if required {
-			return service.Caller{}, errorf(ptUnauthorized, "the Authorization header is missing; send Authorization: Bearer <the agent's token or an operator token>")
-		}
+	if !required && r.Header.Get("Authorization") == "" {
 		return service.Caller{}, nil
 	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return service.Caller{}, errorf(ptUnauthorized, "the Authorization header must use the Bearer scheme")
-	}
-	token = strings.TrimSpace(token)
-	if token == "" || len(token) > maxTokenLen {
-		return service.Caller{}, errorf(ptUnauthorized, "the Authorization header's bearer token is empty or too long")
+	token, err := bearerToken(r, "<the agent's token or an operator token>")
+	if err != nil {
+		return service.Caller{}, err
 	}
 	c, err := s.svc.CallerFor(r.Context(), token)
 	switch {
@@ -440,25 +432,12 @@ func (s *Server) flagged(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := flaggedResponse{Agents: make([]flaggedAgent, 0, len(list))}
-	for _, a := range list {
+	resp := flaggedResponse{AsOf: formatMicros(list.AsOf), Agents: make([]flaggedAgent, 0, len(list.Agents))}
+	for _, a := range list.Agents {
 		resp.Agents = append(resp.Agents, flaggedAgent{a.AgentID, a.Signals})
-		resp.AsOf = formatMicros(a.AsOf)
-	}
-	if resp.AsOf == "" {
-		// Nothing flagged: the as_of asked, or the server's now (its
-		// second, as every use case reads it).
-		resp.AsOf = formatMicros(asOfOr(asOf, s.now()))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, marshal(resp))
-}
-
-func asOfOr(asOf, now time.Time) time.Time {
-	if asOf.IsZero() {
-		return now.UTC().Truncate(time.Second)
-	}
-	return asOf
 }
 
 // signalCollector exports the counts of the latest scheduled computation

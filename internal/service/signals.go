@@ -70,27 +70,32 @@ func (u *UseCases) Signals(ctx context.Context, c Caller, agentID string, asOf t
 	return AgentSignals{AgentID: agentID, AsOf: asOf, Signals: signal.Evaluate(f, t)}, nil
 }
 
+// Flagged are the agents with a flagged signal as of AsOf.
+type Flagged struct {
+	AsOf   time.Time
+	Agents []AgentSignals
+}
+
 // FlaggedAgents returns the agents with at least one flagged signal over
 // the window ending at asOf (now when zero), by agent id, each with all of
 // its signals. The figures of every agent are computed in one set-based
 // query (SignalStore.SignalFigures), never agent by agent. It is an
 // operator's view: the transports check who asks. Errors: ErrInvalid for
 // invalid thresholds, ErrUnavailable.
-func (u *UseCases) FlaggedAgents(ctx context.Context, asOf time.Time) ([]AgentSignals, error) {
+func (u *UseCases) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, error) {
 	t := u.Thresholds()
 	if err := t.Validate(); err != nil {
-		return nil, err
+		return Flagged{}, err
 	}
-	asOf = u.asOfOrNow(asOf)
-	fs, err := u.Store.SignalFigures(ctx, asOf, "")
+	out := Flagged{AsOf: u.asOfOrNow(asOf)}
+	fs, err := u.Store.SignalFigures(ctx, out.AsOf, "")
 	if err != nil {
-		return nil, err
+		return Flagged{}, err
 	}
-	var out []AgentSignals
 	for _, f := range fs {
-		a := AgentSignals{AgentID: f.AgentID, AsOf: asOf, Signals: signal.Evaluate(f, t)}
+		a := AgentSignals{AgentID: f.AgentID, AsOf: out.AsOf, Signals: signal.Evaluate(f, t)}
 		if a.Flagged() {
-			out = append(out, a)
+			out.Agents = append(out.Agents, a)
 		}
 	}
 	return out, nil

@@ -98,8 +98,11 @@ func TestSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !flagged.AsOf.Equal(c.t) {
+		t.Fatalf("flagged as of %v", flagged.AsOf)
+	}
 	var names []string
-	for _, f := range flagged {
+	for _, f := range flagged.Agents {
 		names = append(names, f.AgentID)
 		if !f.AsOf.Equal(c.t) || len(f.Signals) != len(signal.Names) {
 			t.Fatalf("%s: %+v", f.AgentID, f)
@@ -162,7 +165,7 @@ func TestSignals(t *testing.T) {
 
 	// As of before everything ended, nobody is flagged but the broken
 	// chain; an agent with nothing in the window has zero figures.
-	if f, err := a.FlaggedAgents(ctx, c.t.Add(-72*time.Hour)); err != nil || len(f) > 1 {
+	if f, err := a.FlaggedAgents(ctx, c.t.Add(-72*time.Hour)); err != nil || len(f.Agents) > 1 || !f.AsOf.Equal(c.t.Add(-72*time.Hour)) {
 		t.Fatalf("as of the past: %+v %v", f, err)
 	}
 	if s, err := a.Signals(ctx, op, "fair", c.t.Add(-72*time.Hour)); !errors.Is(err, errkind.ErrNotFound) {

@@ -19,7 +19,7 @@ import (
 type SignalsService interface {
 	// FlaggedAgents is every agent with a flagged signal as of asOf (now
 	// when zero), computed set-based.
-	FlaggedAgents(ctx context.Context, asOf time.Time) ([]service.AgentSignals, error)
+	FlaggedAgents(ctx context.Context, asOf time.Time) (service.Flagged, error)
 	// Signals is one agent's signals, for an operator.
 	Signals(ctx context.Context, c service.Caller, agentID string, asOf time.Time) (service.AgentSignals, error)
 	// Thresholds are the deployment's thresholds.
@@ -83,10 +83,9 @@ func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.AsOf = p.now().UTC().Truncate(time.Second)
-	for i := range list {
-		v.Flagged = append(v.Flagged, signalsRow(&list[i]))
-		v.AsOf = list[i].AsOf
+	v.AsOf = list.AsOf
+	for i := range list.Agents {
+		v.Flagged = append(v.Flagged, signalsRow(&list.Agents[i]))
 	}
 	// The thresholds head the columns; every agent's signals name them.
 	v.Columns = signalsRow(&service.AgentSignals{Signals: signal.Evaluate(signal.Figures{}, p.svc.Thresholds())}).Cells
