@@ -90,8 +90,10 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithToken sets the operator bearer token sent to operator routes (it is
-// sent to no other route).
+// WithToken sets the bearer token: an operator's, or an agent's own
+// (swarmscore token create --agent). It is sent to the routes that take
+// one (operator routes, an agent's consent, visibility, records and
+// signals, PrivateCertificate and PrivateScore) and to no other.
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
 // WithHTTPClient replaces http.DefaultClient.

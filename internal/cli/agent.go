@@ -19,13 +19,14 @@ import (
 func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Inspect agents in the ledger",
+		Short: "Inspect agents, their consent, visibility, records and gaming signals",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("missing subcommand (show)")
+			return usageErrorf("missing subcommand (show, visibility, consent, records, signals, disclosure)")
 		},
 	}
 	cmd.AddCommand(newAgentShowCmd())
+	cmd.AddCommand(agentRightsCmds()...)
 	return cmd
 }
 

@@ -61,6 +61,12 @@ a new state of the ledger.
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
 (up to --shutdown-timeout) and closes the database.
 
+Agents' rights: --require-consent publishes an agent's score and passport only
+once it has consented to the disclosure (GET /swarmscore/disclosure); unlisted
+agents are never public. Gaming signals use the --signal-* thresholds; their
+counts for /metrics are computed every --signals-every, and every
+--verify-every the hash chains are walked for the chain_break signal.
+
 An event dated later than the server's clock by more than --max-clock-skew is
 rejected (once stored, it could never be corrected). /metrics answers only to
 the networks given with --metrics-allow (default loopback). A port already in
@@ -101,6 +107,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.dbTimeout, "db-timeout", httpapi.DefaultDBTimeout, "longest a request waits for the database (connection, statements) before it is answered 503")
 	f.IntVar(&cfg.dbMax, "db-max-requests", httpapi.DefaultDBMaxRequests, "most requests using or waiting on the database at once; more are answered 503 at once")
 	f.IntVar(&cfg.v6Prefix, "rate-ipv6-prefix", 64, "IPv6 clients in one network of this prefix length share a rate-limit bucket (1-128)")
+	cfg.rights.flags(f)
 	return cmd
 }
 
@@ -118,6 +125,7 @@ type serveConfig struct {
 	dbTimeout          time.Duration
 	dbMax              int
 	v6Prefix           int
+	rights             rightsConfig
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -166,6 +174,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
 		return usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
+	}
+	if err := cfg.rights.validate(); err != nil {
+		return err
 	}
 	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
 	if err != nil {
@@ -225,11 +236,15 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if u.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
 		return err
 	}
+	cfg.rights.apply(u)
 	if cfg.checkpointEvery > 0 {
 		// Deferred after the store's Close, so it runs first: a checkpoint
 		// under way finishes before the database goes.
 		defer startCheckpoints(ctx, u, cfg.checkpointEvery, log)()
 	}
+	// Deferred after the store's Close, so it runs first: a walk or a
+	// computation under way finishes before the database goes.
+	defer startRightsSchedules(ctx, u, cfg.rights, log)()
 	u.StartCacheWatch()
 	if admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN"); admin != "" {
 		id, err := u.BootstrapAdminToken(ctx, admin)

@@ -15,11 +15,12 @@ func newTokenCmd() *cobra.Command {
 	var db string
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Manage operator API tokens",
-		Long: `Manage the bearer tokens operators use for the HTTP API's operator routes
-(POST /swarmscore/events, POST /swarmscore/{agent_id}/escrow, GET
-/swarmscore/agents). Only a token's SHA-256 is stored: a token is printed once,
-when it is created.
+		Short: "Manage operator and agent API tokens",
+		Long: `Manage the bearer tokens of the HTTP API. An operator's token calls the
+operator routes (POST /swarmscore/events, POST /swarmscore/{agent_id}/escrow,
+GET /swarmscore/agents, ...). An agent's token (create --agent) reads that
+agent's own data and acts on its consent and visibility, and nothing else.
+Only a token's SHA-256 is stored: a token is printed once, when it is created.
 
 The database must exist already (the one 'swarmscore serve' uses): a mistyped
 --db is an error, never a new database no server reads.
@@ -35,35 +36,66 @@ revokes the old one when the server starts.`,
 }
 
 func newTokenCreateCmd(db *string) *cobra.Command {
-	var operator string
+	var operator, agent string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "create --operator NAME",
-		Short: "Create a token for an operator and print it (once)",
-		Args:  cobra.NoArgs,
+		Use:   "create --operator NAME | --agent AGENT_ID",
+		Short: "Create a token for an operator or an agent and print it (once)",
+		Long: `Create a token and print it alone on standard output (once).
+
+With --operator NAME it is that operator's token. With --agent AGENT_ID it is
+the agent's own token, granted by --operator (default "cli"): it may read the
+agent's score, certificate (even unlisted), consent, records and signals, and
+set its consent and visibility; every operator route and every other agent's
+data refuse it (403). The agent must be known to the ledger.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if operator == "" && agent == "" {
+				return usageErrorf("--operator NAME or --agent AGENT_ID is required")
+			}
 			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
-				nt, err := u.CreateToken(cmd.Context(), operator)
+				var nt service.NewToken
+				var err error
+				if agent != "" {
+					if operator == "" {
+						operator = cliOperator
+					}
+					nt, err = u.CreateAgentToken(cmd.Context(), operator, agent)
+				} else {
+					nt, err = u.CreateToken(cmd.Context(), operator)
+				}
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					if err := printJSON(cmd, map[string]string{"id": nt.ID, "operator": nt.Operator, "token": nt.Secret}); err != nil {
+					out := map[string]string{"id": nt.ID, "operator": nt.Operator, "token": nt.Secret}
+					if nt.AgentID != "" {
+						out["agent_id"] = nt.AgentID
+					}
+					if err := printJSON(cmd, out); err != nil {
 						return err
 					}
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), nt.Secret)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s for operator %s; it is shown only this once (revoke with 'swarmscore token revoke %s')\n", nt.ID, nt.Operator, nt.ID)
+				who := "operator " + nt.Operator
+				if nt.AgentID != "" {
+					who = "agent " + nt.AgentID + " (granted by " + nt.Operator + ")"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "created token %s for %s; it is shown only this once (revoke with 'swarmscore token revoke %s')\n", nt.ID, who, nt.ID)
 				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&operator, "operator", "", "operator name ([A-Za-z0-9._:-], 1-128 characters)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id","operator","token"}`)
-	cmd.MarkFlagRequired("operator")
+	cmd.Flags().StringVar(&operator, "operator", "", "operator name ([A-Za-z0-9._:-], 1-128 characters); with --agent, the operator granting it")
+	cmd.Flags().StringVar(&agent, "agent", "", "make the token of this agent: it acts only for the agent")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id","operator","token"} (and "agent_id" with --agent)`)
 	return cmd
 }
+
+// cliOperator is the operator the CLI acts as when none is named: someone
+// holding the database itself.
+const cliOperator = "cli"
 
 func newTokenRevokeCmd(db *string) *cobra.Command {
 	var asJSON bool
@@ -92,6 +124,7 @@ func newTokenRevokeCmd(db *string) *cobra.Command {
 type tokenJSON struct {
 	ID        string  `json:"id"`
 	Operator  string  `json:"operator"`
+	AgentID   *string `json:"agent_id"`
 	CreatedAt string  `json:"created_at"`
 	RevokedAt *string `json:"revoked_at"`
 }
@@ -112,6 +145,9 @@ func newTokenListCmd(db *string) *cobra.Command {
 					list := make([]tokenJSON, len(toks))
 					for i, tok := range toks {
 						list[i] = tokenJSON{ID: tok.ID, Operator: tok.Operator, CreatedAt: tok.CreatedAt.UTC().Format(time.RFC3339)}
+						if tok.AgentID != "" {
+							list[i].AgentID = &toks[i].AgentID
+						}
 						if tok.Revoked() {
 							at := tok.RevokedAt.UTC().Format(time.RFC3339)
 							list[i].RevokedAt = &at
@@ -120,19 +156,22 @@ func newTokenListCmd(db *string) *cobra.Command {
 					return printJSON(cmd, list)
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tOPERATOR\tCREATED\tREVOKED")
+				fmt.Fprintln(w, "ID\tOPERATOR\tAGENT\tCREATED\tREVOKED")
 				for _, tok := range toks {
-					revoked := "-"
+					revoked, agent := "-", "-"
 					if tok.Revoked() {
 						revoked = tok.RevokedAt.UTC().Format(time.RFC3339)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", tok.ID, tok.Operator, tok.CreatedAt.UTC().Format(time.RFC3339), revoked)
+					if tok.AgentID != "" {
+						agent = tok.AgentID
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", tok.ID, tok.Operator, agent, tok.CreatedAt.UTC().Format(time.RFC3339), revoked)
 				}
 				return w.Flush()
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print [{"id","operator","created_at","revoked_at"}]`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print [{"id","operator","agent_id","created_at","revoked_at"}]`)
 	return cmd
 }
 

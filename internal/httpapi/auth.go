@@ -26,17 +26,9 @@ const maxTokenLen = 256
 // requests are never throttled. The lookup holds a database slot
 // (Options.DBMaxRequests) under Options.DBTimeout.
 func (s *Server) authenticate(r *http.Request) (string, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return "", errorf(ptUnauthorized, "the Authorization header is missing; send Authorization: Bearer <operator token>")
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", errorf(ptUnauthorized, "the Authorization header must use the Bearer scheme")
-	}
-	token = strings.TrimSpace(token)
-	if token == "" || len(token) > maxTokenLen {
-		return "", errorf(ptUnauthorized, "the Authorization header's bearer token is empty or too long")
+	token, err := bearerToken(r, "<operator token>")
+	if err != nil {
+		return "", err
 	}
 	client := s.clientIP(r)
 	reserved := false
@@ -80,4 +72,23 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 func operatorFrom(r *http.Request) string {
 	op, _ := r.Context().Value(operatorKey).(string)
 	return op
+}
+
+// bearerToken reads the Authorization header's bearer token; a missing
+// header is 401 with a detail asking for one (hint says which), and so is
+// a malformed one. The token is never part of a detail.
+func bearerToken(r *http.Request, hint string) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", errorf(ptUnauthorized, "the Authorization header is missing; send Authorization: Bearer %s", hint)
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", errorf(ptUnauthorized, "the Authorization header must use the Bearer scheme")
+	}
+	token = strings.TrimSpace(token)
+	if token == "" || len(token) > maxTokenLen {
+		return "", errorf(ptUnauthorized, "the Authorization header's bearer token is empty or too long")
+	}
+	return token, nil
 }

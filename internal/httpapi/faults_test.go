@@ -419,6 +419,10 @@ func (b *blocking) Score(ctx context.Context, agentID string) (ledger.ScoreEntry
 	return ledger.ScoreEntry{}, fmt.Errorf("postgres: cached score: %w", ctx.Err())
 }
 
+func (b *blocking) ScoreFor(ctx context.Context, _ service.Caller, agentID string) (ledger.ScoreEntry, error) {
+	return b.Score(ctx, agentID)
+}
+
 func (b *blocking) Ready(ctx context.Context) error {
 	<-ctx.Done()
 	return fmt.Errorf("postgres: database unreachable: %w", ctx.Err())
@@ -526,6 +530,15 @@ func (f *flaky) Certificate(ctx context.Context, agentID string) (service.Certif
 }
 
 func (f *flaky) Ready(context.Context) error { return f.err() }
+
+// The rights routes call these; the fake's own would skip the outage.
+func (f *flaky) ScoreFor(ctx context.Context, _ service.Caller, agentID string) (ledger.ScoreEntry, error) {
+	return f.Score(ctx, agentID)
+}
+
+func (f *flaky) CertificateFor(ctx context.Context, _ service.Caller, agentID string) (service.Certificate, error) {
+	return f.Certificate(ctx, agentID)
+}
 
 // syncLog is a log destination tests read while the server writes.
 type syncLog struct {

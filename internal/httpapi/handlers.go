@@ -39,14 +39,23 @@ func rfc3339(t time.Time) string { return t.UTC().Truncate(time.Second).Format(t
 // signed until its expires_at, but after a DISPUTED or FAILED event the
 // agent has a new one, and a copy kept for up to 7 days would hide it
 // (spec Pitfall 6). Revalidation is cheap: a 304 from the certificate this
-// process keeps in memory.
+// process keeps in memory. An unlisted agent's passport is served only to
+// the agent's own token and operators': the answer varies with
+// Authorization, and shared caches do not reuse an answer to an
+// authenticated request (RFC 9111 §3.5).
 func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
+	w.Header()["Vary"] = varyAuthorization
 	id, err := agentID(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	c, err := s.svc.Certificate(r.Context(), id)
+	caller, err := s.caller(r, false)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.svc.CertificateFor(r.Context(), caller, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -69,7 +78,10 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c.Passport)
 }
 
-var noCache = []string{"no-cache"}
+var (
+	noCache           = []string{"no-cache"}
+	varyAuthorization = []string{"Authorization"}
+)
 
 // etagOf renders the first 128 bits of a passport's SHA-256 as a strong
 // ETag, in one allocation.
@@ -278,14 +290,21 @@ func memberNames(b []byte) ([]string, error) {
 }
 
 // score serves the agent's current score: the CLI's --json shape with the
-// agent and the entry's times in front.
+// agent and the entry's times in front; an unlisted agent's only as the
+// certificate route serves its passport.
 func (s *Server) score(w http.ResponseWriter, r *http.Request) {
+	w.Header()["Vary"] = varyAuthorization
 	id, err := agentID(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.svc.Score(r.Context(), id)
+	caller, err := s.caller(r, false)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	e, err := s.svc.ScoreFor(r.Context(), caller, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -62,6 +62,8 @@ type Service interface {
 	// KeyringStats describes the active signing key, for /metrics. It
 	// must not block.
 	KeyringStats() service.KeyringStats
+	// Agents' rights and gaming signals (rights.go).
+	RightsService
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -131,6 +133,7 @@ type Server struct {
 	mux      *http.ServeMux
 	classify *http.ServeMux
 	routes   map[string]bool
+	access   map[string]access // who may call each route, for the OpenAPI test
 	metrics  *metrics
 	limiter  *ipLimiter
 	proxies  []netip.Prefix // Options.TrustedProxies
@@ -155,6 +158,7 @@ func New(svc Service, opt Options) *Server {
 		mux:      http.NewServeMux(),
 		classify: http.NewServeMux(),
 		routes:   map[string]bool{},
+		access:   map[string]access{},
 		cors:     map[string]bool{},
 		metrics:  newMetrics(svc.CertificateStats),
 		now:      opt.Now,
@@ -187,6 +191,7 @@ func New(svc Service, opt Options) *Server {
 	s.route("GET /swarmscore/agents", operator, maxNoBody, s.agents)
 	s.correctionRoutes()
 	s.auditRoutes()
+	s.rightsRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
@@ -212,6 +217,7 @@ const (
 	operator                  // Authorization: Bearer <operator token>
 	probe                     // anyone, not rate limited (health checks)
 	scraper                   // clients in Options.MetricsAllow, not rate limited
+	self                      // the agent of {agent_id} (its own token) or an operator; the use case decides
 )
 
 // route registers a handler behind its body limit and access check.
@@ -225,6 +231,7 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 // a less specific pattern (items).
 func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc) http.HandlerFunc {
 	s.routes[pattern] = true
+	s.access[pattern] = a
 	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
 	usesDB := !withoutDatabase[pattern]
@@ -262,6 +269,21 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 				rw.operator = op
 			}
 			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
+		case self:
+			c, err := s.caller(r, true)
+			if err == nil {
+				// Before the body is read: a stranger learns nothing from
+				// what it sent.
+				err = c.MayActFor(r.PathValue("agent_id"))
+			}
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if rw != nil && c.IsOperator() {
+				rw.operator = c.Operator
+			}
+			r = r.WithContext(withCaller(r.Context(), c))
 		case scraper:
 			if !s.scraperAllowed(rw, r) {
 				s.fail(w, r, errorf(ptForbidden, "%s answers only to the networks given with --metrics-allow (default loopback)", r.URL.Path))

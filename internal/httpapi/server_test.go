@@ -57,6 +57,9 @@ type fake struct {
 	certStats   service.CertificateStats
 	keySet      passport.JWKSet
 	keyStats    service.KeyringStats
+	// RightsService is nil: rights_test.go gives the fake the methods the
+	// certificate, score and metrics routes call; the others would panic.
+	RightsService
 }
 
 func (f *fake) enter(agent string) error {

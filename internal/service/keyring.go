@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -90,9 +92,12 @@ func ParseSigningAlg(s string) (string, error) {
 type Keyring struct {
 	store  KeyStore // nil when static
 	master []byte
-	env    string
-	log    *slog.Logger
-	now    func() time.Time
+	// root is what Derive derives from: the master key, or the static
+	// signing secret.
+	root []byte
+	env  string
+	log  *slog.Logger
+	now  func() time.Time
 
 	set atomic.Pointer[keySet]
 
@@ -233,6 +238,7 @@ func OpenKeyring(ctx context.Context, store KeyStore, cfg KeyConfig) (*Keyring, 
 			}
 		}
 		r.set.Store(s)
+		r.root = []byte(cfg.SigningKey)
 		return r, nil
 	}
 	recs, err := store.Keys(ctx)
@@ -245,6 +251,7 @@ func OpenKeyring(ctx context.Context, store KeyStore, cfg KeyConfig) (*Keyring, 
 	if r.master, err = masterKey(cfg, len(recs) == 0, r.log); err != nil {
 		return nil, err
 	}
+	r.root = r.master
 	r.store = store
 	if len(recs) == 0 {
 		if err := r.firstKey(ctx, cfg.DBFile, alg); err != nil {
@@ -313,6 +320,16 @@ func algFlag(alg string) string {
 		return "Ed25519"
 	}
 	return "HMAC-SHA256"
+}
+
+// Derive returns a 32-byte key for purpose, HMAC-SHA256 of purpose under
+// the master key (or, with static keys, under SWARMSCORE_SIGNING_KEY): the
+// same on every server of a deployment and across key rotations, and no
+// signing key's secret.
+func (r *Keyring) Derive(purpose string) []byte {
+	m := hmac.New(sha256.New, r.root)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
 }
 
 // masterKey reads SWARMSCORE_MASTER_KEY, or the master key file of an

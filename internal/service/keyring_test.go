@@ -534,3 +534,38 @@ func TestKeyringCheckpoints(t *testing.T) {
 		t.Fatalf("the active key's checkpoint: %v", err)
 	}
 }
+
+// TestKeyringDerive: a derived key is the same on every server of a
+// deployment and across rotations, differs by purpose and by root, and is
+// no signing secret.
+func TestKeyringDerive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, db := keyStore(t, t.TempDir())
+	k1, err := OpenKeyring(ctx, st, KeyConfig{DBFile: db, Logger: keyLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := k1.Derive(PseudonymLabel)
+	if len(d) != 32 || bytes.Equal(d, k1.Derive("another purpose")) {
+		t.Fatalf("derived %x", d)
+	}
+	if _, err := k1.Rotate(ctx, passport.AlgEdDSA); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(MasterKeyFile(db))
+	k2, err := OpenKeyring(ctx, st, KeyConfig{MasterKey: strings.TrimSpace(string(raw)), Logger: keyLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k1.Derive(PseudonymLabel), d) || !bytes.Equal(k2.Derive(PseudonymLabel), d) {
+		t.Error("the derived key changed with a rotation or another server")
+	}
+	static, err := OpenKeyring(ctx, nil, KeyConfig{SigningKey: testKey, Logger: keyLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := static.Derive(PseudonymLabel); bytes.Equal(s, d) || bytes.Contains(s, []byte(testKey)) {
+		t.Errorf("static derived %x", s)
+	}
+}

@@ -46,7 +46,8 @@ type DayScore struct {
 }
 
 // PublicProfile returns the agent's profile for public display (spec
-// §11.1: an agent that chose to be unlisted is not displayed). It issues
+// §11.1: an agent that chose to be unlisted is not displayed, nor, with
+// RequireConsent, one that has not consented). It issues
 // the certificate if the agent has no current one, exactly as the
 // certificate route does. With history, Profile.History holds the score as
 // of the end of each of the last HistoryDays−1 UTC days and as of now.
@@ -65,19 +66,19 @@ func (u *UseCases) PublicProfile(ctx context.Context, agentID string, history bo
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return Profile{}, err
 	}
-	notPublic := fmt.Errorf("%w: agent %q has no public score", errkind.ErrNotFound, agentID)
+	if err := u.public(ctx, Caller{}, agentID); err != nil {
+		return Profile{}, err
+	}
 	info, err := u.Store.Agent(ctx, agentID)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
-		return Profile{}, notPublic
+		return Profile{}, notPublic(agentID)
 	case err != nil:
 		return Profile{}, err
-	case info.Visibility == ledger.VisibilityUnlisted:
-		return Profile{}, notPublic
 	}
 	c, err := u.Certificate(ctx, agentID)
 	if errors.Is(err, errkind.ErrNotFound) {
-		return Profile{}, notPublic
+		return Profile{}, notPublic(agentID)
 	}
 	if err != nil {
 		return Profile{}, err

@@ -9,6 +9,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/signal"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -49,8 +50,22 @@ type UseCases struct {
 	// Environment names the deployment in checkpoints (production,
 	// staging…); "" means DefaultEnvironment.
 	Environment string
+	// RequireConsent withholds an agent from every public route (its
+	// score, certificate, pages, badge and the ranking) until it has
+	// consented to a disclosure (spec §11.1); its events are recorded and
+	// its score computed all the same (rights.go).
+	RequireConsent bool
+	// SignalThresholds are the deployment's gaming-signal limits; the zero
+	// value means signal.Defaults. They must pass Validate.
+	SignalThresholds signal.Thresholds
+	// PseudonymKey keys the buyer pseudonyms an agent sees in its own
+	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
+	PseudonymKey []byte
 
 	certs certMemo
+	// rights holds what consent and the gaming signals keep in memory
+	// (rights.go, signals.go).
+	rights rightsState
 	// histories and ingests serve the pages (profile.go, activity.go).
 	histories historyMemo
 	ingests   ingestLog
@@ -122,7 +137,7 @@ func (u *UseCases) Escrow(ctx context.Context, agentID string, amountCents int64
 // Ranking lists agents by current score, highest first, then by agent id.
 // Stale cache entries are first recomputed in one set-based statement, so
 // the page ranks scores as of now. Agents that chose to be unlisted are
-// omitted. Errors: ErrInvalid for an out-of-range query, ErrUnavailable.
+// omitted, and so, with RequireConsent, are agents that have not consented. Errors: ErrInvalid for an out-of-range query, ErrUnavailable.
 func (u *UseCases) Ranking(ctx context.Context, q RankingQuery) (RankingPage, error) {
 	lq := ledger.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, After: q.After}
 	if err := lq.Validate(); err != nil {
@@ -134,7 +149,7 @@ func (u *UseCases) Ranking(ctx context.Context, q RankingQuery) (RankingPage, er
 	// One extra row tells whether there is a next page, so the last page
 	// carries no cursor (except at the maximum page size).
 	lq.Limit = min(q.Limit+1, 1000)
-	entries, err := u.Store.ListScores(ctx, lq)
+	entries, err := u.listPublished(ctx, lq)
 	if err != nil {
 		return RankingPage{}, err
 	}
@@ -160,11 +175,18 @@ func (u *UseCases) Agent(ctx context.Context, agentID string) (ledger.AgentInfo,
 	return info, unknownAgent(err, agentID)
 }
 
-// VerifyLedger walks every hash chain (LedgerStore.VerifyLedger): broken
-// links are in the report; the error (ErrUnavailable) is only for failing
-// to read.
+// VerifyLedger walks every hash chain (LedgerStore.VerifyLedger) and
+// records the breaks it found as of now, which the chain_break signal
+// reports until the next walk (SignalStore.SetChainBreaks): broken links
+// are in the report; the error (ErrUnavailable) is for failing to read or
+// to record.
 func (u *UseCases) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
-	return u.Store.VerifyLedger(ctx)
+	at := u.now()
+	r, err := u.Store.VerifyLedger(ctx)
+	if err != nil {
+		return r, err
+	}
+	return r, u.recordWalk(ctx, at, r)
 }
 
 // RecomputeAll refreshes every agent's cache entry as of now (with

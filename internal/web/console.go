@@ -33,6 +33,7 @@ type consolePage struct {
 var consolePages = []consolePage{
 	{Path: "/operator/ingest", Title: "Ingest activity", Name: "ingest", Load: (*Pages).loadIngest},
 	{Path: "/operator/agents", Title: "Agents", Name: "agents", Load: (*Pages).loadAgents},
+	{Path: "/operator/signals", Title: "Gaming flags", Name: "signals", Load: (*Pages).loadSignals},
 }
 
 // badRequest is a console query that makes no sense, in words for the

@@ -47,6 +47,8 @@ type Service interface {
 	Authenticate(ctx context.Context, token string) (operator string, err error)
 	// IngestActivity is what this process's ingests did recently.
 	IngestActivity() service.IngestActivity
+	// The gaming flags page (signals.go).
+	SignalsService
 }
 
 // Host is the HTTP server the pages are mounted on (*httpapi.Server).

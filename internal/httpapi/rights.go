@@ -1,0 +1,493 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/signal"
+)
+
+// RightsService lists the use cases of agents' rights (spec §8.4, §11.1)
+// and gaming signals (§8.3, §15.2), with the errors of Service. The use
+// cases decide who may do what (service.Caller); the handlers only say who
+// is asking.
+type RightsService interface {
+	// CallerFor returns who a bearer token speaks for: an operator or one
+	// agent; ErrUnauthorized for an unknown or revoked token.
+	CallerFor(ctx context.Context, token string) (service.Caller, error)
+	// CertificateFor and ScoreFor are the certificate and score routes:
+	// an unlisted (or, when consent is required, unconsented) agent is
+	// not found for anyone but itself and operators.
+	CertificateFor(ctx context.Context, c service.Caller, agentID string) (service.Certificate, error)
+	ScoreFor(ctx context.Context, c service.Caller, agentID string) (ledger.ScoreEntry, error)
+	// Disclosure returns a version of the disclosure and disclaimer (the
+	// current one for "").
+	Disclosure(version string) (service.Disclosure, error)
+	// Consent, SetVisibility and RecordConsent read and change an agent's
+	// consent and visibility, for the agent itself or an operator.
+	Consent(ctx context.Context, c service.Caller, agentID string) (service.ConsentStatus, error)
+	SetVisibility(ctx context.Context, c service.Caller, agentID string, v ledger.Visibility) (service.ConsentStatus, error)
+	RecordConsent(ctx context.Context, c service.Caller, agentID, version string) (service.ConsentStatus, error)
+	// Records returns the events counting in the agent's score as of asOf
+	// and its passports, buyer ids masked for the agent's own token.
+	Records(ctx context.Context, c service.Caller, agentID string, asOf time.Time) (service.AgentRecords, error)
+	// Signals returns an agent's gaming signals; FlaggedAgents every
+	// flagged agent's, set-based; SignalStats the counts of the latest
+	// scheduled computation, without blocking.
+	Signals(ctx context.Context, c service.Caller, agentID string, asOf time.Time) (service.AgentSignals, error)
+	FlaggedAgents(ctx context.Context, asOf time.Time) (service.Flagged, error)
+	SignalStats() (service.SignalStats, bool)
+}
+
+// rightsRoutes registers the routes of agents' rights and gaming signals.
+// Who may call each is in the OpenAPI document (x-access).
+func (s *Server) rightsRoutes() {
+	s.metrics.reg.MustRegister(newSignalCollector(s.svc.SignalStats))
+	s.route("GET /swarmscore/disclosure", crossOrigin, maxNoBody, s.disclosure)
+	s.route("GET /swarmscore/{agent_id}/consent", self, maxNoBody, s.consent)
+	s.route("PUT /swarmscore/{agent_id}/consent", self, maxSmallBody, s.recordConsent)
+	s.route("PUT /swarmscore/{agent_id}/visibility", self, maxSmallBody, s.visibility)
+	s.route("GET /swarmscore/{agent_id}/records", self, maxNoBody, s.records)
+	s.route("GET /swarmscore/{agent_id}/signals", self, maxNoBody, s.signals)
+	s.route("GET /swarmscore/signals", operator, maxNoBody, s.flagged)
+}
+
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c service.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// callerFrom is the caller of a route of access self.
+func callerFrom(r *http.Request) service.Caller {
+	c, _ := r.Context().Value(callerKey{}).(service.Caller)
+	return c
+}
+
+// caller resolves the request's bearer token, operator's or agent's, to
+// whom it speaks for. Without an Authorization header the caller is
+// anonymous, unless required; a header that is present must hold a valid
+// token (a public route does not quietly ignore a bad one). The token is
+// never logged nor echoed.
+func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) {
+	if !required && r.Header.Get("Authorization") == "" {
+		return service.Caller{}, nil
+	}
+	token, err := bearerToken(r, "<the agent's token or an operator token>")
+	if err != nil {
+		return service.Caller{}, err
+	}
+	c, err := s.svc.CallerFor(r.Context(), token)
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, errkind.ErrUnauthorized):
+		return service.Caller{}, &httpError{ptUnauthorized, "the bearer token is not valid (unknown or revoked)"}
+	}
+	return service.Caller{}, err
+}
+
+type disclosureResponse struct {
+	Version    string `json:"version"`
+	Disclosure string `json:"disclosure"`
+	Disclaimer string `json:"disclaimer"`
+}
+
+// disclosure serves the disclosure agents consent to and the liability
+// disclaimer (§11.1, §11.2): the current version, or ?version=.
+func (s *Server) disclosure(w http.ResponseWriter, r *http.Request) {
+	v, err := singleParams(r, "version")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d, err := s.svc.Disclosure(v["version"])
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// A version's text never changes; which version is current may.
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	writeJSON(w, http.StatusOK, marshal(disclosureResponse{d.Version, d.Disclosure, d.Disclaimer}))
+}
+
+type consentResponse struct {
+	AgentID           string  `json:"agent_id"`
+	Visibility        string  `json:"visibility"`
+	Consented         bool    `json:"consented"`
+	DisclosureVersion *string `json:"disclosure_version"`
+	ConsentedAt       *string `json:"consented_at"`
+	ConsentedBy       *string `json:"consented_by"`
+	RequireConsent    bool    `json:"require_consent"`
+	Published         bool    `json:"published"`
+}
+
+func consentJSON(st *service.ConsentStatus) []byte {
+	resp := consentResponse{AgentID: st.AgentID, Visibility: string(st.Visibility), Consented: st.Consented(),
+		RequireConsent: st.RequireConsent, Published: st.Published}
+	if st.Consented() {
+		at := ledger.FormatTime(st.GivenAt)
+		resp.DisclosureVersion, resp.ConsentedAt, resp.ConsentedBy = &st.DisclosureVersion, &at, &st.By
+	}
+	return marshal(resp)
+}
+
+// consent shows the agent's consent and visibility.
+func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := s.svc.Consent(r.Context(), callerFrom(r), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, consentJSON(&st))
+}
+
+// recordConsent records the agent's consent to {"disclosure_version"}
+// (the current version when absent).
+func (s *Server) recordConsent(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req struct {
+		DisclosureVersion json.RawMessage `json:"disclosure_version"`
+	}
+	if err := decodeObject(r.Body, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	version, err := optionalString("disclosure_version", req.DisclosureVersion)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	st, err := s.svc.RecordConsent(r.Context(), callerFrom(r), id, version)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, consentJSON(&st))
+}
+
+// visibility sets the agent's {"visibility": "public" | "unlisted"}.
+func (s *Server) visibility(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req struct {
+		Visibility json.RawMessage `json:"visibility"`
+	}
+	if err := decodeObject(r.Body, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := optionalString("visibility", req.Visibility)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if v == "" {
+		s.fail(w, r, errorf(ptInvalid, `field visibility is required: "public" or "unlisted"`))
+		return
+	}
+	st, err := s.svc.SetVisibility(r.Context(), callerFrom(r), id, ledger.Visibility(v))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, consentJSON(&st))
+}
+
+// optionalString reads a JSON string member; absent or null is "".
+func optionalString(field string, raw json.RawMessage) (string, error) {
+	switch k := jsonKind(raw); k {
+	case "nothing", "null":
+		return "", nil
+	case "string":
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", jsonError(err)
+		}
+		return v, nil
+	default:
+		return "", errorf(ptWrongType, "field %s must be a JSON string, not a JSON %s", field, k)
+	}
+}
+
+// singleParams reads the query string, allowing only the names given, each
+// at most once.
+func singleParams(r *http.Request, names ...string) (map[string]string, error) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, errorf(ptInvalid, "the query string is not valid: %v", err)
+	}
+	out := make(map[string]string, len(values))
+	for k, vals := range values {
+		known := false
+		for _, n := range names {
+			known = known || n == k
+		}
+		switch {
+		case !known && len(names) == 0:
+			return nil, errorf(ptInvalid, "unknown query parameter %q (this route takes none)", k)
+		case !known:
+			return nil, errorf(ptInvalid, "unknown query parameter %q (known: %s)", k, strings.Join(names, ", "))
+		case len(vals) > 1:
+			return nil, errorf(ptInvalid, "query parameter %s is given %d times", k, len(vals))
+		}
+		out[k] = vals[0]
+	}
+	return out, nil
+}
+
+// asOfParam reads an optional as_of (RFC 3339); zero when absent.
+func asOfParam(v map[string]string) (time.Time, error) {
+	s, ok := v["as_of"]
+	if !ok {
+		return time.Time{}, nil
+	}
+	t, err := ledger.ParseTime("as_of", s)
+	if err != nil {
+		return time.Time{}, errorf(ptInvalid, "query parameter %v", err)
+	}
+	return t, nil
+}
+
+// formatMicros renders an instant as the ledger keeps it: UTC, with its
+// microseconds when it has any.
+func formatMicros(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+type recordJSON struct {
+	Type              ledger.Type   `json:"type"`
+	ID                string        `json:"id"`
+	AgentID           string        `json:"agent_id"`
+	BuyerID           *string       `json:"buyer_id"`
+	Status            ledger.Status `json:"status"`
+	ReportedStatus    ledger.Status `json:"reported_status,omitempty"`
+	ReportedAgentID   string        `json:"reported_agent_id,omitempty"`
+	EscrowAmountCents *int64        `json:"escrow_amount_cents,omitempty"`
+	StartedAt         string        `json:"started_at"`
+	CompletedAt       string        `json:"completed_at,omitempty"`
+	SettledAt         string        `json:"settled_at,omitempty"`
+	Operator          string        `json:"operator"`
+	Seq               int64         `json:"seq"`
+	Corrected         bool          `json:"corrected"`
+}
+
+type passportJSON struct {
+	ID         string          `json:"agent_passport_id"`
+	ComputedAt string          `json:"computed_at"`
+	ExpiresAt  string          `json:"expires_at"`
+	KeyID      *string         `json:"key_id"`
+	Passport   json.RawMessage `json:"passport"`
+}
+
+type recordsResponse struct {
+	AgentID   string         `json:"agent_id"`
+	AsOf      string         `json:"as_of"`
+	Masked    bool           `json:"buyer_ids_masked"`
+	Events    []recordJSON   `json:"events"`
+	Passports []passportJSON `json:"passports"`
+}
+
+// records serves the agent's access to its data: the events counting in
+// its score as of ?as_of= (now by default) and the passports issued.
+func (s *Server) records(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := singleParams(r, "as_of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	asOf, err := asOfParam(v)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rec, err := s.svc.Records(r.Context(), callerFrom(r), id, asOf)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := recordsResponse{AgentID: rec.AgentID, AsOf: formatMicros(rec.AsOf), Masked: rec.Masked,
+		Events: make([]recordJSON, 0, len(rec.Events)), Passports: make([]passportJSON, 0, len(rec.Passports))}
+	for i := range rec.Events {
+		e := &rec.Events[i]
+		j := recordJSON{Type: e.Type, ID: e.ID, AgentID: e.AgentID, Status: e.Status, ReportedAgentID: e.ReportedAgentID,
+			StartedAt: formatMicros(e.StartedAt), Operator: e.Operator, Seq: e.Seq, Corrected: e.Corrected}
+		if e.BuyerID != "" {
+			j.BuyerID = &e.BuyerID
+		}
+		if e.ReportedStatus != e.Status {
+			j.ReportedStatus = e.ReportedStatus
+		}
+		switch e.Type {
+		case ledger.AP2Transaction:
+			j.EscrowAmountCents, j.SettledAt = &e.EscrowAmountCents, formatMicros(e.EndedAt)
+		default:
+			j.CompletedAt = formatMicros(e.EndedAt)
+		}
+		resp.Events = append(resp.Events, j)
+	}
+	for i := range rec.Passports {
+		p := &rec.Passports[i]
+		j := passportJSON{ID: p.ID, ComputedAt: rfc3339(p.ComputedAt), ExpiresAt: rfc3339(p.ExpiresAt), Passport: p.Document}
+		if p.KeyID != "" {
+			j.KeyID = &p.KeyID
+		}
+		resp.Passports = append(resp.Passports, j)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+type signalsResponse struct {
+	AgentID string          `json:"agent_id"`
+	AsOf    string          `json:"as_of"`
+	Signals []signal.Signal `json:"signals"`
+}
+
+type flaggedAgent struct {
+	AgentID string          `json:"agent_id"`
+	Signals []signal.Signal `json:"signals"`
+}
+
+type flaggedResponse struct {
+	AsOf   string         `json:"as_of"`
+	Agents []flaggedAgent `json:"agents"`
+}
+
+// signals serves one agent's gaming signals, each figure beside its
+// threshold, over the window ending at ?as_of= (now by default).
+func (s *Server) signals(w http.ResponseWriter, r *http.Request) {
+	id, err := agentID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := singleParams(r, "as_of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	asOf, err := asOfParam(v)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	a, err := s.svc.Signals(r.Context(), callerFrom(r), id, asOf)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(signalsResponse{a.AgentID, formatMicros(a.AsOf), a.Signals}))
+}
+
+// flagged lists the agents with a flagged signal (?flagged=true, the
+// default and the only listing: one agent's signals are at
+// /swarmscore/{agent_id}/signals), computed set-based.
+func (s *Server) flagged(w http.ResponseWriter, r *http.Request) {
+	v, err := singleParams(r, "flagged", "as_of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if f, ok := v["flagged"]; ok && f != "true" {
+		s.fail(w, r, errorf(ptInvalid, "query parameter flagged: only true is supported (every agent's signals are at /swarmscore/{agent_id}/signals)"))
+		return
+	}
+	asOf, err := asOfParam(v)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := s.svc.FlaggedAgents(r.Context(), asOf)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := flaggedResponse{AsOf: formatMicros(list.AsOf), Agents: make([]flaggedAgent, 0, len(list.Agents))}
+	for _, a := range list.Agents {
+		resp.Agents = append(resp.Agents, flaggedAgent{a.AgentID, a.Signals})
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+// signalCollector exports the counts of the latest scheduled computation
+// of the gaming signals and of the latest chain walk (service.SignalStats),
+// read at each scrape without touching the database.
+type signalCollector struct {
+	stats                           func() (service.SignalStats, bool)
+	flagged, anyFlagged, agents, at *prometheus.Desc
+	walkAt, broken                  *prometheus.Desc
+}
+
+func newSignalCollector(stats func() (service.SignalStats, bool)) *signalCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &signalCollector{
+		stats:      stats,
+		flagged:    d("swarmscore_gaming_flagged_agents", "Agents whose gaming signal is flagged, by signal, at the latest computation (serve --signals-every).", "signal"),
+		anyFlagged: d("swarmscore_gaming_flagged_agents_any", "Agents with at least one gaming signal flagged at the latest computation."),
+		agents:     d("swarmscore_gaming_evaluated_agents", "Agents with activity in the window at the latest computation of the gaming signals."),
+		at:         d("swarmscore_gaming_signals_as_of_timestamp_seconds", "The instant the latest computation of the gaming signals was as of."),
+		walkAt:     d("swarmscore_chain_walk_timestamp_seconds", "When this process's latest full walk of the hash chains started (ledger verify, serve --verify-every)."),
+		broken:     d("swarmscore_chain_walk_broken_chains", "Chains the latest full walk found broken."),
+	}
+}
+
+func (c *signalCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.flagged, c.anyFlagged, c.agents, c.at, c.walkAt, c.broken} {
+		ch <- d
+	}
+}
+
+func (c *signalCollector) Collect(ch chan<- prometheus.Metric) {
+	st, ok := c.stats()
+	if !ok {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if !st.At.IsZero() {
+		for _, n := range signal.Names {
+			gauge(c.flagged, float64(st.BySignal[n]), n)
+		}
+		gauge(c.anyFlagged, float64(st.Flagged))
+		gauge(c.agents, float64(st.Agents))
+		gauge(c.at, float64(st.At.Unix()))
+	}
+	if !st.WalkAt.IsZero() {
+		gauge(c.walkAt, float64(st.WalkAt.Unix()))
+		gauge(c.broken, float64(st.BrokenChains))
+	}
+}

@@ -1,0 +1,188 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/signal"
+)
+
+// The gaming signals (spec §8.3, §15.2; internal/signal): figures computed
+// by the store over the scoring window, beside the deployment's thresholds.
+// They are shown to operators and to the agent concerned and exported as
+// metrics; nothing here writes a score.
+
+// AgentSignals are one agent's signals as of an instant, every one of
+// signal.Names in that order.
+type AgentSignals struct {
+	AgentID string
+	AsOf    time.Time
+	Signals []signal.Signal
+}
+
+// Flagged reports whether any of the agent's signals is flagged.
+func (a *AgentSignals) Flagged() bool { return signal.Flagged(a.Signals) }
+
+// Thresholds are the thresholds in force: SignalThresholds, or
+// signal.Defaults when it is the zero value.
+func (u *UseCases) Thresholds() signal.Thresholds {
+	if u.SignalThresholds == (signal.Thresholds{}) {
+		return signal.Defaults
+	}
+	return u.SignalThresholds
+}
+
+// asOfOrNow is asOf on the ledger's grid, or now when zero.
+func (u *UseCases) asOfOrNow(asOf time.Time) time.Time {
+	if asOf.IsZero() {
+		return u.now()
+	}
+	return asOf.UTC().Truncate(ledger.Resolution)
+}
+
+// Signals returns the agent's gaming signals over the window ending at
+// asOf (now when zero), for an operator or the agent itself. An agent with
+// nothing in the window has every figure zero. chain_break is what the
+// last full walk of the chains found (VerifyLedger). Errors: ErrInvalid for
+// a malformed id or invalid thresholds, ErrUnauthorized or ErrForbidden for
+// any other caller, ErrNotFound for an unknown agent, ErrUnavailable.
+func (u *UseCases) Signals(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentSignals, error) {
+	if err := u.checkActor(c, agentID); err != nil {
+		return AgentSignals{}, err
+	}
+	t := u.Thresholds()
+	if err := t.Validate(); err != nil {
+		return AgentSignals{}, err
+	}
+	if _, err := u.Store.Agent(ctx, agentID); err != nil {
+		return AgentSignals{}, unknownAgent(err, agentID)
+	}
+	asOf = u.asOfOrNow(asOf)
+	fs, err := u.Store.SignalFigures(ctx, asOf, agentID)
+	if err != nil {
+		return AgentSignals{}, err
+	}
+	f := signal.Figures{AgentID: agentID}
+	if len(fs) > 0 {
+		f = fs[0]
+	}
+	return AgentSignals{AgentID: agentID, AsOf: asOf, Signals: signal.Evaluate(f, t)}, nil
+}
+
+// Flagged are the agents with a flagged signal as of AsOf.
+type Flagged struct {
+	AsOf   time.Time
+	Agents []AgentSignals
+}
+
+// FlaggedAgents returns the agents with at least one flagged signal over
+// the window ending at asOf (now when zero), by agent id, each with all of
+// its signals. The figures of every agent are computed in one set-based
+// query (SignalStore.SignalFigures), never agent by agent. It is an
+// operator's view: the transports check who asks. Errors: ErrInvalid for
+// invalid thresholds, ErrUnavailable.
+func (u *UseCases) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, error) {
+	t := u.Thresholds()
+	if err := t.Validate(); err != nil {
+		return Flagged{}, err
+	}
+	out := Flagged{AsOf: u.asOfOrNow(asOf)}
+	fs, err := u.Store.SignalFigures(ctx, out.AsOf, "")
+	if err != nil {
+		return Flagged{}, err
+	}
+	for _, f := range fs {
+		a := AgentSignals{AgentID: f.AgentID, AsOf: out.AsOf, Signals: signal.Evaluate(f, t)}
+		if a.Flagged() {
+			out.Agents = append(out.Agents, a)
+		}
+	}
+	return out, nil
+}
+
+// SignalStats summarise the latest RefreshSignalStats and chain walk of
+// this process, for /metrics.
+type SignalStats struct {
+	// At is the instant the signals were computed as of; zero before the
+	// first refresh.
+	At time.Time
+	// Agents counts the agents with activity in the window; Flagged those
+	// with any signal flagged; BySignal those flagged per signal, with
+	// every name of signal.Names present.
+	Agents, Flagged int
+	BySignal        map[string]int
+	// WalkAt is when the latest full chain walk of this process started
+	// (zero if none), and BrokenChains how many chains it found broken.
+	WalkAt       time.Time
+	BrokenChains int
+}
+
+// RefreshSignalStats computes every agent's signals as of now, set-based
+// (FlaggedAgents' query), and keeps the counts for SignalStats. Its cost
+// is one pass over the window's events, so it runs on a schedule (serve
+// --signals-every), never on a scrape. Errors: those of FlaggedAgents.
+func (u *UseCases) RefreshSignalStats(ctx context.Context) (SignalStats, error) {
+	t := u.Thresholds()
+	if err := t.Validate(); err != nil {
+		return SignalStats{}, err
+	}
+	asOf := u.now()
+	fs, err := u.Store.SignalFigures(ctx, asOf, "")
+	if err != nil {
+		return SignalStats{}, err
+	}
+	st := SignalStats{At: asOf, Agents: len(fs), BySignal: make(map[string]int, len(signal.Names))}
+	for _, n := range signal.Names {
+		st.BySignal[n] = 0
+	}
+	for _, f := range fs {
+		sigs := signal.Evaluate(f, t)
+		for _, s := range sigs {
+			if s.Flagged {
+				st.BySignal[s.Name]++
+			}
+		}
+		if signal.Flagged(sigs) {
+			st.Flagged++
+		}
+	}
+	for {
+		old := u.rights.signals.Load()
+		next := st
+		if old != nil {
+			next.WalkAt, next.BrokenChains = old.WalkAt, old.BrokenChains
+		}
+		if u.rights.signals.CompareAndSwap(old, &next) {
+			return next, nil
+		}
+	}
+}
+
+// SignalStats returns the latest counts (RefreshSignalStats, VerifyLedger)
+// without blocking; ok is false before either ran in this process.
+func (u *UseCases) SignalStats() (st SignalStats, ok bool) {
+	if p := u.rights.signals.Load(); p != nil {
+		return *p, true
+	}
+	return SignalStats{}, false
+}
+
+// recordWalk records a full walk's breaks, found by a walk that started at
+// at, for the chain_break signal and the metrics.
+func (u *UseCases) recordWalk(ctx context.Context, at time.Time, r ledger.VerifyReport) error {
+	if err := u.Store.SetChainBreaks(ctx, at, r.Broken); err != nil {
+		return err
+	}
+	for {
+		old := u.rights.signals.Load()
+		var next SignalStats
+		if old != nil {
+			next = *old
+		}
+		next.WalkAt, next.BrokenChains = at, len(r.Broken)
+		if u.rights.signals.CompareAndSwap(old, &next) {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package web
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/swarmscore/swarmscore/internal/httpapi"
+	"github.com/swarmscore/swarmscore/internal/service"
+)
+
+// TestGamingFlagsPage: the console lists the flagged agents with each
+// figure under its threshold, and shows one agent's signals by id.
+func TestGamingFlagsPage(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	if r := s.get("/operator/signals"); r.code == 200 && strings.Contains(r.body, "Gaming flags</h1>") {
+		t.Fatal("the gaming flags are shown without signing in")
+	}
+	c := signIn(t, s, "192.0.2.1:1000")
+	get := func(target string, status int) string {
+		t.Helper()
+		return s.get(target, "Cookie", c.String()).page(t, status)
+	}
+	// The seed is a back-filled history from one AP2 buyer: every agent
+	// with ten transactions is concentrated and undiverse, and every
+	// report arrived long after its event ended.
+	body := get("/operator/signals", 200)
+	mustContain(t, body, `<a href="/operator/signals" aria-current="page">Gaming flags</a>`,
+		"<code>ap2_top5_buyer_share</code><br><span class=\"muted\">above 70%</span>",
+		"<code>ap2_buyer_diversity</code><br><span class=\"muted\">below 10%</span>",
+		"<code>report_lag</code><br><span class=\"muted\">above 24.0 h</span>",
+		`<th scope="row"><a href="/operator/signals?q=agent-7">agent-7</a></th><td class="num">0%</td><td class="num"><strong>100% flagged</strong></td><td class="num"><strong>2% flagged</strong></td>`,
+		"none by this server since it started")
+	if _, err := s.u.VerifyLedger(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	body = get("/operator/signals?q=agent-7", 200)
+	mustContain(t, body, `<caption id="found-caption">Signals of agent-7</caption>`,
+		`<tr><th scope="row"><code>conduit_top_buyer_share</code></th><td class="num">0%</td><td>above 50%</td><td>no</td></tr>`,
+		`<tr><th scope="row"><code>ap2_top5_buyer_share</code></th><td class="num"><strong>100%</strong></td><td>above 70%</td><td><strong>flagged</strong></td></tr>`,
+		`<tr><th scope="row"><code>chain_break</code></th><td class="num">intact</td><td>any break</td><td>no</td></tr>`,
+		"this server's, 2026-06-15 12:00 UTC")
+	// The thresholds are the deployment's.
+	th := s.u.Thresholds()
+	th.AP2Top5BuyerShare = 1
+	s.u.SignalThresholds = th
+	mustContain(t, get("/operator/signals?q=agent-7", 200), `<td class="num">100%</td><td>above 100%</td><td>no</td>`)
+	mustContain(t, get("/operator/signals?q=ghost", 200), "No agent has the id “ghost”.")
+	mustContain(t, get("/operator/signals?q=a+b", 400), "An agent id is")
+}
+
+// TestPagesRequireConsent: with consent required, an agent's page, badge
+// and leaderboard row appear only once it has consented.
+func TestPagesRequireConsent(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	s.u.RequireConsent = true
+	mustContain(t, s.get("/agents/agent-7").page(t, 404), "No agent with a public SwarmScore has the id “agent-7”.")
+	if s.get("/badge/agent-7.svg").code != 404 {
+		t.Fatal("the badge of an agent that has not consented is served")
+	}
+	mustContain(t, s.get("/").page(t, 200), "No listed agent has a score yet.")
+	mustNotContain(t, s.get("/").body, "agent-7", "elite-1")
+	if _, err := s.u.RecordConsent(context.Background(), service.Caller{Operator: "op", AgentID: "agent-7"}, "agent-7", ""); err != nil {
+		t.Fatal(err)
+	}
+	s.get("/agents/agent-7").page(t, 200)
+	if r := s.get("/badge/agent-7.svg"); r.code != 200 {
+		t.Fatalf("badge after consent: %d", r.code)
+	}
+	home := s.get("/").page(t, 200)
+	if ids := rows(home); len(ids) != 1 || ids[0] != "agent-7" {
+		t.Fatalf("leaderboard after one consent: %v", ids)
+	}
+}
