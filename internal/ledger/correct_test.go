@@ -38,7 +38,7 @@ func (m *memLedger) correct(t *testing.T, req CorrectionRequest) (CorrectionPlan
 		m.heads[h.AgentID] = h.Head
 	}
 	for _, r := range plan.Records {
-		if want := int64(len(m.records[r.AgentID]) + 1); r.Seq != want {
+		if want := m.anchors[r.AgentID].Seq + int64(len(m.records[r.AgentID])+1); r.Seq != want {
 			t.Fatalf("record %s/%d appended at %d", r.AgentID, r.Seq, want)
 		}
 		m.records[r.AgentID] = append(m.records[r.AgentID], r)

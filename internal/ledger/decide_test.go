@@ -23,11 +23,24 @@ type memLedger struct {
 	records     map[string][]ChainRecord // by agent, in seq order
 	corrections map[string]Correction
 	erasures    map[string]Erasure
+	anchors     map[string]Anchor
+	summaries   map[string]map[int64]*Summary
+}
+
+// record returns the agent's record at seq (records before its anchor are
+// pruned).
+func (m *memLedger) record(agent string, seq int64) (*ChainRecord, bool) {
+	i := seq - 1 - m.anchors[agent].Seq
+	rs := m.records[agent]
+	if i < 0 || i >= int64(len(rs)) {
+		return nil, false
+	}
+	return &rs[i], true
 }
 
 func newMemLedger() *memLedger {
 	return &memLedger{heads: map[string]Head{}, events: map[EventKey]StoredEvent{}, records: map[string][]ChainRecord{}, corrections: map[string]Correction{},
-		erasures: map[string]Erasure{}}
+		erasures: map[string]Erasure{}, anchors: map[string]Anchor{}, summaries: map[string]map[int64]*Summary{}}
 }
 
 func (m *memLedger) ingest(t *testing.T, b Batch) []Outcome {
@@ -76,7 +89,7 @@ func (m *memLedger) apply(t *testing.T, plan *Plan) {
 	}
 	for _, r := range plan.Records {
 		rs := m.records[r.AgentID]
-		if want := int64(len(rs) + 1); r.Seq != want {
+		if want := m.anchors[r.AgentID].Seq + int64(len(rs)+1); r.Seq != want {
 			t.Fatalf("record %s/%d appended at position %d", r.AgentID, r.Seq, want)
 		}
 		m.records[r.AgentID] = append(rs, r)
@@ -96,7 +109,11 @@ func (m *memLedger) walk() (iter.Seq2[*ChainRow, error], iter.Seq2[*EventLink, e
 			}
 			for _, r := range rs {
 				row := &ChainRow{AgentID: a, Registered: true, HeadSeq: h.Seq, HeadHash: h.Hash[:], HasRecord: true, Record: r, StoredHash: r.Hash[:]}
-				if r.Type != ErasureType {
+				switch r.Type {
+				case ErasureType:
+				case SummaryType:
+					row.Summary = m.summaries[a][r.Seq]
+				default:
 					row.Event, row.HasEvent = m.events[EventKey{r.Type, r.EventID}]
 				}
 				if r.CorrectionID != "" {
@@ -111,8 +128,8 @@ func (m *memLedger) walk() (iter.Seq2[*ChainRow, error], iter.Seq2[*EventLink, e
 	links := func(yield func(*EventLink, error) bool) {
 		for k, e := range m.events {
 			l := &EventLink{Type: k.Type, ID: k.ID, AgentID: e.CurrentAgent(), Seq: e.Seq}
-			if rs := m.records[e.CurrentAgent()]; e.Seq >= 1 && e.Seq <= int64(len(rs)) {
-				l.Linked, l.RecordType, l.RecordID = true, rs[e.Seq-1].Type, rs[e.Seq-1].EventID
+			if r, ok := m.record(e.CurrentAgent(), e.Seq); ok {
+				l.Linked, l.RecordType, l.RecordID = true, r.Type, r.EventID
 			}
 			if !yield(l, nil) {
 				return

@@ -95,6 +95,13 @@ func (c *Chainer) LinkErasure(prev Hash, seq int64, e *Erasure) Hash {
 // contentOf is the canonical content of a chain row's record as its rows
 // give it back now (a report rebuilt from its event row, or a correction).
 func (c *Chainer) contentOf(r *ChainRow) []byte {
+	if r.Record.Type == SummaryType {
+		if r.Summary == nil {
+			return nil
+		}
+		c.buf = r.Summary.AppendCanonical(c.buf[:0])
+		return c.buf
+	}
 	if r.Record.CorrectionID != "" {
 		c.buf = r.Correction.AppendCanonical(c.buf[:0], r.AgentID, r.Record.Seq)
 	} else {
@@ -192,7 +199,14 @@ func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 	seen := map[Hash]bool{}
 	for i := range sc.Records {
 		r := sc.Records[i].ChainRow
-		if !r.HasRecord || (r.Record.CorrectionID == "" && !r.HasEvent) || (r.Record.CorrectionID != "" && !r.HasCorrection) {
+		lost := !r.HasEvent
+		switch {
+		case r.Record.Type == SummaryType:
+			lost = r.Summary == nil
+		case r.Record.CorrectionID != "":
+			lost = !r.HasCorrection
+		}
+		if !r.HasRecord || lost {
 			return ErasurePlan{}, fmt.Errorf("%w: record %s/%d has lost its row; repair the chain before erasing", errkind.ErrConflict, r.AgentID, r.Record.Seq)
 		}
 		content := chain.contentOf(&r)
@@ -213,6 +227,11 @@ func DecideErasure(req ErasureRequest, sc ErasureScope) (ErasurePlan, error) {
 		}
 		r.Correction.FromAgent, r.Correction.ToAgent, r.Correction.AgentID = rename(r.Correction.FromAgent), rename(r.Correction.ToAgent), rename(r.Correction.AgentID)
 		r.Correction.Reason, r.Correction.By = ReplaceID(r.Correction.Reason, x, p), ReplaceID(r.Correction.By, x, p)
+		if r.Summary != nil {
+			s := *r.Summary
+			s.AgentID = rename(s.AgentID)
+			r.Summary = &s
+		}
 		d := sha256.Sum256(chain.contentOf(&r))
 		if !seen[d] {
 			seen[d] = true

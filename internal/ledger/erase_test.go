@@ -33,16 +33,20 @@ func (m *memLedger) erase(t *testing.T, req ErasureRequest) error {
 		sc.Sealed[e.ID] = e.Digests
 	}
 	for _, a := range slices.Sorted(maps.Keys(m.records)) {
-		var prev Hash
+		prev := m.anchors[a].Hash
 		for _, rec := range m.records[a] {
 			row := ChainRow{AgentID: a, Registered: true, HasRecord: true, Record: rec, StoredHash: rec.Hash[:]}
-			if rec.Type != ErasureType {
+			switch rec.Type {
+			case ErasureType:
+			case SummaryType:
+				row.Summary = m.summaries[a][rec.Seq]
+			default:
 				row.Event, row.HasEvent = m.events[EventKey{rec.Type, rec.EventID}]
 			}
 			if rec.CorrectionID != "" {
 				row.Correction, row.HasCorrection = m.corrections[rec.CorrectionID]
 			}
-			if rec.Type != ErasureType && names(&row) {
+			if rec.Type != ErasureType && (a == x || names(&row)) {
 				sc.Records = append(sc.Records, ScopedRow{ChainRow: row, Prev: prev})
 			}
 			prev = rec.Hash
@@ -82,9 +86,20 @@ func (m *memLedger) erase(t *testing.T, req ErasureRequest) error {
 		c.Reason, c.By = ReplaceID(c.Reason, x, p), ReplaceID(c.By, x, p)
 		m.corrections[id] = c
 	}
+	if a, ok := m.anchors[x]; ok {
+		delete(m.anchors, x)
+		m.anchors[p] = a
+	}
+	if ss, ok := m.summaries[x]; ok {
+		delete(m.summaries, x)
+		for _, s := range ss {
+			s.AgentID = p
+		}
+		m.summaries[p] = ss
+	}
 	for _, s := range plan.Sealed {
-		rs := m.records[s.AgentID]
-		rs[s.Seq-1].SealedBy = s.SealedBy
+		r, _ := m.record(s.AgentID, s.Seq)
+		r.SealedBy = s.SealedBy
 	}
 	m.records[p] = append(m.records[p], plan.Record)
 	m.erasures[plan.Erasure.ID] = plan.Erasure
@@ -94,7 +109,7 @@ func (m *memLedger) erase(t *testing.T, req ErasureRequest) error {
 func (m *memLedger) verify(t *testing.T) VerifyReport {
 	t.Helper()
 	chains, links := m.walk()
-	rep, err := VerifyChains(chains, links, WithErasures(slices.Collect(maps.Values(m.erasures))))
+	rep, err := VerifyChains(chains, links, WithErasures(slices.Collect(maps.Values(m.erasures))), WithAnchors(m.anchors), WithSummaries(m.summaries))
 	if err != nil {
 		t.Fatal(err)
 	}

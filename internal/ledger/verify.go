@@ -34,6 +34,9 @@ type ChainRow struct {
 	// (Record.CorrectionID) that has no row; Correction is that row.
 	HasCorrection bool
 	Correction    Correction
+	// Summary is a summary record's content (SummaryType), as the walk or
+	// an erasure's scope finds it; nil otherwise.
+	Summary *Summary
 }
 
 // EventLink is an event row with the chain record its seq names, as a back
@@ -125,7 +128,9 @@ type erasureCheck struct {
 
 // walker holds one chain at a time.
 type walker struct {
-	erasures map[string]*erasureCheck
+	erasures  map[string]*erasureCheck
+	anchors   map[string]Anchor
+	summaries map[string]map[int64]*Summary
 	report   VerifyReport
 	broken   map[string]BrokenLink
 
@@ -163,6 +168,9 @@ func (v *walker) step(r *ChainRow) {
 		v.started, v.agent, v.registered = true, r.AgentID, r.Registered
 		v.headSeq, v.headHash = r.HeadSeq, append(v.headHash[:0], r.HeadHash...)
 		v.prev, v.expectSeq = Hash{}, 1
+		if a, ok := v.anchors[r.AgentID]; ok {
+			v.prev, v.expectSeq = a.Hash, a.Seq+1
+		}
 		clear(v.moved)
 		if !r.HasRecord {
 			return
@@ -186,6 +194,8 @@ func (v *walker) step(r *ChainRow) {
 	switch {
 	case rec.Type == ErasureType:
 		v.erasureRecord(r)
+	case rec.Type == SummaryType:
+		v.summaryRecord(r)
 	case isCorrection && !r.HasCorrection:
 		v.fail(v.agent, rec.Seq, rec.EventID, "correction %s recorded in the chain has no row (deleted)", rec.CorrectionID)
 	case isCorrection && (cor.ID != rec.CorrectionID || cor.EventType != rec.Type || cor.EventID != rec.EventID || cor.ToStatus != rec.Status ||
@@ -236,6 +246,26 @@ func (v *walker) step(r *ChainRow) {
 	// record is reported where it is, not as every record after it.
 	v.prev = Hash{}
 	copy(v.prev[:], r.StoredHash)
+}
+
+// summaryRecord checks a summary record: its content is stored, and links
+// (or, sealed by an erasure, is one the erasure committed to).
+func (v *walker) summaryRecord(r *ChainRow) {
+	rec := &r.Record
+	r.Summary = v.summaries[v.agent][rec.Seq]
+	switch {
+	case r.Summary == nil:
+		v.fail(v.agent, rec.Seq, rec.EventID, "summary record has no stored content (deleted)")
+	case rec.SealedBy != "":
+		e := v.erasures[rec.SealedBy]
+		if e == nil || !e.digests[sha256.Sum256(v.chain.contentOf(r))] {
+			v.fail(v.agent, rec.Seq, rec.EventID, "sealed summary record differs from what erasure %s sealed", rec.SealedBy)
+		}
+	default:
+		if got := v.chain.LinkSummary(v.prev, r.Summary); !bytes.Equal(got[:], r.StoredHash) {
+			v.fail(v.agent, rec.Seq, rec.EventID, "hash mismatch: the summary of pruned records was altered outside the ledger")
+		}
+	}
 }
 
 // erasureRecord checks an erasure's record: the erasure exists, names this
