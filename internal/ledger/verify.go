@@ -131,8 +131,8 @@ type walker struct {
 	erasures  map[string]*erasureCheck
 	anchors   map[string]Anchor
 	summaries map[string]map[int64]*Summary
-	report   VerifyReport
-	broken   map[string]BrokenLink
+	report    VerifyReport
+	broken    map[string]BrokenLink
 
 	agent      string
 	started    bool
