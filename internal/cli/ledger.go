@@ -103,7 +103,7 @@ replaced entries are dropped and re-issued on their next request.`,
 		},
 	}
 	recompute.Flags().BoolVar(&stale, "stale", false, "only agents without a valid cached score")
-	cmd.AddCommand(recompute)
+	cmd.AddCommand(recompute, newLedgerPruneCmd(&db, &asJSON))
 	return cmd
 }
 

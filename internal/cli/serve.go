@@ -19,6 +19,7 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
@@ -102,6 +103,8 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&cfg.skew, "max-clock-skew", service.DefaultMaxClockSkew, "how far past the server's clock a reported event may be dated")
 	f.StringSliceVar(&cfg.metricsAllow, "metrics-allow", nil, "CIDR or address of a network /metrics answers to (repeatable; default loopback)")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	f.StringVar(&cfg.pruneKeep, "prune-keep", "", "apply retention on a schedule, keeping this long (90d or more; as 'ledger prune --keep'; empty: never)")
+	f.DurationVar(&cfg.pruneEvery, "prune-every", 24*time.Hour, "how often --prune-keep prunes")
 	f.DurationVar(&cfg.checkpointEvery, "checkpoint-every", 0, "sign a checkpoint of the ledger at start and at this interval, when a chain head moved since the latest (0: never)")
 	cfg.keys.register(f)
 	f.DurationVar(&cfg.dbTimeout, "db-timeout", httpapi.DefaultDBTimeout, "longest a request waits for the database (connection, statements) before it is answered 503")
@@ -121,6 +124,8 @@ type serveConfig struct {
 	metricsAllow       []string
 	logLevel           string
 	checkpointEvery    time.Duration
+	pruneKeep          string
+	pruneEvery         time.Duration
 	keys               keyFlags
 	dbTimeout          time.Duration
 	dbMax              int
@@ -165,6 +170,19 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	}
 	if cfg.skew <= 0 {
 		return usageErrorf("--max-clock-skew %s must be positive", cfg.skew)
+	}
+	var keep time.Duration
+	if cfg.pruneKeep != "" {
+		var err error
+		if keep, err = parseRetention("--prune-keep", cfg.pruneKeep); err != nil {
+			return err
+		}
+		if keep < ledger.Window {
+			return usageErrorf("--prune-keep %s is shorter than the 90-day scoring window: pruning would change current scores", cfg.pruneKeep)
+		}
+		if cfg.pruneEvery < time.Minute {
+			return usageErrorf("--prune-every %s is below 1m", cfg.pruneEvery)
+		}
 	}
 	if cfg.checkpointEvery != 0 && cfg.checkpointEvery < minCheckpointEvery {
 		return usageErrorf("--checkpoint-every %s is below %s (0 disables it)", cfg.checkpointEvery, minCheckpointEvery)
@@ -241,6 +259,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		// Deferred after the store's Close, so it runs first: a checkpoint
 		// under way finishes before the database goes.
 		defer startCheckpoints(ctx, u, cfg.checkpointEvery, log)()
+	}
+	if keep > 0 {
+		defer startPrunes(ctx, u, keep, cfg.pruneEvery, log)()
 	}
 	// Deferred after the store's Close, so it runs first: a walk or a
 	// computation under way finishes before the database goes.

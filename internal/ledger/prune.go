@@ -223,3 +223,37 @@ func WithAnchors(anchors map[string]Anchor) VerifyOption {
 func WithSummaries(s map[string]map[int64]*Summary) VerifyOption {
 	return func(v *walker) { v.summaries = s }
 }
+
+// PruneReport says what a prune removed.
+type PruneReport struct {
+	Cutoff  time.Time
+	Agents  int64 // chains pruned (each got a summary record)
+	Records int64 // chain records removed
+	Events  int64 // event rows removed
+}
+
+// EventSpan is where an event's records lie in one chain: its first and
+// last seq there.
+type EventSpan struct {
+	First, Last int64
+}
+
+// PrunePrefix returns how far a chain may be pruned given through, the end
+// of its longest prefix of prunable records, and the spans of the events
+// recorded after its anchor: an event is pruned whole or not at all (its
+// row goes with its last record), so the prefix stops before the first
+// record of any event that has a record past it.
+func PrunePrefix(through int64, spans []EventSpan) int64 {
+	for {
+		k := through
+		for _, s := range spans {
+			if s.First <= k && s.Last > k {
+				k = min(k, s.First-1)
+			}
+		}
+		if k == through {
+			return k
+		}
+		through = k
+	}
+}

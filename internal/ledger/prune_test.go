@@ -27,19 +27,40 @@ func (m *memLedger) prune(t *testing.T, cutoff, at time.Time) int {
 	for _, a := range slices.Sorted(maps.Keys(m.heads)) {
 		st := PruneState{Head: m.heads[a], Anchor: m.anchors[a], Through: m.anchors[a].Seq}
 		keys := map[EventKey]bool{}
+		spans := map[EventKey]*EventSpan{}
+		for _, r := range m.records[a] {
+			k := EventKey{r.Type, r.EventID}
+			if sp, ok := spans[k]; ok {
+				sp.Last = r.Seq
+			} else {
+				spans[k] = &EventSpan{r.Seq, r.Seq}
+			}
+		}
+		var sps []EventSpan
+		for _, sp := range spans {
+			sps = append(sps, *sp)
+		}
+		limit := m.anchors[a].Seq + int64(len(m.records[a]))
+		for _, r := range m.records[a] {
+			k := EventKey{r.Type, r.EventID}
+			e, ok := m.events[k]
+			if r.Type != SummaryType && (r.Type == ErasureType || !ok || !Prunable(&e, cutoff, moved[k])) {
+				limit = r.Seq - 1
+				break
+			}
+		}
+		limit = PrunePrefix(limit, sps)
 		n := 0
 		for _, r := range m.records[a] {
+			if r.Seq > limit {
+				break
+			}
 			if r.Type == SummaryType {
 				for _, row := range m.summaries[a][r.Seq].Rows {
 					st.Carried = append(st.Carried, row)
 				}
 			} else {
-				k := EventKey{r.Type, r.EventID}
-				e, ok := m.events[k]
-				if r.Type == ErasureType || !ok || !Prunable(&e, cutoff, moved[k]) {
-					break
-				}
-				keys[k] = true
+				keys[EventKey{r.Type, r.EventID}] = true
 			}
 			st.Through, st.ThroughHash = r.Seq, r.Hash
 			n++
@@ -121,6 +142,12 @@ func TestPrune(t *testing.T) {
 		if st := statuses(out); slices.ContainsFunc(st, func(s OutcomeStatus) bool { return s != OutcomeAccepted }) {
 			t.Fatalf("ingest: %v", out)
 		}
+		// A correction of s2 after the recent s3: s2 stays whole.
+		fix := request(ActionStatus, ConduitSession, "s2")
+		fix.Status = Verified
+		if _, err := m.correct(t, fix); err != nil {
+			t.Fatal(err)
+		}
 		return m
 	}
 	m := build(t)
@@ -135,15 +162,19 @@ func TestPrune(t *testing.T) {
 		t.Errorf("counts changed: %+v, were %+v", got, before)
 	}
 	s := m.summaries["a"][m.heads["a"].Seq]
-	if s == nil || s.PrunedThrough != 4 || len(s.Rows) != 3 {
+	if s == nil || s.PrunedThrough != 1 || len(s.Rows) != 1 {
 		t.Fatalf("summary %+v", s)
 	}
-	if got := fmt.Sprint(s.Rows); !strings.Contains(got, "ap2_transaction REFUNDED false") || strings.Contains(got, "p1") {
+	if got := fmt.Sprint(s.Rows); !strings.Contains(got, "conduit_session VERIFIED false") || strings.Contains(got, "s1") {
 		t.Errorf("rows %s", got)
 	}
-	for _, k := range []EventKey{{ConduitSession, "s1"}, {ConduitSession, "s2"}, {AP2Transaction, "p1"}} {
-		if _, ok := m.events[k]; ok {
-			t.Errorf("%v kept", k)
+	if _, ok := m.events[EventKey{ConduitSession, "s1"}]; ok {
+		t.Error("s1 kept")
+	}
+	// s2 is corrected after s3, and p1 comes after s2: both stay.
+	for _, k := range []EventKey{{ConduitSession, "s2"}, {AP2Transaction, "p1"}} {
+		if _, ok := m.events[k]; !ok {
+			t.Errorf("%v pruned", k)
 		}
 	}
 	if _, ok := m.events[EventKey{ConduitSession, "s3"}]; !ok {
@@ -178,9 +209,9 @@ func TestPrune(t *testing.T) {
 	for name, tamper := range map[string]func(m *memLedger){
 		"anchor": func(m *memLedger) { a := m.anchors["a"]; a.Hash[0] ^= 1; m.anchors["a"] = a },
 		"summary count": func(m *memLedger) {
-			m.summaries["a"][m.anchors["a"].Seq+3].Rows[0].Count++
+			m.summaries["a"][m.heads["a"].Seq].Rows[0].Count++
 		},
-		"summary removed": func(m *memLedger) { delete(m.summaries["a"], m.anchors["a"].Seq+3) },
+		"summary removed": func(m *memLedger) { delete(m.summaries["a"], m.heads["a"].Seq) },
 		"anchor removed":  func(m *memLedger) { delete(m.anchors, "a") },
 	} {
 		t.Run(name, func(t *testing.T) {

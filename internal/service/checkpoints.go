@@ -181,6 +181,10 @@ type CheckpointCheck struct {
 	// Changes are the agents whose chains no longer match the checkpoint
 	// (dropped, truncated, rewritten), by agent id.
 	Changes []checkpoint.Change
+	// Pruned counts the agents whose checkpointed seq lies before their
+	// chain's retention anchor: their records there are gone (§11.4), so
+	// only the anchor vouches for them and they are not compared.
+	Pruned int
 	// Problems say why the ledger's extension of the checkpoint could not
 	// be shown agent by agent: the ledger holds no checkpoint of that
 	// number, or another one, or leaves that do not match it.
@@ -274,7 +278,12 @@ func (u *UseCases) diffCheckpoint(ctx context.Context, res *CheckpointCheck, sto
 	if err != nil {
 		return err
 	}
-	current := cutAt(archived, heads, at)
+	anchors, err := u.Store.Anchors(ctx)
+	if err != nil {
+		return err
+	}
+	current, pruned := cutAt(archived, heads, at, anchors)
+	res.Pruned = pruned
 	changes, err := checkpoint.Diff(c, archived, current)
 	if errors.Is(err, checkpoint.ErrDiverged) {
 		res.Problems = append(res.Problems, err.Error())
@@ -292,7 +301,12 @@ func (u *UseCases) diffCheckpoint(ctx context.Context, res *CheckpointCheck, sto
 // every chain hash: it is reported as rewritten (and the walk reports the
 // gap). heads and at are by agent id, as the store returns them; archived
 // is in tree order, where an erased agent's leaf is out of id order.
-func cutAt(archived, heads, at []checkpoint.Leaf) []checkpoint.Leaf {
+//
+// A chain pruned by retention has no records up to its anchor: at the
+// anchor's seq its hash is the anchor's; before it, nothing is left to
+// compare, so the archived leaf stands for itself and is counted in
+// pruned.
+func cutAt(archived, heads, at []checkpoint.Leaf, anchors map[string]ledger.Anchor) (cut []checkpoint.Leaf, pruned int) {
 	find := func(ls []checkpoint.Leaf, id string) (checkpoint.Leaf, bool) {
 		i, ok := slices.BinarySearchFunc(ls, id, func(l checkpoint.Leaf, id string) int { return strings.Compare(l.AgentID, id) })
 		if !ok {
@@ -307,9 +321,15 @@ func cutAt(archived, heads, at []checkpoint.Leaf) []checkpoint.Leaf {
 			continue // dropped
 		}
 		rec, found := find(at, a.AgentID)
+		anchor, isAnchored := anchors[a.AgentID]
 		switch {
 		case a.Seq == 0:
 			out = append(out, checkpoint.Leaf{AgentID: a.AgentID})
+		case isAnchored && a.Seq == anchor.Seq:
+			out = append(out, checkpoint.Leaf{AgentID: a.AgentID, Seq: a.Seq, Hash: anchor.Hash})
+		case isAnchored && a.Seq < anchor.Seq:
+			out = append(out, checkpoint.Leaf{AgentID: a.AgentID, Seq: a.Seq, Hash: a.Hash})
+			pruned++
 		case found:
 			out = append(out, rec)
 		case head.Seq < a.Seq:
@@ -318,5 +338,5 @@ func cutAt(archived, heads, at []checkpoint.Leaf) []checkpoint.Leaf {
 			out = append(out, checkpoint.Leaf{AgentID: a.AgentID, Seq: a.Seq})
 		}
 	}
-	return out
+	return out, pruned
 }

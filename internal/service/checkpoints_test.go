@@ -279,9 +279,16 @@ func TestCutAt(t *testing.T) {
 	heads := []checkpoint.Leaf{{AgentID: "a", Seq: 4, Hash: h(9)}, {AgentID: "b", Seq: 1, Hash: h(8)}, {AgentID: "c", Seq: 2, Hash: h(2)},
 		{AgentID: "d", Seq: 7, Hash: h(7)}, {AgentID: "z", Seq: 1}}
 	at := []checkpoint.Leaf{{AgentID: "a", Seq: 2, Hash: h(1)}}
-	got := cutAt(archived, heads, at)
+	got, pruned := cutAt(archived, heads, at, nil)
 	want := []checkpoint.Leaf{{AgentID: "a", Seq: 2, Hash: h(1)}, {AgentID: "b"}, {AgentID: "c", Seq: 2, Hash: h(2)}, {AgentID: "d", Seq: 5}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if fmt.Sprint(got) != fmt.Sprint(want) || pruned != 0 {
 		t.Fatalf("cut\n%v\nwant\n%v", got, want)
+	}
+	// Pruned chains: a at its anchor, d before it.
+	anchors := map[string]ledger.Anchor{"a": {Seq: 2, Hash: h(4)}, "d": {Seq: 6, Hash: h(6)}}
+	got, pruned = cutAt(archived, heads, nil, anchors)
+	want = []checkpoint.Leaf{{AgentID: "a", Seq: 2, Hash: h(4)}, {AgentID: "b"}, {AgentID: "c", Seq: 2, Hash: h(2)}, {AgentID: "d", Seq: 5, Hash: h(5)}}
+	if fmt.Sprint(got) != fmt.Sprint(want) || pruned != 1 {
+		t.Fatalf("cut with anchors (%d pruned)\n%v\nwant\n%v", pruned, got, want)
 	}
 }

@@ -155,4 +155,5 @@ type Backend interface {
 	CheckpointStore
 	SignalStore
 	ErasureStore
+	RetentionStore
 }

@@ -121,6 +121,14 @@ func (s *Store) Erase(ctx context.Context, req ledger.ErasureRequest) (ledger.Er
 // loadScope reads the records the erasure of x affects, each with the
 // stored hash before it, and the digests of the erasures that sealed any.
 func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope) error {
+	ss, err := summaries(ctx, tx, ` WHERE agent_id = $1`, x)
+	if err != nil {
+		return err
+	}
+	as, err := anchors(ctx, tx, "")
+	if err != nil {
+		return err
+	}
 	for _, q := range erasureScope {
 		for r, err := range chainRows(ctx, tx, q, x) {
 			if err != nil {
@@ -130,6 +138,9 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 				continue
 			}
 			row := *r
+			if row.Record.Type == ledger.SummaryType {
+				row.Summary = ss[x][row.Record.Seq]
+			}
 			row.StoredHash = append([]byte(nil), r.StoredHash...)
 			row.HeadHash = append([]byte(nil), r.HeadHash...)
 			sc.Records = append(sc.Records, ledger.ScopedRow{ChainRow: row})
@@ -154,6 +165,11 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 		return nil
 	}); err != nil {
 		return err
+	}
+	for i := range sc.Records {
+		if a, ok := as[sc.Records[i].AgentID]; ok && sc.Records[i].Record.Seq == a.Seq+1 {
+			sc.Records[i].Prev = a.Hash
+		}
 	}
 	es, err := erasures(ctx, tx)
 	if err != nil {
@@ -221,6 +237,9 @@ func writeErasure(ctx context.Context, tx pgx.Tx, x string, plan *ledger.Erasure
 		`UPDATE consent SET agent_id = $1 WHERE agent_id = $2`,
 		`UPDATE appeals SET agent_id = $1 WHERE agent_id = $2`,
 		`UPDATE chain_breaks SET agent_id = $1 WHERE agent_id = $2`,
+		`UPDATE chain_anchors SET agent_id = $1 WHERE agent_id = $2`,
+		`UPDATE ledger_summaries SET agent_id = $1 WHERE agent_id = $2`,
+		`UPDATE ledger_summary_rows SET agent_id = $1 WHERE agent_id = $2`,
 	} {
 		args := []any{p, x}
 		if strings.Contains(q, "$3") {

@@ -21,7 +21,16 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 		if err != nil {
 			return err
 		}
-		rep, err = ledger.VerifyChains(chainRows(ctx, tx, chainQuery), eventLinks(ctx, tx), ledger.WithErasures(es))
+		as, err := anchors(ctx, tx, "")
+		if err != nil {
+			return err
+		}
+		ss, err := summaries(ctx, tx, "")
+		if err != nil {
+			return err
+		}
+		rep, err = ledger.VerifyChains(chainRows(ctx, tx, chainQuery), eventLinks(ctx, tx),
+			ledger.WithErasures(es), ledger.WithAnchors(as), ledger.WithSummaries(ss))
 		return err
 	})
 	if err != nil {

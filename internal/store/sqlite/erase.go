@@ -112,6 +112,14 @@ func (s *Store) Erase(ctx context.Context, req ledger.ErasureRequest) (ledger.Er
 // loadScope reads the records the erasure of x affects, each with the
 // stored hash before it, and the digests of the erasures that sealed any.
 func loadScope(ctx context.Context, tx *sql.Tx, x string, sc *ledger.ErasureScope) error {
+	ss, err := summaries(ctx, tx, ` WHERE agent_id = ?`, x)
+	if err != nil {
+		return dbErr("erasure scope", err)
+	}
+	as, err := anchors(ctx, tx, "")
+	if err != nil {
+		return dbErr("erasure scope", err)
+	}
 	for r, err := range chainRows(ctx, tx, erasureScope, x) {
 		if err != nil {
 			return err
@@ -120,12 +128,19 @@ func loadScope(ctx context.Context, tx *sql.Tx, x string, sc *ledger.ErasureScop
 			continue
 		}
 		row := *r
+		if row.Record.Type == ledger.SummaryType {
+			row.Summary = ss[x][row.Record.Seq]
+		}
 		row.StoredHash = append([]byte(nil), r.StoredHash...)
 		row.HeadHash = append([]byte(nil), r.HeadHash...)
 		sc.Records = append(sc.Records, ledger.ScopedRow{ChainRow: row})
 	}
 	for i := range sc.Records {
 		r := &sc.Records[i]
+		if a, ok := as[r.AgentID]; ok && r.Record.Seq == a.Seq+1 {
+			r.Prev = a.Hash
+			continue
+		}
 		if r.Record.Seq == 1 {
 			continue
 		}
@@ -201,6 +216,9 @@ func writeErasure(ctx context.Context, tx *sql.Tx, x string, plan *ledger.Erasur
 		    ON CONFLICT (agent_id) DO UPDATE SET visibility = 'unlisted'`,
 		`UPDATE appeals SET agent_id = ?1 WHERE agent_id = ?2`,
 		`UPDATE chain_breaks SET agent_id = ?1 WHERE agent_id = ?2`,
+		`UPDATE chain_anchors SET agent_id = ?1 WHERE agent_id = ?2`,
+		`UPDATE ledger_summaries SET agent_id = ?1 WHERE agent_id = ?2`,
+		`UPDATE ledger_summary_rows SET agent_id = ?1 WHERE agent_id = ?2`,
 	} {
 		if err := exec(q, p, x, at); err != nil {
 			return err

@@ -21,7 +21,16 @@ func (s *Store) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
 	if err != nil {
 		return ledger.VerifyReport{}, dbErr("verify erasures", err)
 	}
-	return ledger.VerifyChains(chainRows(ctx, tx, []string{chainQuery, emptyQuery}), eventLinks(ctx, tx), ledger.WithErasures(es))
+	as, err := anchors(ctx, tx, "")
+	if err != nil {
+		return ledger.VerifyReport{}, dbErr("verify anchors", err)
+	}
+	ss, err := summaries(ctx, tx, "")
+	if err != nil {
+		return ledger.VerifyReport{}, dbErr("verify summaries", err)
+	}
+	return ledger.VerifyChains(chainRows(ctx, tx, []string{chainQuery, emptyQuery}), eventLinks(ctx, tx),
+		ledger.WithErasures(es), ledger.WithAnchors(as), ledger.WithSummaries(ss))
 }
 
 // chainQuery lists every record in chain order with its agent's head (NULL

@@ -96,6 +96,7 @@ func Run(t *testing.T, h Harness) {
 		{"Consent", testConsent},
 		{"Records", testRecords},
 		{"Erasure", testErasure},
+		{"Prune", testPrune},
 		{"Signals", testSignals},
 		{"SignalsProperty", testSignalsProperty},
 		{"Concurrent", testConcurrent},

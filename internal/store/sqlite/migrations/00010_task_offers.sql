@@ -11,8 +11,8 @@ DROP TRIGGER IF EXISTS ledger_records_no_delete;
 CREATE TABLE ledger_records_new (
     agent_id       TEXT NOT NULL REFERENCES agents(id),
     seq            INTEGER NOT NULL CHECK (seq >= 1),
-    -- 'erasure': an erasure's record (migration 00013).
-    event_type     TEXT NOT NULL CHECK (event_type IN ('conduit_session', 'ap2_transaction', 'task_offer', 'erasure')),
+    -- 'erasure': an erasure's record (migration 00013); 'summary': a prune's (00014).
+    event_type     TEXT NOT NULL CHECK (event_type IN ('conduit_session', 'ap2_transaction', 'task_offer', 'erasure', 'summary')),
     event_id       TEXT NOT NULL,
     status         TEXT NOT NULL,  -- no CHECK: verification hashes whatever is here
     hash           BLOB NOT NULL CHECK (length(hash) = 32),

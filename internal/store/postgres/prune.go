@@ -1,0 +1,256 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+)
+
+// anchors loads every pruned chain's anchor (where filters chain_anchors).
+func anchors(ctx context.Context, tx pgx.Tx, where string, args ...any) (map[string]ledger.Anchor, error) {
+	rows, err := tx.Query(ctx, `SELECT agent_id, seq, hash FROM chain_anchors`+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]ledger.Anchor{}
+	var (
+		id   string
+		a    ledger.Anchor
+		hash []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &a.Seq, &hash}, func() error {
+		copy(a.Hash[:], hash)
+		out[id] = a
+		return nil
+	})
+	return out, err
+}
+
+// summaries loads the summary records' contents, by agent and seq.
+func summaries(ctx context.Context, tx pgx.Tx, where string, args ...any) (map[string]map[int64]*ledger.Summary, error) {
+	out := map[string]map[int64]*ledger.Summary{}
+	rows, err := tx.Query(ctx, `SELECT agent_id, seq, created_at, pruned_through, anchor FROM ledger_summaries`+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		s      ledger.Summary
+		anchor []byte
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&s.AgentID, &s.Seq, &s.At, &s.PrunedThrough, &anchor}, func() error {
+		sm := s
+		sm.At = sm.At.UTC()
+		copy(sm.Anchor[:], anchor)
+		if out[sm.AgentID] == nil {
+			out[sm.AgentID] = map[int64]*ledger.Summary{}
+		}
+		out[sm.AgentID][sm.Seq] = &sm
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	rows, err = tx.Query(ctx, `SELECT agent_id, seq, month, event_type, status, voided, count, escrow_cents FROM ledger_summary_rows`+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		id, typ, status string
+		seq             int64
+		r               ledger.SummaryRow
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &seq, &r.Month, &typ, &status, &r.Voided, &r.Count, &r.EscrowCents}, func() error {
+		if sm := out[id][seq]; sm != nil {
+			row := r
+			row.Type, row.Status = ledger.Type(typ), ledger.Status(status)
+			sm.Rows = append(sm.Rows, row)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, m := range out {
+		for _, sm := range m {
+			ledger.SortSummaryRows(sm.Rows)
+		}
+	}
+	return out, nil
+}
+
+// Anchors implements service.RetentionStore.
+func (s *Store) Anchors(ctx context.Context) (map[string]ledger.Anchor, error) {
+	var out map[string]ledger.Anchor
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		out, err = anchors(ctx, tx, "")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read anchors: %w", classify(err))
+	}
+	return out, nil
+}
+
+// notPrunable is true of a chain record (r) that a prune at $2 must keep:
+// not a summary, and not a report or correction of an event that
+// ledger.Prunable allows (final, ended before the cutoff, never moved to
+// another agent). Event tables' end columns are set exactly when the
+// status is final.
+const notPrunable = `NOT (r.event_type = 'summary'
+	  OR (r.event_type = 'conduit_session' AND EXISTS (SELECT 1 FROM conduit_sessions e WHERE e.id = r.event_id AND e.completed_at < $2))
+	  OR (r.event_type = 'ap2_transaction' AND EXISTS (SELECT 1 FROM ap2_transactions e WHERE e.id = r.event_id AND e.settled_at < $2))
+	  OR (r.event_type = 'task_offer' AND EXISTS (SELECT 1 FROM task_offers e WHERE e.id = r.event_id AND e.decided_at < $2)))
+	OR EXISTS (SELECT 1 FROM corrections k WHERE k.event_type = r.event_type AND k.event_id = r.event_id AND k.action = 'reattribute')`
+
+// Prune implements service.RetentionStore, one transaction per chain, its
+// agent's row locked as an ingest locks it.
+func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneReport, error) {
+	rep := ledger.PruneReport{Cutoff: cutoff}
+	rows, err := s.pool.Query(ctx, `SELECT a.id FROM agents a
+	    WHERE EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id
+	        AND r.seq > coalesce((SELECT c.seq FROM chain_anchors c WHERE c.agent_id = a.id), 0)
+	        AND r.event_type <> 'summary' AND NOT (`+strings.ReplaceAll(notPrunable, "$2", "$1")+`))
+	    ORDER BY a.id COLLATE "C"`, cutoff)
+	if err != nil {
+		return rep, fmt.Errorf("postgres: prune candidates: %w", classify(err))
+	}
+	agents, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return rep, fmt.Errorf("postgres: prune candidates: %w", classify(err))
+	}
+	for _, id := range agents {
+		var r ledger.PruneReport
+		if err := s.inTx(ctx, func(tx pgx.Tx) error {
+			r = ledger.PruneReport{}
+			return pruneChain(ctx, tx, id, cutoff, at, &r)
+		}); err != nil {
+			return rep, fmt.Errorf("postgres: prune: %w", err)
+		}
+		rep.Agents, rep.Records, rep.Events = rep.Agents+r.Agents, rep.Records+r.Records, rep.Events+r.Events
+	}
+	return rep, nil
+}
+
+// pruneChain prunes one agent's chain inside tx.
+func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.Time, rep *ledger.PruneReport) error {
+	var st ledger.PruneState
+	var head, anchor []byte
+	var anchorSeq *int64
+	if err := tx.QueryRow(ctx, `SELECT a.head_seq, a.head_hash, c.seq, c.hash FROM agents a LEFT JOIN chain_anchors c ON c.agent_id = a.id
+	    WHERE a.id = $1 FOR UPDATE OF a`, agentID).Scan(&st.Head.Seq, &head, &anchorSeq, &anchor); err != nil {
+		return err
+	}
+	copy(st.Head.Hash[:], head)
+	if anchorSeq != nil {
+		st.Anchor.Seq = *anchorSeq
+	}
+	copy(st.Anchor.Hash[:], anchor)
+	var first *int64
+	if err := tx.QueryRow(ctx, `SELECT min(r.seq) FROM ledger_records r WHERE r.agent_id = $1 AND r.seq > $3 AND (`+notPrunable+`)`,
+		agentID, cutoff, st.Anchor.Seq).Scan(&first); err != nil {
+		return err
+	}
+	st.Through = st.Head.Seq
+	if first != nil {
+		st.Through = *first - 1
+	}
+	if st.Through <= st.Anchor.Seq {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT min(seq), max(seq) FROM ledger_records WHERE agent_id = $1 AND seq > $2 AND event_type <> 'summary'
+	    GROUP BY event_type, event_id HAVING min(seq) <= $3 AND max(seq) > $3`, agentID, st.Anchor.Seq, st.Through)
+	if err != nil {
+		return err
+	}
+	var (
+		sp   []ledger.EventSpan
+		span ledger.EventSpan
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&span.First, &span.Last}, func() error { sp = append(sp, span); return nil }); err != nil {
+		return err
+	}
+	if st.Through = ledger.PrunePrefix(st.Through, sp); st.Through <= st.Anchor.Seq {
+		return nil
+	}
+	var through []byte
+	if err := tx.QueryRow(ctx, `SELECT hash FROM ledger_records WHERE agent_id = $1 AND seq = $2`, agentID, st.Through).Scan(&through); err != nil {
+		return err
+	}
+	copy(st.ThroughHash[:], through)
+
+	rows, err = tx.Query(ctx, `SELECT DISTINCT event_type, event_id FROM ledger_records
+	    WHERE agent_id = $1 AND seq <= $2 AND correction_id IS NULL AND event_type <> 'summary'`, agentID, st.Through)
+	if err != nil {
+		return err
+	}
+	byType := map[ledger.Type][]string{}
+	var typ, id string
+	if _, err := pgx.ForEachRow(rows, []any{&typ, &id}, func() error {
+		byType[ledger.Type(typ)] = append(byType[ledger.Type(typ)], id)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for t, ids := range byType {
+		rows, err := tx.Query(ctx, eventSelect(t)+` WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return err
+		}
+		events := map[ledger.EventKey]ledger.StoredEvent{}
+		if err := scanEvents(t, events)(rows); err != nil {
+			return err
+		}
+		for _, e := range events {
+			st.Rows = append(st.Rows, ledger.SummaryRow{Type: t, Status: e.CurrentStatus(), Voided: e.IsVoided(),
+				Month: ledger.MonthOf(e.Event.EndedAt), Count: 1, EscrowCents: e.Event.EscrowAmountCents})
+		}
+	}
+	carried, err := summaries(ctx, tx, ` WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	if err != nil {
+		return err
+	}
+	for _, sm := range carried[agentID] {
+		st.Carried = append(st.Carried, sm.Rows...)
+	}
+	plan, ok, err := ledger.DecidePrune(agentID, st, at)
+	if err != nil || !ok {
+		return err
+	}
+
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO chain_anchors (agent_id, seq, hash) VALUES ($1, $2, $3) ON CONFLICT (agent_id) DO UPDATE SET seq = $2, hash = $3`,
+		agentID, plan.Anchor.Seq, plan.Anchor.Hash[:])
+	b.Queue(`DELETE FROM ledger_summary_rows WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	b.Queue(`DELETE FROM ledger_summaries WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	var eventDeletes []*pgx.QueuedQuery
+	for t, ids := range byType {
+		table := map[ledger.Type]string{ledger.ConduitSession: "conduit_sessions", ledger.AP2Transaction: "ap2_transactions", ledger.TaskOffer: "task_offers"}[t]
+		b.Queue(`DELETE FROM corrections WHERE event_type = $1 AND event_id = ANY($2)`, string(t), ids)
+		eventDeletes = append(eventDeletes, b.Queue(`DELETE FROM `+table+` WHERE id = ANY($1)`, ids))
+	}
+	records := b.Queue(`DELETE FROM ledger_records WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	sm := &plan.Summary
+	b.Queue(`INSERT INTO ledger_summaries (agent_id, seq, created_at, pruned_through, anchor) VALUES ($1, $2, $3, $4, $5)`,
+		agentID, sm.Seq, sm.At, sm.PrunedThrough, sm.Anchor[:])
+	for _, r := range sm.Rows {
+		b.Queue(`INSERT INTO ledger_summary_rows (agent_id, seq, month, event_type, status, voided, count, escrow_cents) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			agentID, sm.Seq, r.Month, string(r.Type), string(r.Status), r.Voided, r.Count, r.EscrowCents)
+	}
+	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES ($1, $2, $3, $4, '', $5)`,
+		agentID, plan.Record.Seq, string(ledger.SummaryType), plan.Record.EventID, plan.Record.Hash[:])
+	b.Queue(`UPDATE agents SET head_seq = $1, head_hash = $2 WHERE id = $3`, plan.Head.Seq, plan.Head.Hash[:], agentID)
+	for _, q := range eventDeletes {
+		q.Exec(func(ct pgconn.CommandTag) error { rep.Events += ct.RowsAffected(); return nil })
+	}
+	records.Exec(func(ct pgconn.CommandTag) error { rep.Records += ct.RowsAffected(); return nil })
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	rep.Agents++
+	return nil
+}
