@@ -69,6 +69,9 @@ type checkpointCheckJSON struct {
 	Extends  bool         `json:"extends"`
 	Changes  []changeJSON `json:"changes"`
 	Problems []string     `json:"problems"`
+	// Pruned counts the agents whose checkpointed records retention
+	// removed.
+	Pruned int `json:"pruned"`
 }
 
 type changeJSON struct {
@@ -159,6 +162,10 @@ func printCheckpointCheck(w io.Writer, r *service.CheckpointCheck) {
 	if r.Extends() {
 		fmt.Fprintf(w, "the ledger extends checkpoint %d: every agent it named is there, unchanged up to its checkpointed seq\n", c.Number)
 	}
+	if r.Pruned > 0 {
+		fmt.Fprintf(w, "PRUNED %d %s: records up to the checkpointed seq were removed by retention (only the anchor vouches for them)\n",
+			r.Pruned, plural(r.Pruned, "agent", "agents"))
+	}
 	l := r.Ledger
 	fmt.Fprintf(w, "%d agents, %d chain records, %d events checked\n", l.Agents, l.Records, l.Events)
 	if len(l.Broken) == 0 {
@@ -173,7 +180,8 @@ func checkpointJSON(r *service.CheckpointCheck) checkpointVerifyJSON {
 	c := r.Checkpoint
 	out := checkpointVerifyJSON{ledgerVerifyJSON: verifyJSON(r.Ledger), Checkpoint: checkpointCheckJSON{
 		Number: c.Number, Time: c.Time.UTC().Format(checkpoint.TimeLayout), Agents: c.Agents, Root: c.Root.String(),
-		KeyID: c.Issuer.KeyID, Extends: r.Extends(), Changes: make([]changeJSON, len(r.Changes)), Problems: append([]string{}, r.Problems...)}}
+		KeyID: c.Issuer.KeyID, Extends: r.Extends(), Changes: make([]changeJSON, len(r.Changes)), Problems: append([]string{}, r.Problems...),
+		Pruned: r.Pruned}}
 	for i, ch := range r.Changes {
 		out.Checkpoint.Changes[i] = changeJSON{AgentID: ch.AgentID, Kind: string(ch.Kind), ArchivedSeq: ch.ArchivedSeq,
 			ArchivedHash: hex.EncodeToString(ch.ArchivedHash[:]), CurrentSeq: ch.CurrentSeq, CurrentHash: hex.EncodeToString(ch.CurrentHash[:])}

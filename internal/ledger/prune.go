@@ -40,7 +40,7 @@ const AppealWindow = 30 * 24 * time.Hour
 // prune would change scores still in use).
 func RetentionCutoff(now time.Time, keep time.Duration) (time.Time, error) {
 	if keep < Window {
-		return time.Time{}, fmt.Errorf("%w: retention %s is shorter than the 90-day scoring window: pruning would change current scores", errkind.ErrInvalid, keep)
+		return time.Time{}, fmt.Errorf("%w: retention %s is shorter than the 90-day scoring window: pruning would change current scores", errkind.ErrInvalid, days(keep))
 	}
 	return now.UTC().Add(-keep - AppealWindow).Truncate(Resolution), nil
 }
@@ -256,4 +256,12 @@ func PrunePrefix(through int64, spans []EventSpan) int64 {
 		}
 		through = k
 	}
+}
+
+// days renders a duration in days when it is whole days.
+func days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
 }
