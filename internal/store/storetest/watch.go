@@ -116,6 +116,22 @@ func RunWatch(t *testing.T, h WatchHarness) {
 	}
 	changed("another handle's recompute", "b", m)
 
+	// Another handle's visibility or consent choice changes what the
+	// public is shown.
+	m = mark()
+	if err := other.SetVisibility(ctx(t), "b", ledger.VisibilityUnlisted, base.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	changed("another handle's visibility choice", "b", m)
+	if h.PerAgent {
+		holds("another agent's visibility choice", "a", m)
+	}
+	m = mark()
+	if err := other.RecordConsent(ctx(t), "b", "1", "agent:b", base.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	changed("another handle's consent", "b", m)
+
 	// This handle's own writes, reported with Wrote: at once.
 	m = mark()
 	ingest(t, s, "op-a", conduit("a4", "a", ledger.Failed, start, end))
