@@ -257,7 +257,7 @@ type AppealStats struct {
 // as of now. Every state and duty is present, with zero when none. Errors:
 // ErrUnavailable.
 func (u *UseCases) AppealStats(ctx context.Context) (AppealStats, error) {
-	all, err := u.Store.Appeals(ctx, "")
+	all, err := u.Store.AppealSummaries(ctx)
 	if err != nil {
 		return AppealStats{}, err
 	}

@@ -18,6 +18,10 @@ type AppealStore interface {
 	// Appeals returns the appeals in state (every state when ""), oldest
 	// first.
 	Appeals(ctx context.Context, state appeal.State) ([]appeal.Appeal, error)
+	// AppealSummaries returns every appeal without its events, history or
+	// corrections (enough for its state and deadlines), oldest first, in
+	// one query: what /metrics counts at each scrape.
+	AppealSummaries(ctx context.Context) ([]appeal.Appeal, error)
 	// SaveAppeal stores a's new state and the actions appended to its
 	// history, provided the stored appeal is still in state from
 	// (ErrConflict otherwise: someone acted first). The corrections of an

@@ -153,6 +153,28 @@ func (s *Store) Appeals(ctx context.Context, state appeal.State) ([]appeal.Appea
 	return out, nil
 }
 
+// AppealSummaries returns every appeal without its details; see
+// service.AppealStore.
+func (s *Store) AppealSummaries(ctx context.Context) ([]appeal.Appeal, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+appealColumns+` FROM appeals ORDER BY filed_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list appeals: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []appeal.Appeal
+	for rows.Next() {
+		a, err := scanAppeal(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list appeals: %w", classify(err))
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list appeals: %w", classify(err))
+	}
+	return out, nil
+}
+
 // SaveAppeal stores an appeal's new state and applies an uphold's
 // corrections in the same transaction; see service.AppealStore.
 func (s *Store) SaveAppeal(ctx context.Context, a appeal.Appeal, from appeal.State, corrections []ledger.CorrectionRequest, issue ledger.IssueFunc) ([]ledger.Correction, error) {

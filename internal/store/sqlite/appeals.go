@@ -154,6 +154,24 @@ func (s *Store) Appeals(ctx context.Context, state appeal.State) ([]appeal.Appea
 	return out, nil
 }
 
+// AppealSummaries implements service.AppealStore.
+func (s *Store) AppealSummaries(ctx context.Context) ([]appeal.Appeal, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+appealColumns+` FROM appeals ORDER BY filed_at, id`)
+	if err != nil {
+		return nil, dbErr("list appeals", err)
+	}
+	defer rows.Close()
+	var out []appeal.Appeal
+	for rows.Next() {
+		a, err := scanAppeal(rows.Scan)
+		if err != nil {
+			return nil, dbErr("list appeals", err)
+		}
+		out = append(out, a)
+	}
+	return out, dbErr("list appeals", rows.Err())
+}
+
 // SaveAppeal implements service.AppealStore.
 func (s *Store) SaveAppeal(ctx context.Context, a appeal.Appeal, from appeal.State, corrections []ledger.CorrectionRequest, issue ledger.IssueFunc) ([]ledger.Correction, error) {
 	tx, err := s.w.BeginTx(ctx, nil)

@@ -98,5 +98,14 @@ func testAppeals(t *testing.T, h Harness) {
 	if list, _ := s.Appeals(ctx(t), ""); len(list) != 1 {
 		t.Errorf("Appeals() = %+v", list)
 	}
+	sums, err := s.AppealSummaries(ctx(t))
+	if err != nil || len(sums) != 1 {
+		t.Fatalf("AppealSummaries = %+v, %v", sums, err)
+	}
+	full := list[0]
+	full.Events, full.History, full.Corrections = nil, nil, nil
+	if got := sums[0]; !reflect.DeepEqual(got, full) {
+		t.Errorf("AppealSummaries = %+v\nwant the appeal without details %+v", got, full)
+	}
 	mustVerify(t, s)
 }
