@@ -56,9 +56,7 @@ func (m *memLedger) prune(t *testing.T, cutoff, at time.Time) int {
 				break
 			}
 			if r.Type == SummaryType {
-				for _, row := range m.summaries[a][r.Seq].Rows {
-					st.Carried = append(st.Carried, row)
-				}
+				st.Carried = append(st.Carried, m.summaries[a][r.Seq].Rows...)
 			} else {
 				keys[EventKey{r.Type, r.EventID}] = true
 			}
