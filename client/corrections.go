@@ -111,8 +111,9 @@ type Appeal struct {
 	} `json:"history"`
 }
 
-// FileAppeal files an appeal (POST /swarmscore/appeals) with the operator
-// token.
+// FileAppeal files an appeal (POST /swarmscore/appeals) with the client's
+// token: an operator's, for any agent, or an agent's own, for its own
+// passports only (another agent's passport is not found).
 func (c *Client) FileAppeal(ctx context.Context, f AppealFiling) (*Appeal, error) {
 	body, err := json.Marshal(f)
 	if err != nil {
@@ -121,13 +122,15 @@ func (c *Client) FileAppeal(ctx context.Context, f AppealFiling) (*Appeal, error
 	return c.appeal(ctx, http.MethodPost, "/swarmscore/appeals", body)
 }
 
-// Appeal fetches one appeal (GET /swarmscore/appeals/{id}).
+// Appeal fetches one appeal (GET /swarmscore/appeals/{id}); an agent's
+// token finds only its own agent's.
 func (c *Client) Appeal(ctx context.Context, id string) (*Appeal, error) {
 	return c.appeal(ctx, http.MethodGet, "/swarmscore/appeals/"+id, nil)
 }
 
 // Appeals lists appeals (GET /swarmscore/appeals), overdue first: in state
-// (every state when ""), only overdue ones when overdue is set.
+// (every state when ""), only overdue ones when overdue is set. An agent's
+// token lists only its own agent's.
 func (c *Client) Appeals(ctx context.Context, state string, overdue bool) ([]Appeal, error) {
 	v := url.Values{}
 	if state != "" {
@@ -149,7 +152,8 @@ func (c *Client) Appeals(ctx context.Context, state string, overdue bool) ([]App
 // ActOnAppeal performs action ("ack", "uphold", "reject" or "escalate") on
 // appeal id (POST /swarmscore/appeals/{id}/{action}) with reason (required
 // to uphold or reject) and, for an uphold, the corrections to apply. It
-// returns the appeal after the action.
+// returns the appeal after the action. An agent's token may only escalate
+// its own appeal; the other actions are the operator's (ProblemForbidden).
 func (c *Client) ActOnAppeal(ctx context.Context, id, action, reason string, corrections []CorrectionRequest) (*Appeal, error) {
 	req := struct {
 		Reason      string              `json:"reason,omitempty"`

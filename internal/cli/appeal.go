@@ -65,7 +65,7 @@ func newAppealCmd() *cobra.Command {
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				configure(cmd, u)
-				a, err := u.FileAppeal(cmd.Context(), operator, service.AppealFiling{PassportID: passportID,
+				a, err := u.FileAppeal(cmd.Context(), service.OperatorCaller(operator), service.AppealFiling{PassportID: passportID,
 					Grounds: appeal.Grounds(grounds), Statement: statement, Events: keys})
 				if err != nil {
 					return err
@@ -88,7 +88,7 @@ func newAppealCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				configure(cmd, u)
-				list, err := u.Appeals(cmd.Context(), service.AppealQuery{State: appeal.State(state), Overdue: overdue})
+				list, err := u.Appeals(cmd.Context(), service.OperatorCaller(operator), service.AppealQuery{State: appeal.State(state), Overdue: overdue})
 				if err != nil {
 					return err
 				}
@@ -116,7 +116,7 @@ func newAppealCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				configure(cmd, u)
-				a, err := u.Appeal(cmd.Context(), args[0])
+				a, err := u.Appeal(cmd.Context(), service.OperatorCaller(operator), args[0])
 				if err != nil {
 					return err
 				}
@@ -141,7 +141,7 @@ func newAppealCmd() *cobra.Command {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
 				configure(cmd, u)
-				a, _, err := u.ActOnAppeal(cmd.Context(), args[0], operator, service.AppealDecision{Action: action, Reason: reason})
+				a, _, err := u.ActOnAppeal(cmd.Context(), args[0], service.OperatorCaller(operator), service.AppealDecision{Action: action, Reason: reason})
 				if err != nil {
 					return err
 				}
@@ -179,7 +179,7 @@ A correction's reason defaults to the decision's. Needs the signing key, as
 			return err
 		}
 		return withSigning(cmd, db, readOnly, func(u *service.UseCases) error {
-			a, done, err := u.ActOnAppeal(cmd.Context(), args[0], operator, service.AppealDecision{Action: appeal.Uphold,
+			a, done, err := u.ActOnAppeal(cmd.Context(), args[0], service.OperatorCaller(operator), service.AppealDecision{Action: appeal.Uphold,
 				Reason: *upholdReason, Corrections: reqs})
 			if err != nil {
 				return err

@@ -105,9 +105,12 @@ func TestRoutePermissions(t *testing.T) {
 				"metrics-allow":     {"operator": true, "the agent itself": true, "another agent": true, "anonymous": true},
 				"operator":          {"operator": true},
 				"agent-or-operator": {"operator": true, "the agent itself": true},
+				// Any agent's token passes the door; which appeals it
+				// reaches is checked below with real appeals.
+				"appellant-or-operator": {"operator": true, "the agent itself": true, "another agent": true},
 			}[o.Access]
 			if want == nil {
-				t.Errorf("%s %s: x-access %q is not one of public, operator, agent-or-operator, metrics-allow", method, path, o.Access)
+				t.Errorf("%s %s: x-access %q is not one of public, operator, agent-or-operator, appellant-or-operator, metrics-allow", method, path, o.Access)
 				continue
 			}
 			for _, c := range callers {
@@ -133,7 +136,9 @@ func TestRoutePermissions(t *testing.T) {
 	for _, must := range []string{"GET /swarmscore/{agent_id}/certificate", "GET /swarmscore/{agent_id}", "POST /swarmscore/events",
 		"POST /swarmscore/{agent_id}/escrow", "GET /swarmscore/agents", "GET /swarmscore/disclosure", "GET /swarmscore/{agent_id}/consent",
 		"PUT /swarmscore/{agent_id}/consent", "PUT /swarmscore/{agent_id}/visibility", "GET /swarmscore/{agent_id}/records",
-		"GET /swarmscore/{agent_id}/signals", "GET /swarmscore/signals"} {
+		"GET /swarmscore/{agent_id}/signals", "GET /swarmscore/signals", "POST /swarmscore/appeals", "GET /swarmscore/appeals",
+		"GET /swarmscore/appeals/{id}", "POST /swarmscore/appeals/{id}/ack", "POST /swarmscore/appeals/{id}/uphold",
+		"POST /swarmscore/appeals/{id}/reject", "POST /swarmscore/appeals/{id}/escalate"} {
 		if !slices.Contains(checked, must) {
 			t.Errorf("%s is not documented", must)
 		}
@@ -156,6 +161,8 @@ func TestRoutePermissions(t *testing.T) {
 			}
 		}
 	}
+	appealPermissions(t, s, callers)
+
 	// Operator routes refuse an agent's token with a reason.
 	if _, err := s.client(self).IngestEvents(ctx, history("agent-1")[:1]); !client.IsProblem(err, client.ProblemForbidden) {
 		t.Fatalf("an agent's token ingesting: %v", err)
@@ -168,6 +175,105 @@ func TestRoutePermissions(t *testing.T) {
 		if strings.Contains(s.logs.String(), secret) {
 			t.Fatal("the log contains a token")
 		}
+	}
+}
+
+// appealPermissions calls every appeal route with real appeals of agent-1
+// as each caller: the agent files, reads, lists and escalates its own;
+// another agent's token finds none of them (404, as for an unknown appeal
+// or passport) and lists none; the decisions are the operator's (403 to
+// any agent's token, before the appeal is read); nobody is 401.
+func appealPermissions(t *testing.T, s *server, callers []struct{ name, token string }) {
+	t.Helper()
+	code, b := s.call("GET", "/swarmscore/agent-1/certificate", adminToken, "")
+	var cert struct {
+		ID string `json:"agent_passport_id"`
+	}
+	if err := json.Unmarshal(b, &cert); code != 200 || err != nil || cert.ID == "" {
+		t.Fatalf("certificate: %d %v %s", code, err, b)
+	}
+	filing := fmt.Sprintf(`{"agent_passport_id":%q,"grounds":"incorrect_status","statement":"delivered","events":[{"event_type":"conduit_session","event_id":"agent-1-c77"}]}`, cert.ID)
+	ids := map[string]string{} // caller -> the appeal it filed
+	for _, c := range callers {
+		code, b := s.call("POST", "/swarmscore/appeals", c.token, filing)
+		want := map[string]int{"operator": 201, "the agent itself": 201, "another agent": 404, "anonymous": 401}[c.name]
+		if code != want {
+			t.Fatalf("POST /swarmscore/appeals by %s: %d, want %d: %s", c.name, code, want, b)
+		}
+		var a struct {
+			ID      string `json:"id"`
+			FiledBy string `json:"filed_by"`
+		}
+		if code == 201 {
+			if err := json.Unmarshal(b, &a); err != nil {
+				t.Fatal(err)
+			}
+			ids[c.name] = a.ID
+		}
+		if c.name == "another agent" && !strings.Contains(string(b), "no passport with agent_passport_id") {
+			t.Errorf("another agent's filing is not refused as an unknown passport: %s", b)
+		}
+	}
+	mine, theirs := ids["the agent itself"], ids["operator"]
+	for _, c := range callers {
+		code, b := s.call("GET", "/swarmscore/appeals", c.token, "")
+		want := map[string]int{"operator": 2, "the agent itself": 2, "another agent": 0}[c.name]
+		if c.token == "" {
+			if code != 401 {
+				t.Errorf("GET /swarmscore/appeals by %s: %d, want 401", c.name, code)
+			}
+			continue
+		}
+		if got := strings.Count(string(b), `"agent_passport_id"`); code != 200 || got != want {
+			t.Errorf("GET /swarmscore/appeals by %s: %d with %d appeals, want 200 with %d: %s", c.name, code, got, want, b)
+		}
+		code, b = s.call("GET", "/swarmscore/appeals/"+mine, c.token, "")
+		if want := map[string]int{"operator": 200, "the agent itself": 200, "another agent": 404}[c.name]; code != want {
+			t.Errorf("GET /swarmscore/appeals/{id} by %s: %d, want %d: %s", c.name, code, want, b)
+		}
+	}
+	if code, _ := s.call("GET", "/swarmscore/appeals/"+mine, "", ""); code != 401 {
+		t.Errorf("GET /swarmscore/appeals/{id} by nobody: %d", code)
+	}
+	// The decisions: an agent's token is refused whichever appeal it
+	// names, its own, another's or none.
+	for _, act := range []string{"ack", "uphold", "reject"} {
+		for _, c := range callers {
+			if c.name == "operator" {
+				continue
+			}
+			for _, id := range []string{mine, "apl-0000000000000000"} {
+				code, b := s.call("POST", "/swarmscore/appeals/"+id+"/"+act, c.token, `{"reason":"x"}`)
+				if want := map[bool]int{true: 401, false: 403}[c.token == ""]; code != want {
+					t.Errorf("POST %s of %s by %s: %d, want %d: %s", act, id, c.name, code, want, b)
+				}
+			}
+		}
+	}
+	if code, b := s.call("POST", "/swarmscore/appeals/"+mine+"/uphold", adminToken, `{"reason":"x"}`); code != 400 {
+		t.Errorf("an uphold without corrections by the operator: %d %s", code, b)
+	}
+	for _, id := range []string{mine, theirs} {
+		if code, b := s.call("POST", "/swarmscore/appeals/"+id+"/reject", adminToken, `{"reason":"the buyer disputes it"}`); code != 200 {
+			t.Fatalf("reject %s: %d %s", id, code, b)
+		}
+	}
+	// Escalation: the appellant escalates its own decided appeal, the
+	// operator any; another agent's token finds nothing to escalate.
+	for _, c := range callers {
+		id := mine
+		if c.name == "operator" {
+			id = theirs
+		}
+		code, b := s.call("POST", "/swarmscore/appeals/"+id+"/escalate", c.token, `{"reason":"to the board"}`)
+		want := map[string]int{"operator": 200, "the agent itself": 200, "another agent": 404, "anonymous": 401}[c.name]
+		if code != want {
+			t.Errorf("POST escalate by %s: %d, want %d: %s", c.name, code, want, b)
+		}
+	}
+	if code, b := s.call("GET", "/swarmscore/appeals/"+mine, adminToken, ""); code != 200 || !strings.Contains(string(b), `"state":"escalated"`) ||
+		!strings.Contains(string(b), `"by":"agent:tok-`) {
+		t.Errorf("the escalated appeal: %d %s", code, b)
 	}
 }
 

@@ -73,7 +73,8 @@ func appealOut(s *service.AppealStatus) appealJSON {
 	return out
 }
 
-// fileAppeal files an appeal on an agent's behalf: 201 with the appeal.
+// fileAppeal files an appeal, by the agent's own token or an operator on
+// its behalf: 201 with the appeal.
 func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r)
 	if err != nil {
@@ -98,7 +99,7 @@ func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	a, err := s.svc.FileAppeal(r.Context(), operatorFrom(r), f)
+	a, err := s.svc.FileAppeal(r.Context(), callerFrom(r), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -177,7 +178,7 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := s.svc.Appeals(r.Context(), q)
+	list, err := s.svc.Appeals(r.Context(), callerFrom(r), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -193,7 +194,7 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 // showAppeal serves one appeal (GET /swarmscore/appeals/{id}, through
 // items).
 func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
-	a, err := s.svc.Appeal(r.Context(), r.PathValue("item"))
+	a, err := s.svc.Appeal(r.Context(), callerFrom(r), r.PathValue("item"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -234,7 +235,7 @@ func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
 				return
 			}
 		}
-		a, _, err := s.svc.ActOnAppeal(r.Context(), r.PathValue("id"), operatorFrom(r), d)
+		a, _, err := s.svc.ActOnAppeal(r.Context(), r.PathValue("id"), appealCaller(r), d)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -242,6 +243,15 @@ func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, marshal(appealOut(&a)))
 	}
+}
+
+// appealCaller is who acts on an appeal: the caller of an appellant route
+// (escalate), or the operator of an operator route (ack, uphold, reject).
+func appealCaller(r *http.Request) service.Caller {
+	if op := operatorFrom(r); op != "" {
+		return service.OperatorCaller(op)
+	}
+	return callerFrom(r)
 }
 
 // corrections reads an uphold's corrections member.

@@ -23,15 +23,17 @@ type CorrectionsService interface {
 	// affected passports in its transaction; created is false for a
 	// repeat, which returns the first.
 	Correct(ctx context.Context, req ledger.CorrectionRequest) (c ledger.Correction, created bool, err error)
-	// FileAppeal files an appeal on an agent's behalf.
-	FileAppeal(ctx context.Context, operator string, f service.AppealFiling) (service.AppealStatus, error)
-	// Appeal returns one appeal as of now.
-	Appeal(ctx context.Context, id string) (service.AppealStatus, error)
-	// Appeals lists appeals as of now, overdue first.
-	Appeals(ctx context.Context, q service.AppealQuery) ([]service.AppealStatus, error)
+	// FileAppeal files an appeal, by the agent's own token or an operator
+	// on its behalf; another agent's passport is not found.
+	FileAppeal(ctx context.Context, c service.Caller, f service.AppealFiling) (service.AppealStatus, error)
+	// Appeal returns one appeal as of now; another agent's is not found.
+	Appeal(ctx context.Context, c service.Caller, id string) (service.AppealStatus, error)
+	// Appeals lists appeals as of now, overdue first: an agent's token
+	// gets only its own.
+	Appeals(ctx context.Context, c service.Caller, q service.AppealQuery) ([]service.AppealStatus, error)
 	// ActOnAppeal acks, upholds (applying corrections), rejects or
-	// escalates an appeal.
-	ActOnAppeal(ctx context.Context, id, operator string, d service.AppealDecision) (service.AppealStatus, []ledger.Correction, error)
+	// escalates an appeal; an agent's token may only escalate its own.
+	ActOnAppeal(ctx context.Context, id string, c service.Caller, d service.AppealDecision) (service.AppealStatus, []ledger.Correction, error)
 	// AppealStats counts appeals by state and overdue duty, for /metrics.
 	AppealStats(ctx context.Context) (service.AppealStats, error)
 	// PublishedCheckpoint returns a checkpoint's document as stored (the
@@ -54,15 +56,15 @@ const (
 func (s *Server) correctionRoutes() {
 	s.metrics.reg.MustRegister(newAppealCollector(s.svc.AppealStats))
 	s.route("POST /swarmscore/corrections", operator, maxCorrectionBody, s.correct)
-	s.route("POST /swarmscore/appeals", operator, maxAppealBody, s.fileAppeal)
-	s.route("GET /swarmscore/appeals", operator, maxNoBody, s.listAppeals)
+	s.route("POST /swarmscore/appeals", appellant, maxAppealBody, s.fileAppeal)
+	s.route("GET /swarmscore/appeals", appellant, maxNoBody, s.listAppeals)
 	s.route("POST /swarmscore/appeals/{id}/ack", operator, maxAppealBody, s.appealAction(appeal.Ack))
 	s.route("POST /swarmscore/appeals/{id}/uphold", operator, maxAppealBody, s.appealAction(appeal.Uphold))
 	s.route("POST /swarmscore/appeals/{id}/reject", operator, maxAppealBody, s.appealAction(appeal.Reject))
-	s.route("POST /swarmscore/appeals/{id}/escalate", operator, maxAppealBody, s.appealAction(appeal.Escalate))
+	s.route("POST /swarmscore/appeals/{id}/escalate", appellant, maxAppealBody, s.appealAction(appeal.Escalate))
 	s.route("GET /swarmscore/checkpoints/latest", crossOrigin, maxNoBody, s.checkpoint)
 	s.items(map[string]http.HandlerFunc{
-		"appeals":     s.guard("GET /swarmscore/appeals/{id}", operator, maxNoBody, s.showAppeal),
+		"appeals":     s.guard("GET /swarmscore/appeals/{id}", appellant, maxNoBody, s.showAppeal),
 		"checkpoints": s.guard("GET /swarmscore/checkpoints/{number}", crossOrigin, maxNoBody, s.checkpoint),
 	})
 }

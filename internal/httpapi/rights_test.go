@@ -332,7 +332,7 @@ func TestOpenAPIAccess(t *testing.T) {
 	if doc.Info.Disclaimer.Version != d.Version || doc.Info.Disclaimer.Text != d.Disclaimer || !strings.Contains(doc.Info.Description, d.Disclaimer) {
 		t.Fatalf("the OpenAPI info does not carry disclaimer %q: %+v", d.Disclaimer, doc.Info)
 	}
-	names := map[access]string{public: "public", crossOrigin: "public", probe: "public", operator: "operator", self: "agent-or-operator", scraper: "metrics-allow"}
+	names := map[access]string{public: "public", crossOrigin: "public", probe: "public", operator: "operator", self: "agent-or-operator", appellant: "appellant-or-operator", scraper: "metrics-allow"}
 	for path, ops := range doc.Paths {
 		for method, op := range ops {
 			pattern := strings.ToUpper(method) + " " + path
@@ -352,7 +352,7 @@ func TestOpenAPIAccess(t *testing.T) {
 				}
 			}
 			slices.Sort(schemes)
-			switch want := map[access]string{operator: "operatorToken", self: "agentToken operatorToken"}[a]; {
+			switch want := map[access]string{operator: "operatorToken", self: "agentToken operatorToken", appellant: "agentToken operatorToken"}[a]; {
 			case want != "" && (strings.Join(schemes, " ") != want || anonymous):
 				t.Errorf("%s: security %v, want %s", pattern, op.Security, want)
 			case want == "" && !anonymous:

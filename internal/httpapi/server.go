@@ -218,6 +218,7 @@ const (
 	probe                     // anyone, not rate limited (health checks)
 	scraper                   // clients in Options.MetricsAllow, not rate limited
 	self                      // the agent of {agent_id} (its own token) or an operator; the use case decides
+	appellant                 // any agent's own token or an operator; the use case limits an agent to its own appeals
 )
 
 // route registers a handler behind its body limit and access check.
@@ -269,9 +270,9 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 				rw.operator = op
 			}
 			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
-		case self:
+		case self, appellant:
 			c, err := s.caller(r, true)
-			if err == nil {
+			if err == nil && a == self {
 				// Before the body is read: a stranger learns nothing from
 				// what it sent.
 				err = c.MayActFor(r.PathValue("agent_id"))

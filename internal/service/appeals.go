@@ -36,29 +36,48 @@ func (u *UseCases) appealStatus(a appeal.Appeal, now time.Time) AppealStatus {
 	return AppealStatus{Appeal: a, Next: a.Next(), Overdue: a.Overdue(now), AsOf: now}
 }
 
-// FileAppeal files an appeal against an issued passport on behalf of its
-// agent, by operator. The appeal gets a new id and is submitted as of now;
-// its deadlines run from then (acknowledge within 7 days, decide within
-// 21). Errors: ErrInvalid (saying why) for grounds other than
-// incorrect_count, incorrect_status and identity_error (a disagreement with
-// the formula is not a ground), a filing more than 30 days after the
-// passport's computed_at, no disputed event, malformed ids or text;
-// ErrNotFound for a passport this deployment did not issue (with a public
-// detail); ErrUnavailable.
-func (u *UseCases) FileAppeal(ctx context.Context, operator string, f AppealFiling) (AppealStatus, error) {
+// FileAppeal files an appeal against an issued passport, by its agent's
+// own token or by an operator on the agent's behalf (spec §11.3: the
+// agent is the appellant). The appeal gets a new id and is submitted as of
+// now; its deadlines run from then (acknowledge within 7 days, decide
+// within 21). It records who filed it: the operator's name, or "agent:"
+// and the token's id. Errors: ErrUnauthorized for an anonymous caller;
+// ErrInvalid (saying why) for grounds other than incorrect_count,
+// incorrect_status and identity_error (a disagreement with the formula is
+// not a ground), a filing more than 30 days after the passport's
+// computed_at, no disputed event, malformed ids or text; ErrNotFound for a
+// passport this deployment did not issue (with a public detail), and,
+// with the same detail, for an agent's token naming another agent's
+// passport, so that the answer does not tell whose passports exist;
+// ErrUnavailable.
+func (u *UseCases) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (AppealStatus, error) {
+	if err := c.mayAppeal(); err != nil {
+		return AppealStatus{}, err
+	}
 	if err := ledger.CheckID("agent_passport_id", f.PassportID); err != nil {
 		return AppealStatus{}, err
+	}
+	noPassport := func(err error) error {
+		return errkind.WithPublic(err, fmt.Sprintf("no passport with agent_passport_id %q was issued here", f.PassportID))
 	}
 	p, err := u.Store.Passport(ctx, f.PassportID)
 	if err != nil {
 		if errkind.Of(err) == errkind.NotFound {
-			err = errkind.WithPublic(err, fmt.Sprintf("no passport with agent_passport_id %q was issued here", f.PassportID))
+			err = noPassport(err)
 		}
+		return AppealStatus{}, err
+	}
+	if !c.ActsFor(p.AgentID) {
+		return AppealStatus{}, noPassport(fmt.Errorf("%w: passport %s belongs to agent %q, not to the token's agent %q",
+			errkind.ErrNotFound, f.PassportID, p.AgentID, c.AgentID))
+	}
+	by, err := c.appellant()
+	if err != nil {
 		return AppealStatus{}, err
 	}
 	now := u.now()
 	a, err := appeal.New(appeal.Filing{ID: newAppealID(), PassportID: f.PassportID, Grounds: f.Grounds,
-		Statement: f.Statement, Events: f.Events, By: operator, At: now}, p)
+		Statement: f.Statement, Events: f.Events, By: by, At: now}, p)
 	if err != nil {
 		return AppealStatus{}, err
 	}
@@ -66,6 +85,46 @@ func (u *UseCases) FileAppeal(ctx context.Context, operator string, f AppealFili
 		return AppealStatus{}, err
 	}
 	return u.appealStatus(a, now), nil
+}
+
+// mayAppeal admits operators and agents' tokens to the appeal routes;
+// which appeals an agent's token reaches is decided per appeal (ownAppeal).
+func (c Caller) mayAppeal() error {
+	if c.Operator == "" && c.AgentID == "" {
+		return fmt.Errorf("%w: only the agent itself (its own token) or an operator may do this", errkind.ErrUnauthorized)
+	}
+	return nil
+}
+
+// appellant is how an appeal's history names c: an operator by name, as
+// it always has, and an agent's token as "agent:" and the token's id (the
+// agent's id when the token has none), as consents record it.
+func (c Caller) appellant() (string, error) {
+	if c.IsOperator() {
+		return c.Operator, nil
+	}
+	return c.by()
+}
+
+// ownAppeal reads appeal id for c. An agent's token reaching another
+// agent's appeal gets the same ErrNotFound as for an unknown id: appeal
+// ids name no agent, so a 403 here would confirm that the appeal exists.
+func (u *UseCases) ownAppeal(ctx context.Context, c Caller, id string) (appeal.Appeal, error) {
+	if err := c.mayAppeal(); err != nil {
+		return appeal.Appeal{}, err
+	}
+	if err := ledger.CheckID("appeal_id", id); err != nil {
+		return appeal.Appeal{}, err
+	}
+	a, err := u.Store.Appeal(ctx, id)
+	if err != nil {
+		return appeal.Appeal{}, unknownAppeal(err, id)
+	}
+	if !c.ActsFor(a.AgentID) {
+		return appeal.Appeal{}, unknownAppeal(fmt.Errorf("%w: appeal %s is agent %q's, not the token's agent %q",
+			errkind.ErrNotFound, id, a.AgentID, c.AgentID), id)
+	}
+	return a, nil
 }
 
 // newAppealID is a fresh appeal id: "apl-" and 16 random hex digits, in the
@@ -79,15 +138,14 @@ func newAppealID() string {
 }
 
 // Appeal returns an appeal with its events, history and corrections, and
-// its deadline as of now. Errors: ErrInvalid for a malformed id,
-// ErrNotFound (with a public detail), ErrUnavailable.
-func (u *UseCases) Appeal(ctx context.Context, id string) (AppealStatus, error) {
-	if err := ledger.CheckID("appeal_id", id); err != nil {
-		return AppealStatus{}, err
-	}
-	a, err := u.Store.Appeal(ctx, id)
+// its deadline as of now, to an operator or to its agent's own token.
+// Errors: ErrUnauthorized for an anonymous caller, ErrInvalid for a
+// malformed id, ErrNotFound (with a public detail) for an unknown appeal
+// and, in the same words, for another agent's, ErrUnavailable.
+func (u *UseCases) Appeal(ctx context.Context, c Caller, id string) (AppealStatus, error) {
+	a, err := u.ownAppeal(ctx, c, id)
 	if err != nil {
-		return AppealStatus{}, unknownAppeal(err, id)
+		return AppealStatus{}, err
 	}
 	return u.appealStatus(a, u.now()), nil
 }
@@ -100,9 +158,14 @@ type AppealQuery struct {
 }
 
 // Appeals lists the appeals q selects as of now: overdue ones first, the
-// longest overdue first, then the others by filing time. Errors: ErrInvalid
-// for an unknown state, ErrUnavailable.
-func (u *UseCases) Appeals(ctx context.Context, q AppealQuery) ([]AppealStatus, error) {
+// longest overdue first, then the others by filing time. An operator sees
+// every agent's; an agent's token only its own agent's. Errors:
+// ErrUnauthorized for an anonymous caller, ErrInvalid for an unknown state,
+// ErrUnavailable.
+func (u *UseCases) Appeals(ctx context.Context, c Caller, q AppealQuery) ([]AppealStatus, error) {
+	if err := c.mayAppeal(); err != nil {
+		return nil, err
+	}
 	if q.State != "" && !appeal.ValidState(q.State) {
 		return nil, fmt.Errorf("%w: state: %q is not submitted, acknowledged, upheld, rejected or escalated", errkind.ErrInvalid, q.State)
 	}
@@ -113,6 +176,11 @@ func (u *UseCases) Appeals(ctx context.Context, q AppealQuery) ([]AppealStatus, 
 	now := u.now()
 	out := make([]AppealStatus, 0, len(all))
 	for _, a := range all {
+		// Appeals are few (a scrape of /metrics reads them all), so an
+		// agent's are picked here rather than by another store query.
+		if !c.ActsFor(a.AgentID) {
+			continue
+		}
 		s := u.appealStatus(a, now)
 		if q.Overdue && !s.Overdue {
 			continue
@@ -147,28 +215,42 @@ type AppealDecision struct {
 	Corrections []ledger.CorrectionRequest
 }
 
-// ActOnAppeal performs an operator's action on appeal id as of now and
-// records it in the appeal's history with who and when. An uphold records
-// its corrections and re-issues the affected agents' passports in the same
+// ActOnAppeal performs an action on appeal id as of now and records it in
+// the appeal's history with who and when. Operators may take every action;
+// an agent's own token may only escalate its own agent's appeal (spec
+// §11.3 lets the appellant escalate a decision), and acknowledging,
+// upholding and rejecting stay the operator's. An uphold records its
+// corrections and re-issues the affected agents' passports in the same
 // transaction as the decision (so the re-issue duty is met when the
 // decision is), and the certificates this process remembers for them are
 // dropped before it returns. It returns the appeal after the action and
 // the corrections the uphold recorded.
 //
-// Errors: ErrInvalid for a malformed action or reason, an uphold without
+// Errors: ErrUnauthorized for an anonymous caller; ErrForbidden for an
+// agent's token taking any action but escalate (before the appeal is
+// read); ErrInvalid for a malformed action or reason, an uphold without
 // corrections or with a correction of an event the appeal does not
 // dispute, corrections given to another action, or a process without a
 // signing key (uphold); ErrNotFound for an unknown appeal or corrected
-// event (with a public detail); ErrConflict for a move the appeal's state
-// does not allow, or when another operator acted on it first; and
-// Correct's errors.
-func (u *UseCases) ActOnAppeal(ctx context.Context, id, operator string, d AppealDecision) (AppealStatus, []ledger.Correction, error) {
-	if err := ledger.CheckID("appeal_id", id); err != nil {
+// event (with a public detail), and for another agent's appeal in the
+// words of an unknown one; ErrConflict for a move the appeal's state does
+// not allow, or when another operator acted on it first; and Correct's
+// errors.
+func (u *UseCases) ActOnAppeal(ctx context.Context, id string, c Caller, d AppealDecision) (AppealStatus, []ledger.Correction, error) {
+	if err := c.mayAppeal(); err != nil {
 		return AppealStatus{}, nil, err
 	}
-	a, err := u.Store.Appeal(ctx, id)
+	if !c.IsOperator() && d.Action != appeal.Escalate {
+		return AppealStatus{}, nil, fmt.Errorf("%w: this token belongs to agent %q; an agent may escalate its own appeal, and only an operator may %s one",
+			errkind.ErrForbidden, c.AgentID, d.Action)
+	}
+	a, err := u.ownAppeal(ctx, c, id)
 	if err != nil {
-		return AppealStatus{}, nil, unknownAppeal(err, id)
+		return AppealStatus{}, nil, err
+	}
+	operator, err := c.appellant()
+	if err != nil {
+		return AppealStatus{}, nil, err
 	}
 	now := u.now()
 	next, err := appeal.Apply(a, d.Action, operator, now, d.Reason)

@@ -37,7 +37,7 @@ func TestAppealUpheld(t *testing.T) {
 	pid := issued(t, a, "agent-1")
 	old, _ := a.Certificate(ctx, "agent-1")
 
-	filed, err := a.FileAppeal(ctx, "market-1", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus,
+	filed, err := a.FileAppeal(ctx, OperatorCaller("market-1"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus,
 		Statement: "c-77 was delivered; the buyer confirmed", Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-77"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,11 +47,11 @@ func TestAppealUpheld(t *testing.T) {
 		filed.Next.Duty != "acknowledge" || !filed.Next.Due.Equal(filedAt.Add(7*24*time.Hour)) || filed.Overdue || !strings.HasPrefix(filed.ID, "apl-") {
 		t.Fatalf("filed %+v", filed)
 	}
-	if list, _ := a.Appeals(ctx, AppealQuery{Overdue: true}); len(list) != 0 {
+	if list, _ := a.Appeals(ctx, op, AppealQuery{Overdue: true}); len(list) != 0 {
 		t.Fatalf("overdue at once: %+v", list)
 	}
 	c.t = c.t.Add(7*24*time.Hour + time.Second)
-	list, err := a.Appeals(ctx, AppealQuery{Overdue: true})
+	list, err := a.Appeals(ctx, op, AppealQuery{Overdue: true})
 	if err != nil || len(list) != 1 || list[0].ID != filed.ID || !list[0].Overdue {
 		t.Fatalf("overdue after 7 days: %+v %v", list, err)
 	}
@@ -60,27 +60,27 @@ func TestAppealUpheld(t *testing.T) {
 		t.Fatalf("stats %+v %v", st, err)
 	}
 
-	acked, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Ack})
+	acked, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Ack})
 	if err != nil || acked.State != appeal.Acknowledged || acked.Next.Duty != "decide" || acked.Overdue {
 		t.Fatalf("ack: %+v %v", acked, err)
 	}
 	// An uphold must apply corrections, of disputed events only.
 	fix := statusCorrection(ledger.ConduitSession, "c-77", ledger.Verified, "", "")
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Uphold, Reason: "confirmed"}); errkind.Of(err) != errkind.Invalid {
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Uphold, Reason: "confirmed"}); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("uphold without corrections: %v", err)
 	}
 	other := statusCorrection(ledger.ConduitSession, "c-78", ledger.Verified, "", "")
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Uphold, Reason: "confirmed",
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Uphold, Reason: "confirmed",
 		Corrections: []ledger.CorrectionRequest{other}}); errkind.Of(err) != errkind.Invalid || !strings.Contains(err.Error(), "does not dispute") {
 		t.Fatalf("uphold correcting another event: %v", err)
 	}
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Reject, Reason: "no",
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Reject, Reason: "no",
 		Corrections: []ledger.CorrectionRequest{fix}}); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("reject with corrections: %v", err)
 	}
 	c.t = c.t.Add(time.Hour)
 	decidedAt := c.t.Truncate(time.Second)
-	up, done, err := a.ActOnAppeal(ctx, filed.ID, "ops-2", AppealDecision{Action: appeal.Uphold, Reason: "the buyer's confirmation checks out",
+	up, done, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-2"), AppealDecision{Action: appeal.Uphold, Reason: "the buyer's confirmation checks out",
 		Corrections: []ledger.CorrectionRequest{fix}})
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +101,14 @@ func TestAppealUpheld(t *testing.T) {
 	cur, _ := a.Certificate(ctx, "agent-1")
 	verifyOK(t, a, cur.Passport, "agent-1")
 
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, "ops-1", AppealDecision{Action: appeal.Reject, Reason: "late"}); errkind.Of(err) != errkind.Conflict {
+	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Reject, Reason: "late"}); errkind.Of(err) != errkind.Conflict {
 		t.Fatalf("reject after uphold: %v", err)
 	}
-	esc, _, err := a.ActOnAppeal(ctx, filed.ID, "agent-rep", AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
+	esc, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("agent-rep"), AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
 	if err != nil || esc.State != appeal.Escalated {
 		t.Fatalf("escalate: %+v %v", esc, err)
 	}
-	got, err := a.Appeal(ctx, filed.ID)
+	got, err := a.Appeal(ctx, op, filed.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,26 +143,26 @@ func TestAppealFilingRules(t *testing.T) {
 		{"bad passport id", AppealFiling{PassportID: "no spaces", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}, errkind.Invalid, "agent_passport_id"},
 	}
 	for _, tc := range cases {
-		_, err := a.FileAppeal(ctx, "ops", tc.f)
+		_, err := a.FileAppeal(ctx, OperatorCaller("ops"), tc.f)
 		if errkind.Of(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	if _, err := a.FileAppeal(ctx, "ops", AppealFiling{PassportID: "00000000-0000-4000-8000-000000000000", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); err != nil {
+	if _, err := a.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: "00000000-0000-4000-8000-000000000000", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); err != nil {
 		if d, ok := errkind.PublicDetail(err); !ok || !strings.Contains(d, "was issued here") {
 			t.Errorf("unknown passport detail %q", d)
 		}
 	}
 	// 30 days after the passport's computation the window closes.
 	c.t = c.t.Add(30*24*time.Hour + time.Second)
-	if _, err := a.FileAppeal(ctx, "ops", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); errkind.Of(err) != errkind.Invalid ||
+	if _, err := a.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); errkind.Of(err) != errkind.Invalid ||
 		!strings.Contains(err.Error(), "30 days") {
 		t.Fatalf("late filing: %v", err)
 	}
-	if _, err := a.Appeals(ctx, AppealQuery{State: "open"}); errkind.Of(err) != errkind.Invalid {
+	if _, err := a.Appeals(ctx, op, AppealQuery{State: "open"}); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("unknown state: %v", err)
 	}
-	if _, err := a.Appeal(ctx, "apl-none"); errkind.Of(err) != errkind.NotFound {
+	if _, err := a.Appeal(ctx, op, "apl-none"); errkind.Of(err) != errkind.NotFound {
 		t.Fatalf("unknown appeal: %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestAppealsOrder(t *testing.T) {
 	ingest(t, a, conduit("agent-1", "c", 3, 3, t0))
 	pid := issued(t, a, "agent-1")
 	file := func() string {
-		s, err := a.FileAppeal(ctx, "ops", AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x",
+		s, err := a.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x",
 			Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-1"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -187,12 +187,12 @@ func TestAppealsOrder(t *testing.T) {
 	second := file() // overdue to acknowledge after 7 days
 	c.t = c.t.Add(24 * time.Hour)
 	third := file()
-	if _, _, err := a.ActOnAppeal(ctx, first, "ops", AppealDecision{Action: appeal.Ack}); err != nil {
+	if _, _, err := a.ActOnAppeal(ctx, first, OperatorCaller("ops"), AppealDecision{Action: appeal.Ack}); err != nil {
 		t.Fatal(err)
 	}
 	c.t = c.t.Add(7*24*time.Hour + time.Hour) // second and third overdue to ack; first not yet to decide
 	ids := func(q AppealQuery) string {
-		list, err := a.Appeals(ctx, q)
+		list, err := a.Appeals(ctx, op, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,5 +210,87 @@ func TestAppealsOrder(t *testing.T) {
 	}
 	if got := ids(AppealQuery{State: appeal.Acknowledged, Overdue: true}); got != "" {
 		t.Fatalf("acknowledged and overdue: %s", got)
+	}
+}
+
+// TestAgentAppeals: an agent's own token files, reads, lists and
+// escalates its own appeals; another agent's appeal and passport are not
+// found in the words of unknown ones; acknowledging, upholding and
+// rejecting stay the operator's, refused before the appeal is read;
+// nobody is unauthorized.
+func TestAgentAppeals(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newUseCases(t)
+	ingest(t, a, append(conduit("agent-1", "c", 10, 9, t0), conduit("agent-2", "d", 10, 9, t0)...))
+	p1, p2 := issued(t, a, "agent-1"), issued(t, a, "agent-2")
+	me, other := agentCaller("agent-1"), agentCaller("agent-2")
+	pub := func(err error) string { d, _ := errkind.PublicDetail(err); return d }
+	filing := func(pid, ev string) AppealFiling {
+		return AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus, Statement: "it was delivered",
+			Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: ev}}}
+	}
+	mine, err := a.FileAppeal(ctx, me, filing(p1, "c-9"))
+	if err != nil || mine.AgentID != "agent-1" || mine.FiledBy != "agent:tok-agent-1" {
+		t.Fatalf("the agent files its own: %+v %v", mine, err)
+	}
+	theirs, err := a.FileAppeal(ctx, op, filing(p2, "d-9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errUnknown := a.FileAppeal(ctx, me, filing("00000000-0000-4000-8000-000000000000", "c-9"))
+	_, errOther := a.FileAppeal(ctx, me, filing(p2, "d-9"))
+	if errkind.Of(errOther) != errkind.NotFound || pub(errOther) != strings.Replace(pub(errUnknown), "00000000-0000-4000-8000-000000000000", p2, 1) {
+		t.Fatalf("another agent's passport: %v (unknown: %v)", errOther, errUnknown)
+	}
+	if _, err := a.FileAppeal(ctx, anyone, filing(p1, "c-9")); errkind.Of(err) != errkind.Unauthorized {
+		t.Fatalf("nobody files: %v", err)
+	}
+
+	if list, err := a.Appeals(ctx, me, AppealQuery{}); err != nil || len(list) != 1 || list[0].ID != mine.ID {
+		t.Fatalf("the agent's list: %+v %v", list, err)
+	}
+	if list, err := a.Appeals(ctx, op, AppealQuery{}); err != nil || len(list) != 2 {
+		t.Fatalf("the operator's list: %+v %v", list, err)
+	}
+	if _, err := a.Appeals(ctx, anyone, AppealQuery{}); errkind.Of(err) != errkind.Unauthorized {
+		t.Fatalf("nobody lists: %v", err)
+	}
+	if got, err := a.Appeal(ctx, me, mine.ID); err != nil || got.ID != mine.ID {
+		t.Fatalf("the agent reads its own: %+v %v", got, err)
+	}
+	_, errOther = a.Appeal(ctx, other, mine.ID)
+	_, errUnknown = a.Appeal(ctx, other, "apl-none")
+	if errkind.Of(errOther) != errkind.NotFound ||
+		pub(errOther) != strings.Replace(pub(errUnknown), "apl-none", mine.ID, 1) {
+		t.Fatalf("another agent's appeal: %v (unknown: %v)", errOther, errUnknown)
+	}
+
+	// Only the operator decides; the agent may not even acknowledge, and
+	// is told so before the appeal is read (an unknown id is 403 too).
+	for _, act := range []appeal.Action{appeal.Ack, appeal.Uphold, appeal.Reject} {
+		for _, id := range []string{mine.ID, "apl-none"} {
+			if _, _, err := a.ActOnAppeal(ctx, id, me, AppealDecision{Action: act, Reason: "mine"}); errkind.Of(err) != errkind.Forbidden {
+				t.Fatalf("the agent %ss %s: %v", act, id, err)
+			}
+		}
+	}
+	// Escalation needs a decision first; then the appellant escalates.
+	if _, _, err := a.ActOnAppeal(ctx, mine.ID, me, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.Conflict {
+		t.Fatalf("escalate before a decision: %v", err)
+	}
+	for _, id := range []string{mine.ID, theirs.ID} {
+		if _, _, err := a.ActOnAppeal(ctx, id, op, AppealDecision{Action: appeal.Reject, Reason: "the buyer disputes it"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := a.ActOnAppeal(ctx, theirs.ID, me, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.NotFound {
+		t.Fatalf("escalating another agent's appeal: %v", err)
+	}
+	if _, _, err := a.ActOnAppeal(ctx, mine.ID, anyone, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.Unauthorized {
+		t.Fatalf("nobody escalates: %v", err)
+	}
+	esc, _, err := a.ActOnAppeal(ctx, mine.ID, me, AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
+	if err != nil || esc.State != appeal.Escalated || esc.History[len(esc.History)-1].By != "agent:tok-agent-1" {
+		t.Fatalf("the appellant escalates: %+v %v", esc, err)
 	}
 }
