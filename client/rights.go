@@ -151,6 +151,9 @@ type Signal struct {
 	Value     float64 `json:"value"`
 	Threshold float64 `json:"threshold"`
 	Flagged   bool    `json:"flagged"`
+	// Note says why the signal was not judged ("no task offers reported",
+	// or too few events for a share); empty when it was.
+	Note string `json:"note,omitempty"`
 }
 
 // AgentSignals are an agent's gaming signals as of AsOf.

@@ -344,7 +344,10 @@ walk of the chains, 'swarmscore ledger verify', found this agent's broken).
 The shares and the diversity are judged from --signal-min-events events.
 Thresholds are the --signal-* flags, as on 'swarmscore serve'.
 
-With --json: {"agent_id","as_of","signals":[{"name","value","threshold","flagged"}]},
+A signal that was not judged says why in NOTE ("no task offers reported":
+acceptance_rate is then 0 for want of a rate, never flagged).
+
+With --json: {"agent_id","as_of","signals":[{"name","value","threshold","flagged","note"}]},
 or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -379,7 +382,7 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 					}{a.AgentID, micros(a.AsOf), a.Signals})
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\n", a.AgentID, micros(a.AsOf))
+				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\tNOTE\n", a.AgentID, micros(a.AsOf))
 				printSignals(w, a.Signals, "")
 				return w.Flush()
 			})
@@ -400,7 +403,7 @@ func printSignals(w *tabwriter.Writer, sigs []signal.Signal, prefix string) {
 		if s.Flagged {
 			mark = "YES"
 		}
-		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\n", prefix, s.Name, strconv.FormatFloat(s.Value, 'g', 4, 64), strconv.FormatFloat(s.Threshold, 'g', 4, 64), mark)
+		fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%s\n", prefix, s.Name, strconv.FormatFloat(s.Value, 'g', 4, 64), strconv.FormatFloat(s.Threshold, 'g', 4, 64), mark, s.Note)
 	}
 }
 

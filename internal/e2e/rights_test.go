@@ -602,6 +602,14 @@ func TestGamingSignals(t *testing.T) {
 	if sig, err := lag.Signals(ctx, "report_lag-yes", time.Time{}); err != nil || sig.Signals[5].Value < 48 || sig.Signals[5].Threshold != 24 {
 		t.Fatalf("own signals: %+v %v", sig, err)
 	}
+	// No task offers reported: no rate, not flagged, and the answer says
+	// why; reported offers leave no note.
+	if sig, err := op.Signals(ctx, "report_lag-yes", time.Time{}); err != nil || sig.Signals[4].Flagged || sig.Signals[4].Note != "no task offers reported" {
+		t.Fatalf("acceptance_rate without offers: %+v %v", sig, err)
+	}
+	if sig, err := op.Signals(ctx, "acceptance_rate-no", time.Time{}); err != nil || sig.Signals[4].Note != "" || sig.Signals[4].Value != 0.8 {
+		t.Fatalf("acceptance_rate with offers: %+v %v", sig, err)
+	}
 
 	// /metrics: the schedule's counts (every second).
 	wantMetric := fmt.Sprintf("swarmscore_gaming_flagged_agents_any %d", len(want))

@@ -187,3 +187,69 @@ func TestSignals(t *testing.T) {
 		t.Fatalf("after a clean walk: %+v", s)
 	}
 }
+
+// TestAcceptanceRateNeedsOffers: acceptance_rate is judged only from task
+// offers the operator reported and that were decided. A busy agent with no
+// offers, or with offers still open, is not flagged and says why; offers
+// accepted at exactly the threshold are not flagged, one fewer is.
+func TestAcceptanceRateNeedsOffers(t *testing.T) {
+	ctx := context.Background()
+	a, c := newUseCases(t)
+	now := c.t
+	end := now.Add(-2 * time.Hour)
+	var evs []ledger.Event
+	offer := func(id, agent string, st ledger.Status) {
+		e := ledger.Event{Type: ledger.TaskOffer, ID: id, AgentID: agent, BuyerID: "b-1", Status: st, StartedAt: end.Add(-time.Hour)}
+		if st != ledger.Offered {
+			e.EndedAt = end
+		}
+		evs = append(evs, e)
+	}
+	for i := range 40 {
+		evs = append(evs, ledger.Event{Type: ledger.ConduitSession, ID: fmt.Sprint("busy-", i), AgentID: "busy", BuyerID: fmt.Sprint("b-", i),
+			Status: ledger.Failed, StartedAt: end.Add(-time.Hour), EndedAt: end})
+	}
+	for i := range 10 {
+		offer(fmt.Sprint("open-", i), "open", ledger.Offered)
+		st, st2 := ledger.Declined, ledger.Declined
+		if i < 3 {
+			st = ledger.Accepted
+		}
+		if i < 2 {
+			st2 = ledger.Accepted
+		}
+		offer(fmt.Sprint("edge-", i), "edge", st)
+		offer(fmt.Sprint("below-", i), "below", st2)
+	}
+	ingest(t, a, evs)
+	rate := slices.Index(signal.Names, signal.AcceptanceRate)
+	for agent, want := range map[string]struct {
+		flagged bool
+		value   float64
+		note    string
+	}{
+		"busy":  {false, 0, signal.NoteNoOffers},
+		"open":  {false, 0, signal.NoteNoOffers},
+		"edge":  {false, 0.3, ""},
+		"below": {true, 0.2, ""},
+	} {
+		s, err := a.Signals(ctx, op, agent, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Signals[rate]; got.Flagged != want.flagged || got.Value != want.value || got.Note != want.note || got.Threshold != 0.3 {
+			t.Errorf("%s: %+v, want flagged %v value %v note %q", agent, got, want.flagged, want.value, want.note)
+		}
+	}
+	flagged, err := a.FlaggedAgents(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range flagged.Agents {
+		names = append(names, f.AgentID)
+	}
+	if !slices.Equal(names, []string{"below"}) {
+		t.Fatalf("flagged %v, want only below", names)
+	}
+}

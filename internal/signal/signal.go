@@ -106,6 +106,21 @@ type Signal struct {
 	Value     float64 `json:"value"`
 	Threshold float64 `json:"threshold"`
 	Flagged   bool    `json:"flagged"`
+	// Note says why a signal was not judged, when it was not: no task
+	// offers were reported (acceptance_rate, whose Value is then 0 for
+	// want of a rate, not a rate of 0), or too few events to judge a
+	// share. Empty when the figure was compared with its threshold.
+	Note string `json:"note,omitempty"`
+}
+
+// The notes of signals that were not judged (Signal.Note).
+const (
+	NoteNoOffers = "no task offers reported"
+)
+
+// fewEvents is the note of a share or diversity judged from too few events.
+func fewEvents(n, min int64) string {
+	return fmt.Sprintf("not judged: %d counted events, fewer than %d", n, min)
 }
 
 // Evaluate compares f with t and returns every signal, in Names order.
@@ -121,19 +136,32 @@ func Evaluate(f Figures, t Thresholds) []Signal {
 		broken = 1
 	}
 	selfDealt := float64(f.SelfDealt + f.Reciprocal)
-	return []Signal{
-		{ConduitTopBuyerShare, ratio(f.ConduitTopBuyer, f.ConduitTotal), t.ConduitTopBuyerShare,
-			f.ConduitTotal >= t.MinEvents && ratio(f.ConduitTopBuyer, f.ConduitTotal) > t.ConduitTopBuyerShare},
-		{AP2Top5BuyerShare, ratio(f.AP2Top5, f.AP2Total), t.AP2Top5BuyerShare,
-			f.AP2Total >= t.MinEvents && ratio(f.AP2Top5, f.AP2Total) > t.AP2Top5BuyerShare},
-		{AP2BuyerDiversity, ratio(f.AP2Buyers, f.AP2Total), t.AP2BuyerDiversity,
-			f.AP2Total >= t.MinEvents && ratio(f.AP2Buyers, f.AP2Total) < t.AP2BuyerDiversity},
-		{SelfDealing, selfDealt, t.SelfDealing, selfDealt > t.SelfDealing},
-		{AcceptanceRate, ratio(f.OffersAccepted, f.OffersDecided), t.AcceptanceRate,
-			f.OffersDecided > 0 && ratio(f.OffersAccepted, f.OffersDecided) < t.AcceptanceRate},
-		{ReportLag, f.MaxReportLag.Hours(), t.ReportLag.Hours(), f.MaxReportLag > t.ReportLag},
-		{ChainBreak, broken, 0, f.ChainBroken},
+	out := []Signal{
+		{Name: ConduitTopBuyerShare, Value: ratio(f.ConduitTopBuyer, f.ConduitTotal), Threshold: t.ConduitTopBuyerShare,
+			Flagged: f.ConduitTotal >= t.MinEvents && ratio(f.ConduitTopBuyer, f.ConduitTotal) > t.ConduitTopBuyerShare},
+		{Name: AP2Top5BuyerShare, Value: ratio(f.AP2Top5, f.AP2Total), Threshold: t.AP2Top5BuyerShare,
+			Flagged: f.AP2Total >= t.MinEvents && ratio(f.AP2Top5, f.AP2Total) > t.AP2Top5BuyerShare},
+		{Name: AP2BuyerDiversity, Value: ratio(f.AP2Buyers, f.AP2Total), Threshold: t.AP2BuyerDiversity,
+			Flagged: f.AP2Total >= t.MinEvents && ratio(f.AP2Buyers, f.AP2Total) < t.AP2BuyerDiversity},
+		{Name: SelfDealing, Value: selfDealt, Threshold: t.SelfDealing, Flagged: selfDealt > t.SelfDealing},
+		// With no offer decided there is no rate: an operator that does
+		// not report task offers must not see every agent flagged below
+		// 30% (§15.2 judges offers that were made).
+		{Name: AcceptanceRate, Value: ratio(f.OffersAccepted, f.OffersDecided), Threshold: t.AcceptanceRate,
+			Flagged: f.OffersDecided > 0 && ratio(f.OffersAccepted, f.OffersDecided) < t.AcceptanceRate},
+		{Name: ReportLag, Value: f.MaxReportLag.Hours(), Threshold: t.ReportLag.Hours(), Flagged: f.MaxReportLag > t.ReportLag},
+		{Name: ChainBreak, Value: broken, Flagged: f.ChainBroken},
 	}
+	if f.ConduitTotal < t.MinEvents {
+		out[0].Note = fewEvents(f.ConduitTotal, t.MinEvents)
+	}
+	if f.AP2Total < t.MinEvents {
+		out[1].Note, out[2].Note = fewEvents(f.AP2Total, t.MinEvents), fewEvents(f.AP2Total, t.MinEvents)
+	}
+	if f.OffersDecided == 0 {
+		out[4].Note = NoteNoOffers
+	}
+	return out
 }
 
 // Flagged reports whether any of signals is flagged.

@@ -70,3 +70,26 @@ func TestThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptanceRateWithoutOffers: no decided offer is no rate: not
+// flagged, and the note says so; any decided offer is judged.
+func TestAcceptanceRateWithoutOffers(t *testing.T) {
+	busy := Figures{ConduitTotal: 100, ConduitTopBuyer: 10, AP2Total: 50, AP2Top5: 20, AP2Buyers: 30}
+	s := Evaluate(busy, Defaults)[4]
+	if s.Name != AcceptanceRate || s.Flagged || s.Value != 0 || s.Note != NoteNoOffers {
+		t.Fatalf("no offers: %+v", s)
+	}
+	busy.OffersDecided = 1
+	if s := Evaluate(busy, Defaults)[4]; !s.Flagged || s.Note != "" {
+		t.Fatalf("one offer declined: %+v", s)
+	}
+	busy.OffersAccepted = 1
+	if s := Evaluate(busy, Defaults)[4]; s.Flagged || s.Value != 1 || s.Note != "" {
+		t.Fatalf("one offer accepted: %+v", s)
+	}
+	// Too few events: the shares say they were not judged.
+	few := Evaluate(Figures{ConduitTotal: 3, ConduitTopBuyer: 3}, Defaults)
+	if few[0].Flagged || few[0].Note == "" || few[1].Note == "" || few[2].Note == "" {
+		t.Fatalf("few events: %+v", few)
+	}
+}

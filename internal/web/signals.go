@@ -54,6 +54,8 @@ type signalCell struct {
 	Value     string
 	Threshold string
 	Flagged   bool
+	// Note says why the signal was not judged (signal.Signal.Note).
+	Note string
 }
 
 // loadSignals is the gaming flags page: every flagged agent with each
@@ -95,7 +97,7 @@ func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
 func signalsRow(a *service.AgentSignals) agentSignalsRow {
 	row := agentSignalsRow{AgentID: a.AgentID}
 	for _, s := range a.Signals {
-		row.Cells = append(row.Cells, signalCell{Name: s.Name, Value: signalFigure(s.Name, s.Value), Threshold: signalLimit(s.Name, s.Threshold), Flagged: s.Flagged})
+		row.Cells = append(row.Cells, signalCell{Name: s.Name, Value: signalFigure(s.Name, s.Value), Threshold: signalLimit(s.Name, s.Threshold), Flagged: s.Flagged, Note: s.Note})
 	}
 	return row
 }
