@@ -340,7 +340,9 @@ conduit_top_buyer_share (flagged above its threshold), ap2_top5_buyer_share
 or from an agent each is the other's largest buyer of; above), acceptance_rate
 (of task offers, below; only when offers were reported), report_lag (hours
 between an event's end and its report's arrival; above), chain_break (the last
-walk of the chains, 'swarmscore ledger verify', found this agent's broken).
+walk of the chains, 'swarmscore ledger verify', found this agent's broken),
+conduit_burst (the most Conduit sessions of one buyer ending within
+--signal-burst-interval, default 1h; above).
 The shares and the diversity are judged from --signal-min-events events.
 Thresholds are the --signal-* flags, as on 'swarmscore serve'.
 
@@ -447,4 +449,6 @@ func signalFlags(f *pflag.FlagSet, t *signal.Thresholds) {
 	f.Float64Var(&t.AcceptanceRate, "signal-acceptance-rate", t.AcceptanceRate, "flag an agent accepting fewer of its reported task offers than this (0..1)")
 	f.DurationVar(&t.ReportLag, "signal-report-lag", t.ReportLag, "flag an agent with an event reported longer than this after it ended")
 	f.Int64Var(&t.MinEvents, "signal-min-events", t.MinEvents, "judge the share and diversity signals only from this many events")
+	f.Int64Var(&t.ConduitBurst, "signal-conduit-burst", t.ConduitBurst, "flag an agent with more Conduit sessions than this from one buyer within --signal-burst-interval")
+	f.DurationVar(&t.BurstInterval, "signal-burst-interval", t.BurstInterval, "the sliding interval of the conduit_burst signal (1s..2160h)")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -107,9 +108,13 @@ func TestAgentRightsCommands(t *testing.T) {
 			Flagged   bool
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &sig); code != 0 || err != nil || len(sig.Signals) != 7 || sig.Signals[0].Name != "conduit_top_buyer_share" ||
+	if err := json.Unmarshal([]byte(out), &sig); code != 0 || err != nil || len(sig.Signals) != 8 || sig.Signals[0].Name != "conduit_top_buyer_share" ||
 		sig.Signals[0].Value != 0.75 || sig.Signals[0].Threshold != 0.5 || !sig.Signals[0].Flagged {
 		t.Fatalf("signals --json: %d %s", code, out)
+	}
+	if code, out, _ := runLedgerCLI(t, db, "", "agent", "signals", "agent-1", "--signal-conduit-burst", "5", "--signal-burst-interval", "2h"); code != 0 ||
+		!regexp.MustCompile(`conduit_burst +9 +5 +YES`).MatchString(out) || !strings.Contains(out, "no task offers reported") {
+		t.Fatalf("signals with a burst threshold of 5: %d %s", code, out)
 	}
 	if code, out, _ := runLedgerCLI(t, db, "", "agent", "signals", "agent-1", "--signal-conduit-top-buyer-share", "0.8"); code != 0 ||
 		!strings.Contains(out, "conduit_top_buyer_share  0.75   0.8        no") {
@@ -124,6 +129,8 @@ func TestAgentRightsCommands(t *testing.T) {
 		{"agent", "signals", "agent-1", "--flagged"},
 		{"agent", "signals", "agent-1", "--signal-acceptance-rate", "1.5"},
 		{"agent", "signals", "agent-1", "--signal-report-lag", "0s"},
+		{"agent", "signals", "agent-1", "--signal-burst-interval", "0s"},
+		{"agent", "signals", "agent-1", "--signal-conduit-burst", "-1"},
 	} {
 		if code, _, errs := runLedgerCLI(t, db, "", args...); code != ExitUsage {
 			t.Errorf("%v: %d %s", args, code, errs)

@@ -515,6 +515,16 @@ func gamingEvents(now time.Time) string {
 		offer(fmt.Sprint("o1-", i), "acceptance_rate-yes", picky)
 		offer(fmt.Sprint("o0-", i), "acceptance_rate-no", fine)
 	}
+	// Bursts: 21 sessions of one buyer two minutes apart, or four
+	// minutes apart (15 in any hour), among 30 of other buyers.
+	for i := range 30 {
+		sess(fmt.Sprint("u1-o", i), "conduit_burst-yes", fmt.Sprint("b-", i), end)
+		sess(fmt.Sprint("u0-o", i), "conduit_burst-no", fmt.Sprint("b-", i), end)
+	}
+	for i := range 21 {
+		sess(fmt.Sprint("u1-", i), "conduit_burst-yes", "rusher", end.Add(-time.Duration(i)*2*time.Minute))
+		sess(fmt.Sprint("u0-", i), "conduit_burst-no", "rusher", end.Add(-time.Duration(i)*4*time.Minute))
+	}
 	sess("l1", "report_lag-yes", "b-1", now.Add(-48*time.Hour).Truncate(time.Second))
 	sess("l0", "report_lag-no", "b-1", end)
 	sess("c1", "chain_break-yes", "b-1", end)
@@ -549,7 +559,7 @@ func TestGamingSignals(t *testing.T) {
 		t.Fatalf("ledger verify: %d %s", code, out)
 	}
 
-	names := []string{"conduit_top_buyer_share", "ap2_top5_buyer_share", "ap2_buyer_diversity", "self_dealing", "acceptance_rate", "report_lag", "chain_break"}
+	names := []string{"conduit_top_buyer_share", "ap2_top5_buyer_share", "ap2_buyer_diversity", "self_dealing", "acceptance_rate", "report_lag", "chain_break", "conduit_burst"}
 	var want []string
 	for _, n := range names {
 		for _, agent := range []string{n + "-yes", n + "-no"} {
@@ -616,7 +626,8 @@ func TestGamingSignals(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		m, err := op.Metrics(ctx)
 		if err == nil && strings.Contains(m, wantMetric) && strings.Contains(m, `swarmscore_gaming_flagged_agents{signal="ap2_top5_buyer_share"} 2`) &&
-			strings.Contains(m, `swarmscore_gaming_flagged_agents{signal="chain_break"} 1`) {
+			strings.Contains(m, `swarmscore_gaming_flagged_agents{signal="chain_break"} 1`) &&
+			strings.Contains(m, `swarmscore_gaming_flagged_agents{signal="conduit_burst"} 1`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -628,13 +639,22 @@ func TestGamingSignals(t *testing.T) {
 		t.Fatalf("agent signals --flagged: %d %s", code, out)
 	}
 	s.stop()
-	s = startArgs(t, dsn, []string{"--signal-report-lag", "1h", "--signal-conduit-top-buyer-share", "0.9"}, "SWARMSCORE_ADMIN_TOKEN="+adminToken)
+	s = startArgs(t, dsn, []string{"--signal-report-lag", "1h", "--signal-conduit-top-buyer-share", "0.9", "--signal-conduit-burst", "10",
+		"--signal-burst-interval", "30m"}, "SWARMSCORE_ADMIN_TOKEN="+adminToken)
 	op = s.client(adminToken)
 	if sig, err := op.Signals(ctx, "report_lag-no", time.Time{}); err != nil || !sig.Signals[5].Flagged || sig.Signals[5].Threshold != 1 {
 		t.Fatalf("report_lag with a 1 h threshold: %+v %v", sig, err)
 	}
 	if sig, err := op.Signals(ctx, "conduit_top_buyer_share-yes", time.Time{}); err != nil || sig.Signals[0].Flagged || sig.Signals[0].Threshold != 0.9 {
 		t.Fatalf("conduit share with a 0.9 threshold: %+v %v", sig, err)
+	}
+	// 30 minutes hold 8 sessions four minutes apart (not above 10) and 15
+	// two minutes apart.
+	if sig, err := op.Signals(ctx, "conduit_burst-no", time.Time{}); err != nil || sig.Signals[7].Flagged || sig.Signals[7].Value != 8 || sig.Signals[7].Threshold != 10 {
+		t.Fatalf("conduit_burst-no over 30 minutes above 10: %+v %v", sig, err)
+	}
+	if sig, err := op.Signals(ctx, "conduit_burst-yes", time.Time{}); err != nil || !sig.Signals[7].Flagged || sig.Signals[7].Value != 15 {
+		t.Fatalf("conduit_burst-yes over 30 minutes above 10: %+v %v", sig, err)
 	}
 	// Signals never change a score: the flagged agents score as their
 	// counts say.

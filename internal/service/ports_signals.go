@@ -15,8 +15,10 @@ type SignalStore interface {
 	// SignalFigures returns the figures of every agent with counted events
 	// or decided task offers in the window ending at asOf, by agent id;
 	// with agentID set, only that agent's (none when it has nothing in the
-	// window).
-	SignalFigures(ctx context.Context, asOf time.Time, agentID string) ([]signal.Figures, error)
+	// window). ConduitBurst counts sessions within burst (positive) of
+	// each other. It is one set-based query in either case, never a loop
+	// over agents.
+	SignalFigures(ctx context.Context, asOf time.Time, agentID string, burst time.Duration) ([]signal.Figures, error)
 	// SetChainBreaks replaces the recorded breaks with those a full walk
 	// found at at (ledger.VerifyChains), so that ChainBroken reflects the
 	// latest walk.

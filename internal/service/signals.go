@@ -59,7 +59,7 @@ func (u *UseCases) Signals(ctx context.Context, c Caller, agentID string, asOf t
 		return AgentSignals{}, unknownAgent(err, agentID)
 	}
 	asOf = u.asOfOrNow(asOf)
-	fs, err := u.Store.SignalFigures(ctx, asOf, agentID)
+	fs, err := u.Store.SignalFigures(ctx, asOf, agentID, t.BurstInterval)
 	if err != nil {
 		return AgentSignals{}, err
 	}
@@ -88,7 +88,7 @@ func (u *UseCases) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, 
 		return Flagged{}, err
 	}
 	out := Flagged{AsOf: u.asOfOrNow(asOf)}
-	fs, err := u.Store.SignalFigures(ctx, out.AsOf, "")
+	fs, err := u.Store.SignalFigures(ctx, out.AsOf, "", t.BurstInterval)
 	if err != nil {
 		return Flagged{}, err
 	}
@@ -128,7 +128,7 @@ func (u *UseCases) RefreshSignalStats(ctx context.Context) (SignalStats, error) 
 		return SignalStats{}, err
 	}
 	asOf := u.now()
-	fs, err := u.Store.SignalFigures(ctx, asOf, "")
+	fs, err := u.Store.SignalFigures(ctx, asOf, "", t.BurstInterval)
 	if err != nil {
 		return SignalStats{}, err
 	}

@@ -52,6 +52,16 @@ func gaming(now time.Time) []ledger.Event {
 		add(ledger.TaskOffer, fmt.Sprint("o1-", i), "acceptance_rate-yes", "b-1", picky, end)
 		add(ledger.TaskOffer, fmt.Sprint("o0-", i), "acceptance_rate-no", "b-1", fine, end)
 	}
+	// Bursts: 21 sessions of one buyer two minutes apart, or four
+	// minutes apart (15 in any hour), among 30 of other buyers.
+	for i := range 30 {
+		add(ledger.ConduitSession, fmt.Sprint("u1-o", i), "conduit_burst-yes", fmt.Sprint("b-", i), ledger.Verified, end)
+		add(ledger.ConduitSession, fmt.Sprint("u0-o", i), "conduit_burst-no", fmt.Sprint("b-", i), ledger.Verified, end)
+	}
+	for i := range 21 {
+		add(ledger.ConduitSession, fmt.Sprint("u1-", i), "conduit_burst-yes", "rusher", ledger.Verified, end.Add(-time.Duration(i)*2*time.Minute))
+		add(ledger.ConduitSession, fmt.Sprint("u0-", i), "conduit_burst-no", "rusher", ledger.Verified, end.Add(-time.Duration(i)*4*time.Minute))
+	}
 	// Reported now: one ended 48 hours ago, one 2 hours ago.
 	add(ledger.ConduitSession, "l1", "report_lag-yes", "b-1", ledger.Verified, now.Add(-48*time.Hour))
 	add(ledger.ConduitSession, "l0", "report_lag-no", "b-1", ledger.Verified, end)
@@ -157,6 +167,22 @@ func TestSignals(t *testing.T) {
 	if s, _ := a.Signals(ctx, op, "report_lag-no", time.Time{}); !s.Flagged() {
 		t.Fatalf("with a 1 h threshold: %+v", s)
 	}
+	// A burst threshold of 10, or a 90-minute interval, catch the slower
+	// burst too (15 in an hour, 21 within 80 minutes).
+	burst := slices.Index(signal.Names, signal.ConduitBurst)
+	a.SignalThresholds.ConduitBurst = 10
+	if s, _ := a.Signals(ctx, op, "conduit_burst-no", time.Time{}); !s.Signals[burst].Flagged || s.Signals[burst].Value != 15 {
+		t.Fatalf("with a burst threshold of 10: %+v", s)
+	}
+	a.SignalThresholds.ConduitBurst, a.SignalThresholds.BurstInterval = 20, 90*time.Minute
+	if s, _ := a.Signals(ctx, op, "conduit_burst-no", time.Time{}); !s.Signals[burst].Flagged || s.Signals[burst].Value != 21 {
+		t.Fatalf("with a 90-minute interval: %+v", s)
+	}
+	a.SignalThresholds.BurstInterval = 0
+	if _, err := a.FlaggedAgents(ctx, time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
+		t.Fatalf("no burst interval: %v", err)
+	}
+	a.SignalThresholds.BurstInterval = time.Hour
 	a.SignalThresholds.ReportLag = 0
 	if _, err := a.FlaggedAgents(ctx, time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("invalid thresholds: %v", err)

@@ -8,7 +8,8 @@
 // broken chains). Signals are shown to the operator and exported; they
 // never change a score. It does no I/O: the store computes Figures
 // set-based, and this package compares them with the deployment's
-// Thresholds.
+// Thresholds. Volume farming also shows as bursts: many sessions from one
+// buyer within a short interval (conduit_burst).
 package signal
 
 import (
@@ -42,6 +43,11 @@ type Figures struct {
 	MaxReportLag time.Duration
 	// ChainBroken is true when the last walk of its chain found a break.
 	ChainBroken bool
+	// ConduitBurst is the largest number of its counted Conduit sessions
+	// from one buyer that ended within one burst interval
+	// (Thresholds.BurstInterval, half-open: [t, t+interval)); sessions
+	// without a buyer count for no buyer.
+	ConduitBurst int64
 }
 
 // The signals' names, as the API, the CLI and /metrics name them.
@@ -53,10 +59,12 @@ const (
 	AcceptanceRate       = "acceptance_rate"
 	ReportLag            = "report_lag"
 	ChainBreak           = "chain_break"
+	ConduitBurst         = "conduit_burst"
 )
 
 // Names lists the signals in the order they are reported.
-var Names = []string{ConduitTopBuyerShare, AP2Top5BuyerShare, AP2BuyerDiversity, SelfDealing, AcceptanceRate, ReportLag, ChainBreak}
+// Later signals are appended, so that a signal keeps its index.
+var Names = []string{ConduitTopBuyerShare, AP2Top5BuyerShare, AP2BuyerDiversity, SelfDealing, AcceptanceRate, ReportLag, ChainBreak, ConduitBurst}
 
 // Thresholds are a deployment's limits. A share or a count is flagged above
 // its threshold, a diversity or an acceptance rate below it.
@@ -71,12 +79,19 @@ type Thresholds struct {
 	// diversity signals are not flagged: with three sessions, one buyer
 	// is always half of them. Default 10.
 	MinEvents int64
+	// ConduitBurst flags an agent with more Conduit sessions than this
+	// from one buyer within BurstInterval (§15.2 bursts). Default 20 in
+	// 1 h: a fifth of the 100 sessions at which the Conduit volume
+	// factor is full, from one buyer in one hour (ERRATA E41).
+	ConduitBurst  int64
+	BurstInterval time.Duration
 }
 
 // Defaults are the thresholds a deployment starts with.
 var Defaults = Thresholds{
 	ConduitTopBuyerShare: 0.5, AP2Top5BuyerShare: 0.7, AP2BuyerDiversity: 0.1, SelfDealing: 0,
 	AcceptanceRate: 0.3, ReportLag: 24 * time.Hour, MinEvents: 10,
+	ConduitBurst: 20, BurstInterval: time.Hour,
 }
 
 // Validate checks thresholds (errkind.ErrInvalid naming the one at fault).
@@ -94,13 +109,20 @@ func (t Thresholds) Validate() error {
 		return fmt.Errorf("%w: threshold %s %s must be positive", errkind.ErrInvalid, ReportLag, t.ReportLag)
 	case t.MinEvents < 0:
 		return fmt.Errorf("%w: the minimum of events %d is negative", errkind.ErrInvalid, t.MinEvents)
+	case t.ConduitBurst < 0:
+		return fmt.Errorf("%w: threshold %s %d is negative", errkind.ErrInvalid, ConduitBurst, t.ConduitBurst)
+	case t.BurstInterval < time.Second || t.BurstInterval > 90*24*time.Hour:
+		// Beyond the 90-day window every session falls in one interval,
+		// and the figure becomes the top buyer's count; under a second is
+		// a typo for a longer unit more often than a setting.
+		return fmt.Errorf("%w: burst interval %s is outside 1s..90 days", errkind.ErrInvalid, t.BurstInterval)
 	}
 	return nil
 }
 
 // Signal is one figure beside its threshold. Value and Threshold are in
-// the signal's unit: a share or rate in 0..1, a count, report_lag in
-// hours, chain_break 0 or 1.
+// the signal's unit: a share or rate in 0..1, a count (self_dealing,
+// conduit_burst), report_lag in hours, chain_break 0 or 1.
 type Signal struct {
 	Name      string  `json:"name"`
 	Value     float64 `json:"value"`
@@ -151,6 +173,7 @@ func Evaluate(f Figures, t Thresholds) []Signal {
 			Flagged: f.OffersDecided > 0 && ratio(f.OffersAccepted, f.OffersDecided) < t.AcceptanceRate},
 		{Name: ReportLag, Value: f.MaxReportLag.Hours(), Threshold: t.ReportLag.Hours(), Flagged: f.MaxReportLag > t.ReportLag},
 		{Name: ChainBreak, Value: broken, Flagged: f.ChainBroken},
+		{Name: ConduitBurst, Value: float64(f.ConduitBurst), Threshold: float64(t.ConduitBurst), Flagged: f.ConduitBurst > t.ConduitBurst},
 	}
 	if f.ConduitTotal < t.MinEvents {
 		out[0].Note = fewEvents(f.ConduitTotal, t.MinEvents)

@@ -19,7 +19,7 @@ func flags(ss []Signal) map[string]bool {
 
 func TestEvaluate(t *testing.T) {
 	quiet := Figures{AgentID: "a", ConduitTotal: 40, ConduitTopBuyer: 20, AP2Total: 20, AP2Top5: 14, AP2Buyers: 2,
-		OffersDecided: 10, OffersAccepted: 3, MaxReportLag: 24 * time.Hour}
+		OffersDecided: 10, OffersAccepted: 3, MaxReportLag: 24 * time.Hour, ConduitBurst: 20}
 	ss := Evaluate(quiet, Defaults)
 	if len(ss) != len(Names) {
 		t.Fatalf("%d signals", len(ss))
@@ -37,7 +37,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	loud := quiet
 	loud.ConduitTopBuyer, loud.AP2Top5, loud.AP2Buyers, loud.SelfDealt = 21, 15, 1, 1
-	loud.OffersAccepted, loud.MaxReportLag, loud.ChainBroken = 2, 24*time.Hour+time.Second, true
+	loud.OffersAccepted, loud.MaxReportLag, loud.ChainBroken, loud.ConduitBurst = 2, 24*time.Hour+time.Second, true, 21
 	if f := flags(Evaluate(loud, Defaults)); len(f) != len(Names) {
 		t.Errorf("every signal should trip: %v", f)
 	}
@@ -62,6 +62,9 @@ func TestThresholds(t *testing.T) {
 		"negative self":  func(x *Thresholds) { x.SelfDealing = -1 },
 		"no lag":         func(x *Thresholds) { x.ReportLag = 0 },
 		"negative count": func(x *Thresholds) { x.MinEvents = -1 },
+		"negative burst": func(x *Thresholds) { x.ConduitBurst = -1 },
+		"no interval":    func(x *Thresholds) { x.BurstInterval = 0 },
+		"interval > 90d": func(x *Thresholds) { x.BurstInterval = 91 * 24 * time.Hour },
 	} {
 		th := Defaults
 		mod(&th)

@@ -112,7 +112,7 @@ func signalFigure(name string, v float64) string {
 			return "broken"
 		}
 		return "intact"
-	case signal.SelfDealing:
+	case signal.SelfDealing, signal.ConduitBurst:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v*100, 'f', 0, 64) + "%"

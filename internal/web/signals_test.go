@@ -29,6 +29,7 @@ func TestGamingFlagsPage(t *testing.T) {
 		"<code>ap2_top5_buyer_share</code><br><span class=\"muted\">above 70%</span>",
 		"<code>ap2_buyer_diversity</code><br><span class=\"muted\">below 10%</span>",
 		"<code>report_lag</code><br><span class=\"muted\">above 24.0 h</span>",
+		"<code>conduit_burst</code><br><span class=\"muted\">above 20</span>",
 		`<th scope="row"><a href="/operator/signals?q=agent-7">agent-7</a></th><td class="num">0%</td><td class="num"><strong>100% flagged</strong></td><td class="num"><strong>2% flagged</strong></td>`,
 		"none by this server since it started")
 	if _, err := s.u.VerifyLedger(context.Background()); err != nil {
@@ -39,6 +40,8 @@ func TestGamingFlagsPage(t *testing.T) {
 		`<tr><th scope="row"><code>conduit_top_buyer_share</code></th><td class="num">0%</td><td>above 50%</td><td>no</td></tr>`,
 		`<tr><th scope="row"><code>ap2_top5_buyer_share</code></th><td class="num"><strong>100%</strong></td><td>above 70%</td><td><strong>flagged</strong></td></tr>`,
 		`<tr><th scope="row"><code>chain_break</code></th><td class="num">intact</td><td>any break</td><td>no</td></tr>`,
+		`<tr><th scope="row"><code>acceptance_rate</code></th><td class="num">0%</td><td>below 30%</td><td>no <span class="muted">(no task offers reported)</span></td></tr>`,
+		`<tr><th scope="row"><code>conduit_burst</code></th><td class="num">`,
 		"this server's, 2026-06-15 12:00 UTC")
 	// The thresholds are the deployment's.
 	th := s.u.Thresholds()

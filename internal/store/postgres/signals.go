@@ -14,7 +14,10 @@ import (
 // signalQuery computes every figure of internal/signal in one statement.
 // $1 and $2 bound the window, $3 is the agent asked about (empty for all):
 // with one agent, only that agent and its buyers are read, since a
-// reciprocal pair needs its buyers' own largest buyers.
+// reciprocal pair needs its buyers' own largest buyers. $4 is the burst
+// interval in microseconds: burst counts, for each session, the sessions
+// of the same agent and buyer ending in [its end, its end + $4), one
+// window function over the sessions sorted by agent, buyer and end.
 const signalQuery = `
 WITH
 scope AS (SELECT $3::text AS a UNION SELECT buyer_id FROM conduit_sessions WHERE agent_id = $3 AND buyer_id IS NOT NULL
@@ -44,21 +47,30 @@ ends AS (SELECT agent_id AS a, seq, completed_at AS t FROM conduit_sessions
          WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at BETWEEN $1 AND $2 AND ($3 = '' OR provider_id = $3)),
 lag AS (SELECT e.a, max(r.received_at - e.t) AS lag FROM ends e JOIN ledger_records r ON r.agent_id = e.a AND r.seq = e.seq
         WHERE r.received_at IS NOT NULL GROUP BY e.a),
+burst AS (SELECT a, max(n) AS n FROM (
+          SELECT agent_id AS a, count(*) OVER (PARTITION BY agent_id, buyer_id ORDER BY completed_at
+            RANGE BETWEEN CURRENT ROW AND ($4::bigint - 1) * interval '1 microsecond' FOLLOWING) AS n
+          FROM conduit_sessions
+          WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN $1 AND $2 AND buyer_id IS NOT NULL
+            AND ($3 = '' OR agent_id = $3)) x
+        GROUP BY a),
 who AS (SELECT a FROM c UNION SELECT a FROM ap UNION SELECT a FROM off)
 SELECT w.a, coalesce(c.total, 0)::bigint, coalesce(c.top, 0)::bigint, coalesce(ap.total, 0)::bigint, coalesce(ap.top5, 0)::bigint,
   coalesce(ap.buyers, 0)::bigint, coalesce(self.n, 0)::bigint, coalesce(recip.n, 0)::bigint, coalesce(off.decided, 0)::bigint,
-  coalesce(off.accepted, 0)::bigint, coalesce((extract(epoch FROM lag.lag) * 1000000)::bigint, 0), k.agent_id IS NOT NULL
+  coalesce(off.accepted, 0)::bigint, coalesce((extract(epoch FROM lag.lag) * 1000000)::bigint, 0), k.agent_id IS NOT NULL,
+  coalesce(burst.n, 0)::bigint
 FROM who w
 LEFT JOIN c ON c.a = w.a LEFT JOIN ap ON ap.a = w.a LEFT JOIN self ON self.a = w.a LEFT JOIN recip ON recip.a = w.a
 LEFT JOIN off ON off.a = w.a LEFT JOIN lag ON lag.a = w.a LEFT JOIN chain_breaks k ON k.agent_id = w.a
+LEFT JOIN burst ON burst.a = w.a
 WHERE $3 = '' OR w.a = $3
 ORDER BY w.a COLLATE "C"`
 
 // SignalFigures computes the gaming signals' figures; see
 // service.SignalStore.
-func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID string) ([]signal.Figures, error) {
+func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID string, burst time.Duration) ([]signal.Figures, error) {
 	lo, hi := ledger.Bounds(asOf)
-	rows, err := s.pool.Query(ctx, signalQuery, lo, hi, agentID)
+	rows, err := s.pool.Query(ctx, signalQuery, lo, hi, agentID, max(burst.Microseconds(), 1))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: compute signals: %w", classify(err))
 	}
@@ -68,7 +80,7 @@ func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID strin
 		lag int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&f.AgentID, &f.ConduitTotal, &f.ConduitTopBuyer, &f.AP2Total, &f.AP2Top5, &f.AP2Buyers,
-		&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken}, func() error {
+		&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken, &f.ConduitBurst}, func() error {
 		g := f
 		g.MaxReportLag = time.Duration(max(lag, 0)) * time.Microsecond
 		out = append(out, g)

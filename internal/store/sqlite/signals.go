@@ -11,7 +11,10 @@ import (
 // signalQuery computes every figure of internal/signal in one statement.
 // ?1 and ?2 bound the window, ?3 is the agent asked about (empty for all):
 // with one agent, only that agent and its buyers are read, since a
-// reciprocal pair needs its buyers' own largest buyers.
+// reciprocal pair needs its buyers' own largest buyers. ?4 is the burst
+// interval in microseconds: burst counts, for each session, the sessions
+// of the same agent and buyer ending in [its end, its end + ?4), one
+// window function over the sessions sorted by agent, buyer and end.
 const signalQuery = `
 WITH
 scope AS (SELECT ?3 AS a UNION SELECT buyer_id FROM conduit_sessions WHERE agent_id = ?3 AND buyer_id IS NOT NULL
@@ -41,20 +44,28 @@ ends AS (SELECT agent_id AS a, seq, completed_at AS t FROM conduit_sessions
          WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at BETWEEN ?1 AND ?2 AND (?3 = '' OR provider_id = ?3)),
 lag AS (SELECT e.a, MAX(r.received_at - e.t) AS lag FROM ends e JOIN ledger_records r ON r.agent_id = e.a AND r.seq = e.seq
         WHERE r.received_at IS NOT NULL GROUP BY e.a),
+burst AS (SELECT a, MAX(n) AS n FROM (
+          SELECT agent_id AS a, COUNT(*) OVER (PARTITION BY agent_id, buyer_id ORDER BY completed_at
+            RANGE BETWEEN CURRENT ROW AND ?4 - 1 FOLLOWING) AS n
+          FROM conduit_sessions
+          WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN ?1 AND ?2 AND buyer_id IS NOT NULL
+            AND (?3 = '' OR agent_id = ?3))
+        GROUP BY a),
 who AS (SELECT a FROM c UNION SELECT a FROM ap UNION SELECT a FROM off)
 SELECT w.a, COALESCE(c.total, 0), COALESCE(c.top, 0), COALESCE(ap.total, 0), COALESCE(ap.top5, 0), COALESCE(ap.buyers, 0),
   COALESCE(self.n, 0), COALESCE(recip.n, 0), COALESCE(off.decided, 0), COALESCE(off.accepted, 0), COALESCE(lag.lag, 0),
-  k.agent_id IS NOT NULL
+  k.agent_id IS NOT NULL, COALESCE(burst.n, 0)
 FROM who w
 LEFT JOIN c ON c.a = w.a LEFT JOIN ap ON ap.a = w.a LEFT JOIN self ON self.a = w.a LEFT JOIN recip ON recip.a = w.a
 LEFT JOIN off ON off.a = w.a LEFT JOIN lag ON lag.a = w.a LEFT JOIN chain_breaks k ON k.agent_id = w.a
+LEFT JOIN burst ON burst.a = w.a
 WHERE ?3 = '' OR w.a = ?3
 ORDER BY w.a`
 
 // SignalFigures implements service.SignalStore.
-func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID string) ([]signal.Figures, error) {
+func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID string, burst time.Duration) ([]signal.Figures, error) {
 	lo, hi := ledger.Bounds(asOf)
-	rows, err := s.r.QueryContext(ctx, signalQuery, micros(lo), micros(hi), agentID)
+	rows, err := s.r.QueryContext(ctx, signalQuery, micros(lo), micros(hi), agentID, max(burst.Microseconds(), 1))
 	if err != nil {
 		return nil, dbErr("compute signals", err)
 	}
@@ -64,7 +75,7 @@ func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID strin
 		var f signal.Figures
 		var lag int64
 		if err := rows.Scan(&f.AgentID, &f.ConduitTotal, &f.ConduitTopBuyer, &f.AP2Total, &f.AP2Top5, &f.AP2Buyers,
-			&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken); err != nil {
+			&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken, &f.ConduitBurst); err != nil {
 			return nil, dbErr("compute signals", err)
 		}
 		f.MaxReportLag = time.Duration(max(lag, 0)) * time.Microsecond

@@ -14,7 +14,7 @@ import (
 
 func figures(t *testing.T, s service.Backend, asOf time.Time, agent string) map[string]signal.Figures {
 	t.Helper()
-	fs, err := s.SignalFigures(ctx(t), asOf, agent)
+	fs, err := s.SignalFigures(ctx(t), asOf, agent, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +65,22 @@ func testSignals(t *testing.T, h Harness) {
 		pay(fmt.Sprint("q-", i), "q", "p")
 	}
 	sess("p-x", "p", "b-1")
+	// Bursts: 21 sessions of one buyer two minutes apart (all within an
+	// hour) trip conduit_burst; 21 three minutes apart put only 20 in any
+	// half-open hour, and 20 four minutes apart 15. Thirty sessions of
+	// other buyers keep the one buyer's share under a half.
+	for i := range 30 {
+		sess(fmt.Sprint("rush-o", i), "rush", fmt.Sprint("b-", i))
+		sess(fmt.Sprint("edge-o", i), "edge", fmt.Sprint("b-", i))
+	}
+	for i := range 21 {
+		for agent, gap := range map[string]time.Duration{"rush": 2 * time.Minute, "edge": 3 * time.Minute} {
+			at := end.Add(-2*time.Hour + time.Duration(i)*gap)
+			e := conduit(fmt.Sprint(agent, "-", i), agent, ledger.Verified, at.Add(-time.Minute), at)
+			e.BuyerID = "rusher"
+			evs = append(evs, e)
+		}
+	}
 	for i := range 10 {
 		st, st2 := ledger.Declined, ledger.Accepted
 		if i < 2 {
@@ -105,6 +121,7 @@ func testSignals(t *testing.T, h Harness) {
 		"picky":   {signal.AcceptanceRate},
 		"late":    {signal.ReportLag},
 		"fair":    {signal.ChainBreak},
+		"rush":    {signal.ConduitBurst},
 	}
 	for a := range flagged {
 		slices.Sort(flagged[a])
@@ -130,10 +147,26 @@ func testSignals(t *testing.T, h Harness) {
 	if f := all["late"]; f.MaxReportLag != 49*time.Hour {
 		t.Errorf("late lag %s", f.MaxReportLag)
 	}
-	if _, ok := all["fine"]; !ok || len(all) != 11 {
+	if f := all["rush"]; f.ConduitBurst != 21 || f.ConduitTotal != 51 {
+		t.Errorf("rush %+v", f)
+	}
+	if f := all["edge"]; f.ConduitBurst != 20 {
+		t.Errorf("edge (21 sessions over exactly an hour) %+v", f)
+	}
+	if f := all["farm"]; f.ConduitBurst != 15 {
+		t.Errorf("farm (15 sessions of one buyer at one instant) %+v", f)
+	}
+	if f := all["fair"]; f.ConduitBurst != 1 {
+		t.Errorf("fair (one session per buyer) %+v", f)
+	}
+	// A longer interval is the deployment's: 21 sessions within 2 hours.
+	if fs, err := s.SignalFigures(ctx(t), base, "edge", 2*time.Hour); err != nil || len(fs) != 1 || fs[0].ConduitBurst != 21 {
+		t.Errorf("edge over 2 h: %+v %v", fs, err)
+	}
+	if _, ok := all["fine"]; !ok || len(all) != 13 {
 		t.Errorf("%d agents with figures: %v", len(all), all)
 	}
-	for _, a := range []string{"farm", "p", "picky", "late", "fair"} {
+	for _, a := range []string{"farm", "p", "picky", "late", "fair", "rush", "edge"} {
 		one := figures(t, s, base, a)
 		if len(one) != 1 || one[a] != all[a] {
 			t.Errorf("%s alone %+v, among all %+v", a, one[a], all[a])
@@ -167,6 +200,11 @@ func testSignalsProperty(t *testing.T, h Harness) {
 		agent := agents[rng.IntN(len(agents))]
 		buyer := buyers[rng.IntN(len(buyers))]
 		end := base.Add(-time.Duration(rng.Int64N(int64(100 * 24 * time.Hour)))).Truncate(time.Second)
+		if rng.IntN(2) == 0 {
+			// Crowded into two hours, some at the same instant, some an
+			// hour apart exactly: the burst interval's edges.
+			end = base.Add(-5*24*time.Hour + time.Duration(rng.IntN(13))*10*time.Minute)
+		}
 		start := end.Add(-time.Hour)
 		var e ledger.Event
 		switch rng.IntN(3) {
@@ -203,6 +241,7 @@ func testSignalsProperty(t *testing.T, h Harness) {
 
 func bruteFigures(evs []ledger.Event, asOf time.Time) map[string]signal.Figures {
 	type key struct{ a, b string }
+	ends := map[key][]time.Time{}
 	pairs := map[key]int64{}
 	conduitBuyers := map[key]int64{}
 	ap2Buyers := map[key]int64{}
@@ -229,6 +268,9 @@ func bruteFigures(evs []ledger.Event, asOf time.Time) map[string]signal.Figures 
 			if e.Type == ledger.ConduitSession {
 				f.ConduitTotal++
 				conduitBuyers[key{e.AgentID, e.BuyerID}]++
+				if e.BuyerID != "" {
+					ends[key{e.AgentID, e.BuyerID}] = append(ends[key{e.AgentID, e.BuyerID}], e.EndedAt)
+				}
 			} else {
 				f.AP2Total++
 				ap2Buyers[key{e.AgentID, e.BuyerID}]++
@@ -250,6 +292,20 @@ func bruteFigures(evs []ledger.Event, asOf time.Time) map[string]signal.Figures 
 		for k, n := range conduitBuyers {
 			if k.a == a && k.b != "" {
 				f.ConduitTopBuyer = max(f.ConduitTopBuyer, n)
+			}
+		}
+		for k, ts := range ends {
+			if k.a != a {
+				continue
+			}
+			for _, t0 := range ts {
+				var n int64
+				for _, t1 := range ts {
+					if !t1.Before(t0) && t1.Before(t0.Add(time.Hour)) {
+						n++
+					}
+				}
+				f.ConduitBurst = max(f.ConduitBurst, n)
 			}
 		}
 		for k, n := range ap2Buyers {
