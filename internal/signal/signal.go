@@ -142,6 +142,9 @@ const (
 
 // fewEvents is the note of a share or diversity judged from too few events.
 func fewEvents(n, min int64) string {
+	if n == 1 {
+		return fmt.Sprintf("not judged: 1 counted event, fewer than %d", min)
+	}
 	return fmt.Sprintf("not judged: %d counted events, fewer than %d", n, min)
 }
 
