@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -403,6 +404,42 @@ func TestAuthThrottle(t *testing.T) {
 	from("2001:db8::ff", "guess").problem(t, "rate-limited", 429)
 	if !bytes.Contains(h.do("GET", "/metrics", nil).body, []byte("swarmscore_auth_throttled_total 4")) {
 		t.Fatal("metrics do not count the throttled requests")
+	}
+}
+
+// TestAuthThrottleAgentRoutes: the routes agents' own tokens use (an
+// agent's data, the appeals, a public route sent a token) throttle failed
+// lookups as the operator routes do, from the same allowance, so that no
+// route lets a client guess tokens faster.
+func TestAuthThrottleAgentRoutes(t *testing.T) {
+	clock := now
+	h := newHarness(t, Options{AuthFailures: 3, AuthFailureEvery: 10 * time.Second, TrustedProxies: loopback})
+	h.s.now = func() time.Time { return clock }
+	from := func(client, path, token string) response {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = "127.0.0.1:1000"
+		req.Header.Set("X-Forwarded-For", client)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.s.ServeHTTP(rec, req)
+		return response{rec.Code, rec.Header(), rec.Body.Bytes()}
+	}
+	for _, path := range []string{"/swarmscore/appeals", "/swarmscore/agent-1/consent", "/swarmscore/agent-1/certificate"} {
+		client := "203.0.113." + strconv.Itoa(len(path))
+		for i := range 3 {
+			from(client, path, fmt.Sprintf("guess-%d", i)).problem(t, "unauthorized", 401)
+		}
+		if p := from(client, path, "guess-4").problem(t, "rate-limited", 429); !strings.Contains(p.Detail, "failed authentications") {
+			t.Fatalf("%s: %+v", path, p)
+		}
+		// The allowance is the client's, whichever route it guesses on.
+		from(client, "/swarmscore/agents", "guess-5").problem(t, "rate-limited", 429)
+	}
+	// A good token is never throttled.
+	for range 10 {
+		if r := from("198.51.100.1", "/swarmscore/appeals", goodToken); r.code == 401 || r.code == 429 {
+			t.Fatalf("good token: %d %s", r.code, r.body)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
@@ -77,8 +75,9 @@ func callerFrom(r *http.Request) service.Caller {
 // caller resolves the request's bearer token, operator's or agent's, to
 // whom it speaks for. Without an Authorization header the caller is
 // anonymous, unless required; a header that is present must hold a valid
-// token (a public route does not quietly ignore a bad one). The token is
-// never logged nor echoed.
+// token (a public route does not quietly ignore a bad one). The lookup is
+// throttled as an operator's is (lookup). The token is never logged nor
+// echoed.
 func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) {
 	if !required && r.Header.Get("Authorization") == "" {
 		return service.Caller{}, nil
@@ -87,14 +86,14 @@ func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) 
 	if err != nil {
 		return service.Caller{}, err
 	}
-	c, err := s.svc.CallerFor(r.Context(), token)
-	switch {
-	case err == nil:
-		return c, nil
-	case errors.Is(err, errkind.ErrUnauthorized):
-		return service.Caller{}, &httpError{ptUnauthorized, "the bearer token is not valid (unknown or revoked)"}
-	}
-	return service.Caller{}, err
+	var c service.Caller
+	// A required token is resolved by guard before the handler's
+	// database slot is taken; an optional one by a handler, in its slot.
+	err = s.lookup(r, required, func(ctx context.Context) (err error) {
+		c, err = s.svc.CallerFor(ctx, token)
+		return err
+	})
+	return c, err
 }
 
 type disclosureResponse struct {

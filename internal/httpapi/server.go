@@ -92,9 +92,9 @@ type Options struct {
 	// at once; more are answered 503 at once (default
 	// DefaultDBMaxRequests).
 	DBMaxRequests int
-	// AuthFailures is how many failed operator authentications a client
-	// may make in a burst (default 10) before it is throttled to one per
-	// AuthFailureEvery (default 6 s).
+	// AuthFailures is how many failed token lookups (operators' tokens and
+	// agents' own, on any route) a client may make in a burst (default 10)
+	// before it is throttled to one per AuthFailureEvery (default 6 s).
 	AuthFailures     int
 	AuthFailureEvery time.Duration
 	// TrustedProxies are the networks of reverse proxies whose
