@@ -49,7 +49,9 @@ func OriginAgents(agentID string, rows []ledger.ChainRow) []string {
 	return out
 }
 
-// Build assembles the bundle of src: the agent's whole chain, each origin
+// Build assembles the bundle of src: the agent's whole chain (from its
+// anchor, when a prune removed its first records, with the summary records
+// that stand for them), each origin
 // chain from its first report of an event moved to the agent up to its
 // head, inclusion proofs in the checkpoint for every chain it names at a
 // seq the chain holds, and the account of every event as of AsOf, derived
@@ -77,6 +79,15 @@ func Build(src Source) (*Bundle, error) {
 	}
 	b := &Bundle{AgentID: src.AgentID, AsOf: src.AsOf.UTC().Truncate(ledger.Resolution), Counts: src.Counts,
 		Score: Score{res.Score, res.Tier, res.Escrow}, Passport: src.Passport, Checkpoint: src.Checkpoint}
+	var last *ledger.Summary
+	for i := range src.Chain {
+		if s := src.Chain[i].Summary; s != nil {
+			last = s
+		}
+	}
+	if f := prunedInWindow(b.AsOf, last, Clear(src.AgentID)); f != nil {
+		return nil, fmt.Errorf("%w: %s; audit a later as_of", errkind.ErrInvalid, f.Message)
+	}
 	own, err := segment(src.AgentID, src.Chain, 0)
 	if err != nil {
 		return nil, err
@@ -138,14 +149,21 @@ func segment(agent string, rows []ledger.ChainRow, from int) (Chain, error) {
 	if !rows[0].HasRecord {
 		return c, nil
 	}
-	if from > 0 {
-		c.FromSeq = rows[from].Record.Seq
+	c.FromSeq = rows[from].Record.Seq
+	switch {
+	case from > 0:
 		copy(c.Prev[:], rows[from-1].StoredHash)
+	case rows[0].Anchor.Seq > 0:
+		c.Prev = rows[0].Anchor.Hash // a prune removed the records before it
 	}
 	var buf []byte
 	for i := from; i < len(rows); i++ {
 		r := &rows[i]
 		switch {
+		case r.Record.Type == ledger.SummaryType && r.Summary == nil:
+			return Chain{}, fmt.Errorf("%w: agent %q seq %d: the summary record has no stored content", errkind.ErrConflict, agent, r.Record.Seq)
+		case r.Record.Type == ledger.SummaryType:
+			buf = r.Summary.AppendCanonical(buf[:0])
 		case r.Record.CorrectionID != "" && !r.HasCorrection:
 			return Chain{}, fmt.Errorf("%w: agent %q seq %d: correction %s has no row", errkind.ErrConflict, agent, r.Record.Seq, r.Record.CorrectionID)
 		case r.Record.CorrectionID != "":

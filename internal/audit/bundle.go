@@ -97,12 +97,15 @@ type Record struct {
 // order of the name, each a string (possibly withheld) or an integer.
 type Content []Member
 
-// Member is one member of a record's content.
+// Member is one member of a record's content: a string, an integer, or
+// (only a summary record's "rows") the rows of a summary of pruned events.
 type Member struct {
-	Name  string
-	Str   Value
-	Int   int64
-	IsInt bool
+	Name   string
+	Str    Value
+	Int    int64
+	IsInt  bool
+	Rows   []ledger.SummaryRow
+	IsRows bool
 }
 
 // Value is a string that may be withheld. When Withheld, S is not the value
@@ -162,7 +165,7 @@ func (c Content) isCorrection() bool {
 // bytes, and so the link, can be recomputed.
 func (c Content) complete() bool {
 	for i := range c {
-		if !c[i].IsInt && c[i].Str.Withheld {
+		if c[i].Str.Withheld {
 			return false
 		}
 	}

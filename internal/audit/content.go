@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,6 +48,9 @@ func (s *scanner) content(what string) (Content, error) {
 			m.Str = Clear(v)
 		case '{':
 			m.Str, err = s.withheld(what)
+		case '[':
+			m.Rows, err = s.summaryRows(what + ": " + name)
+			m.IsRows = true
 		default:
 			m.Int, err = s.integer(what)
 			m.IsInt = true
@@ -86,13 +90,72 @@ func (c Content) appendCanonical(dst []byte) []byte {
 		dst = append(dst, '"')
 		dst = append(dst, c[i].Name...)
 		dst = append(dst, '"', ':')
-		if c[i].IsInt {
+		switch {
+		case c[i].IsInt:
 			dst = strconv.AppendInt(dst, c[i].Int, 10)
-		} else {
+		case c[i].IsRows:
+			dst = ledger.AppendSummaryRows(dst, c[i].Rows)
+		default:
 			dst = appendJCSString(dst, c[i].Str.S)
 		}
 	}
 	return append(dst, '}')
+}
+
+// maxSummaryRows bounds a summary's rows: one per month, event type,
+// status and void flag, which years of history do not approach.
+const maxSummaryRows = 1 << 16
+
+// summaryRows reads a summary record's rows: objects with exactly the
+// members ledger.AppendSummaryRows writes.
+func (s *scanner) summaryRows(what string) ([]ledger.SummaryRow, error) {
+	var rows []ledger.SummaryRow
+	err := s.array(what, func(i int) error {
+		if i == maxSummaryRows {
+			return s.fail("%s: more than %d rows", what, maxSummaryRows)
+		}
+		var r ledger.SummaryRow
+		seen := map[string]bool{}
+		err := s.object(what, func(name string) error {
+			if seen[name] {
+				return s.fail("%s: member %s given twice", what, strconv.Quote(clip(name)))
+			}
+			seen[name] = true
+			var err error
+			var v string
+			switch name {
+			case "count":
+				r.Count, err = s.integer(what)
+			case "escrow_cents":
+				r.EscrowCents, err = s.integer(what)
+			case "month":
+				r.Month, err = s.str(what)
+			case "status":
+				v, err = s.str(what)
+				r.Status = ledger.Status(v)
+			case "type":
+				v, err = s.str(what)
+				r.Type = ledger.Type(v)
+			case "voided":
+				switch {
+				case s.peek() == 't' && s.literal("true"):
+					r.Voided = true
+				case s.peek() == 'f' && s.literal("false"):
+				default:
+					err = s.fail("%s: voided: want true or false, found %s", what, s.found())
+				}
+			default:
+				err = s.fail("%s: unknown member %s", what, strconv.Quote(clip(name)))
+			}
+			return err
+		})
+		if err == nil && len(seen) != 6 {
+			err = s.fail("%s: a row needs count, escrow_cents, month, status, type and voided", what)
+		}
+		rows = append(rows, r)
+		return err
+	})
+	return rows, err
 }
 
 // Canonical returns the bytes the chain hashes for this content
@@ -146,8 +209,10 @@ type decoded struct {
 	correction bool
 	report     ledger.Record
 	cor        ledger.Correction
-	agent      Value // the chain's agent, as the content names it
-	seq        int64
+	// summary is a summary record's content (report and cor unset).
+	summary *ledger.Summary
+	agent   Value // the chain's agent, as the content names it
+	seq     int64
 	// canonical is the hashed content, when complete.
 	canonical []byte
 }
@@ -183,6 +248,14 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 	}
 	buf.mine = subst.appendCanonical(buf.mine[:0])
 	mine := buf.mine
+	if c.str("type") == Clear(string(ledger.SummaryType)) {
+		return decodeSummary(d, mine, complete, buf)
+	}
+	for i := range c {
+		if c[i].IsRows {
+			return d, fmt.Errorf("member %s is an array; only a summary record has one (rows)", c[i].Name)
+		}
+	}
 	d.correction = c.isCorrection()
 	d.agent = c.str("agent_id")
 	if d.correction {
@@ -230,6 +303,48 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 	if complete {
 		d.canonical = mine
 	}
+	return d, nil
+}
+
+// decodeSummary decodes the content of a summary record, which stands for
+// the records a prune removed before it: nothing in it may be withheld (it
+// names no one but the audited chain's agent), and re-encoding it with the
+// ledger's code gives back its canonical form.
+func decodeSummary(d decoded, mine []byte, complete bool, buf *scratch) (decoded, error) {
+	c := d.content
+	if !complete {
+		return d, fmt.Errorf("a summary record withholds a member; none may be")
+	}
+	at, err := ledger.ParseTime("at", c.str("at").S)
+	if err != nil {
+		return d, err
+	}
+	s := &ledger.Summary{AgentID: c.str("agent_id").S, Seq: c.integer("seq"), At: at, PrunedThrough: c.integer("pruned_through")}
+	a, err := hex.DecodeString(c.str("anchor").S)
+	if err != nil || len(a) != len(s.Anchor) {
+		return d, fmt.Errorf("the summary's anchor is not a hex SHA-256 hash")
+	}
+	copy(s.Anchor[:], a)
+	if m, ok := c.get("rows"); ok && m.IsRows {
+		s.Rows = m.Rows
+	}
+	buf.back = s.AppendCanonical(buf.back[:0])
+	if !bytes.Equal(buf.back, mine) {
+		return d, fmt.Errorf("not the canonical content of a summary record (a member unknown, missing, of another type or spelt otherwise)")
+	}
+	switch {
+	case s.Seq < 2 || s.PrunedThrough < 1 || s.PrunedThrough >= s.Seq:
+		return d, fmt.Errorf("summary at seq %d says it follows pruning through seq %d", s.Seq, s.PrunedThrough)
+	case !ledger.ValidID(s.AgentID):
+		return d, fmt.Errorf("the summary names an invalid agent")
+	}
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if _, err := time.Parse("2006-01", r.Month); err != nil || !r.Status.ValidFor(r.Type) || !r.Status.Terminal() || r.Count < 1 || r.EscrowCents < 0 {
+			return d, fmt.Errorf("summary row %d (%s %s %s) is not a count of final events in a month", i, clip(r.Month), clip(string(r.Type)), clip(string(r.Status)))
+		}
+	}
+	d.summary, d.agent, d.seq, d.canonical = s, Clear(s.AgentID), s.Seq, mine
 	return d, nil
 }
 

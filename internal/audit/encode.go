@@ -191,9 +191,12 @@ func (c Content) appendJSON(dst []byte) []byte {
 		dst = append(dst, '"')
 		dst = append(dst, c[i].Name...)
 		dst = append(dst, '"', ':')
-		if c[i].IsInt {
+		switch {
+		case c[i].IsInt:
 			dst = strconv.AppendInt(dst, c[i].Int, 10)
-		} else {
+		case c[i].IsRows:
+			dst = ledger.AppendSummaryRows(dst, c[i].Rows)
+		default:
 			dst = c[i].Str.appendJSON(dst)
 		}
 	}

@@ -26,6 +26,9 @@ const (
 	// WarnWithheld: records with withheld members, whose links were taken
 	// as stated: their disclosed content is not bound by the chain.
 	WarnWithheld = "withheld"
+	// WarnPruned: a prune removed the chain's first records; a summary
+	// record stands for them, and they are outside the window audited.
+	WarnPruned = "pruned"
 	// WarnNoPassport: no passport was in force at as_of.
 	WarnNoPassport = "no_passport"
 )
@@ -166,8 +169,8 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 	if len(b.Chains) == 0 {
 		return nil, &Finding{Code: CodeMalformed, Message: "the bundle holds no chain"}
 	}
-	if first := &b.Chains[0]; first.AgentID != Clear(b.AgentID) || first.FromSeq != 1 || first.Prev != (ledger.Hash{}) {
-		return nil, &Finding{Code: CodeMalformed, Message: "the first chain must be the audited agent's, whole: from seq 1 after the zero hash"}
+	if first := &b.Chains[0]; first.AgentID != Clear(b.AgentID) || first.FromSeq < 1 || (first.FromSeq == 1) != (first.Prev == ledger.Hash{}) {
+		return nil, &Finding{Code: CodeMalformed, Message: "the first chain must be the audited agent's, whole: from seq 1 after the zero hash, or from the anchor a prune left"}
 	}
 	dec := make([][]decoded, len(b.Chains))
 	var buf scratch
@@ -229,7 +232,14 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 			}
 		}
 	}
+	if f := checkPruned(b, dec[0]); f != nil {
+		return nil, f
+	}
 	if links {
+		if c := &b.Chains[0]; c.FromSeq > 1 {
+			r.Warnings = append(r.Warnings, Finding{Code: WarnPruned, AgentID: c.AgentID.String(), Message: fmt.Sprintf(
+				"records 1 to %d of the chain were pruned (retention, §11.4): a summary record in the chain counts them, and none lies in the window", c.FromSeq-1)})
+		}
 		r.Chains = len(b.Chains)
 		if withheld > 0 {
 			r.Warnings = append(r.Warnings, Finding{Code: WarnWithheld, Message: fmt.Sprintf(
@@ -238,6 +248,43 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 		}
 	}
 	return dec, nil
+}
+
+// checkPruned checks the audited chain against the prunes it records: a
+// chain that starts after seq 1 does so at the anchor its latest summary
+// record names, and no summarised event may have ended in the window
+// audited (a summary counts events by month, so its month must have ended
+// before the window starts).
+func checkPruned(b *Bundle, dec []decoded) *Finding {
+	c := &b.Chains[0]
+	var last *ledger.Summary
+	for k := range dec {
+		if s := dec[k].summary; s != nil {
+			last = s
+		}
+	}
+	if c.FromSeq > 1 && (last == nil || last.PrunedThrough != c.FromSeq-1 || last.Anchor != c.Prev) {
+		return findingf(CodePruned, c.AgentID, c.FromSeq, "",
+			"the chain starts at seq %d after hash %x…, but no summary record says a prune removed the records before it there", c.FromSeq, c.Prev[:8])
+	}
+	return prunedInWindow(b.AsOf, last, c.AgentID)
+}
+
+// prunedInWindow is the finding when the summary s (nil for none) counts
+// events of a month that may lie in the window ending asOf.
+func prunedInWindow(asOf time.Time, s *ledger.Summary, agent Value) *Finding {
+	if s == nil {
+		return nil
+	}
+	start := ledger.WindowStart(asOf)
+	for i := range s.Rows {
+		m, err := time.Parse("2006-01", s.Rows[i].Month)
+		if err != nil || m.AddDate(0, 1, 0).After(start) {
+			return findingf(CodePruned, agent, s.Seq, "",
+				"the window from %s reaches back to %s, whose events were pruned at %s: its counts cannot be re-derived", formatTime(start), clip(s.Rows[i].Month), formatTime(s.At))
+		}
+	}
+	return nil
 }
 
 // unlisted returns the category of a withheld member of c that b.Withheld
