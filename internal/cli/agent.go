@@ -76,7 +76,11 @@ used, otherwise it is computed from the ledger without caching ("bypassed").`,
 				w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				fmt.Fprintf(w, "agent\t%s\n", info.ID)
 				fmt.Fprintf(w, "registered\t%s\n", ledger.FormatTime(info.RegisteredAt))
-				fmt.Fprintf(w, "ledger\t%d records, chain head %x\n", info.ChainLength, info.ChainHead[:8])
+				if info.PrunedThrough > 0 {
+					fmt.Fprintf(w, "ledger\t%d records (1 to %d pruned and summarised), chain head %x\n", info.ChainLength, info.PrunedThrough, info.ChainHead[:8])
+				} else {
+					fmt.Fprintf(w, "ledger\t%d records, chain head %x\n", info.ChainLength, info.ChainHead[:8])
+				}
 				fmt.Fprintf(w, "as of\t%s\n", ledger.FormatTime(s.AsOf))
 				fmt.Fprintf(w, "score\t%d\n", r.Score)
 				fmt.Fprintf(w, "tier\t%s\n", r.Tier)
