@@ -185,8 +185,8 @@ type appealView struct {
 	Notice, Error, ErrorFor string
 	// CanAck, CanDecide and CanEscalate say which forms the state allows.
 	CanAck, CanDecide, CanEscalate bool
-	// Corrections are the uphold form's rows, one per disputed event.
-	Corrections []correctionRow
+	// Fixes are the uphold form's rows, one per disputed event.
+	Fixes []correctionRow
 	// The reasons the forms were sent with, kept when one is refused.
 	UpholdReason, RejectReason, EscalateNote string
 }
@@ -250,7 +250,7 @@ func newAppealView(a service.AppealStatus) *appealView {
 		row("re-issue", "7 days after upholding", a.DecidedAt.Add(appeal.ReissueAfter), a.ReissuedAt)
 	}
 	for i, e := range a.Events {
-		v.Corrections = append(v.Corrections, correctionRow{Index: i, Event: e, Statuses: finalStatuses[e.Type]})
+		v.Fixes = append(v.Fixes, correctionRow{Index: i, Event: e, Statuses: finalStatuses[e.Type]})
 	}
 	return v
 }
@@ -366,8 +366,8 @@ func (p *Pages) actOnAppeal(w http.ResponseWriter, r *http.Request, s session) {
 		if now, rerr := p.svc.Appeal(r.Context(), a.ID); rerr == nil {
 			fresh := newAppealView(now)
 			fresh.UpholdReason, fresh.RejectReason, fresh.EscalateNote = v.UpholdReason, v.RejectReason, v.EscalateNote
-			if len(fresh.Corrections) == len(v.Corrections) {
-				fresh.Corrections = v.Corrections
+			if len(fresh.Fixes) == len(v.Fixes) {
+				fresh.Fixes = v.Fixes
 			}
 			fresh.CSRF = s.csrf
 			v = fresh
@@ -402,8 +402,8 @@ func (v *appealView) formShown(act appeal.Action) bool {
 func readCorrections(r *http.Request, v *appealView) ([]ledger.CorrectionRequest, string) {
 	var out []ledger.CorrectionRequest
 	var problem string
-	for i := range v.Corrections {
-		c := &v.Corrections[i]
+	for i := range v.Fixes {
+		c := &v.Fixes[i]
 		n := strconv.Itoa(i)
 		c.Action = r.PostFormValue("action_" + n)
 		c.Status = r.PostFormValue("status_" + n)

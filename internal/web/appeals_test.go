@@ -74,8 +74,8 @@ func TestConsoleAppeals(t *testing.T) {
 	body := c.get("/operator/appeals", 200)
 	mustContain(t, body, `<a href="/operator/appeals" aria-current="page">Appeals</a>`,
 		`<caption id="appeals-caption">2 appeals</caption>`,
-		`<tr class="overdue"><th scope="row"><a href="/operator/appeals/`+first.ID+`">`+first.ID+`</a></th><td>agent-7</td><td><code class="passport-id">`+first.PassportID+`</code></td><td>incorrect_status</td>`,
-		"<code>ap2_transaction</code> <code>agent-7-t19</code><br><code>conduit_session</code> <code>agent-7-c19</code>",
+		`<tr class="overdue"><th scope="row"><a href="/operator/appeals/`+first.ID+`">`+first.ID+`</a></th><td><span class="nowrap">agent-7</span><br><code class="passport-id">`+first.PassportID+`</code></td><td>incorrect_status<br>`+
+			"<code>ap2_transaction</code> <code>agent-7-t19</code><br><code>conduit_session</code> <code>agent-7-c19</code>",
 		`<strong class="overdue-mark">Overdue</strong>: acknowledge by 2026-06-22 12:00 UTC <span class="muted">(24 hours ago)</span>`,
 		"acknowledge by 2026-06-30 12:00 UTC <span class=\"muted\">(in 7 days)</span>",
 		"Session agent-7-c19 was verified by the buyer the same day;",
@@ -151,7 +151,10 @@ func TestConsoleAppeals(t *testing.T) {
 		`<span class="state state-upheld">upheld</span>`, "Decision's reason</dt><dd class=\"text\">The buyer&#39;s logs confirm it was verified</dd>",
 		`<th scope="row">re-issue</th><td>7 days after upholding</td><td>2026-06-30 12:00 UTC</td><td>2026-06-23 12:00 UTC</td>`,
 		`action="/operator/appeals/`+first.ID+`/escalate"`)
-	mustNotContain(t, body, "/uphold\"", "/reject\"")
+	mustNotContain(t, body, "/uphold\"", "/reject\"", "{0 {")
+	if a, _ := s.u.Appeal(t.Context(), first.ID); len(a.Corrections) != 1 || !strings.Contains(body, "<dt>Corrections recorded</dt><dd><code>"+a.Corrections[0]+"</code></dd>") {
+		t.Fatalf("the recorded correction %v is not shown", a.Corrections)
+	}
 	mustContain(t, c.get("/operator/agents?q=agent-7", 200), "77 verified of 80")
 	if !strings.Contains(s.logs.String(), `"msg":"appeal action","operator":"admin","appeal":"`+first.ID+`","action":"uphold","corrections":1`) {
 		t.Fatalf("the uphold is not logged:\n%s", s.logs)

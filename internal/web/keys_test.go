@@ -34,7 +34,7 @@ func TestConsoleKeys(t *testing.T) {
 
 	body := c.get("/operator/keys", 200)
 	mustContain(t, body, `<a href="/operator/keys" aria-current="page">Signing keys</a>`,
-		"<tr><th scope=\"row\"><code>"+first+"</code> <span class=\"muted\">(signs here)</span></th><td>HS256</td><td>production</td><td><strong>active</strong></td><td>2026-06-15 12:00 UTC</td><td>under 2 minutes</td>",
+		"<tr><th scope=\"row\"><code>"+first+"</code> <span class=\"muted\">(signs here)</span></th><td>HS256</td><td>production</td><td><strong>active</strong></td><td>2026-06-15 12:00 UTC <span class=\"muted\">(under 2 minutes ago)</span></td>",
 		`<form method="get" action="/operator/keys/rotate">`, "Rotate…")
 	mustNotContain(t, body, "Rotation due")
 
