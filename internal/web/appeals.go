@@ -32,11 +32,21 @@ type AppealsService interface {
 
 // appealsPageSize bounds the queue's rows per page, and so the page's
 // size: a row clips the statement.
-const appealsPageSize = 100
+const appealsPageSize = 50
 
 // statementClip is how much of a statement the queue shows; the appeal's
 // own page shows all of it.
 const statementClip = 160
+
+// An appeal's page lists at most maxListedEvents of its disputed events,
+// and its uphold form has a row for at most maxFormEvents of them (a row
+// is about a kilobyte): so that an appeal of hundreds of events still
+// makes a page under 100 KB. Appeals name a few events in practice; the
+// API corrects more in one uphold.
+const (
+	maxListedEvents = 200
+	maxFormEvents   = 40
+)
 
 // appealStates are the states the queue filters by, in lifecycle order.
 var appealStates = []appeal.State{appeal.Submitted, appeal.Acknowledged, appeal.Upheld, appeal.Rejected, appeal.Escalated}
@@ -185,8 +195,14 @@ type appealView struct {
 	Notice, Error, ErrorFor string
 	// CanAck, CanDecide and CanEscalate say which forms the state allows.
 	CanAck, CanDecide, CanEscalate bool
-	// Fixes are the uphold form's rows, one per disputed event.
-	Fixes []correctionRow
+	// Fixes are the uphold form's rows, one per disputed event up to
+	// maxFormEvents; MoreFixes counts the events without one.
+	Fixes     []correctionRow
+	MoreFixes int
+	// Listed are the disputed events shown, up to maxListedEvents;
+	// MoreListed counts the others.
+	Listed     []ledger.EventKey
+	MoreListed int
 	// The reasons the forms were sent with, kept when one is refused.
 	UpholdReason, RejectReason, EscalateNote string
 }
@@ -249,7 +265,15 @@ func newAppealView(a service.AppealStatus) *appealView {
 	if a.State == appeal.Upheld || !a.ReissuedAt.IsZero() {
 		row("re-issue", "7 days after upholding", a.DecidedAt.Add(appeal.ReissueAfter), a.ReissuedAt)
 	}
+	v.Listed = a.Events
+	if len(v.Listed) > maxListedEvents {
+		v.Listed, v.MoreListed = v.Listed[:maxListedEvents], len(a.Events)-maxListedEvents
+	}
 	for i, e := range a.Events {
+		if i == maxFormEvents {
+			v.MoreFixes = len(a.Events) - maxFormEvents
+			break
+		}
 		v.Fixes = append(v.Fixes, correctionRow{Index: i, Event: e, Statuses: finalStatuses[e.Type]})
 	}
 	return v

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/web/webtest"
 )
 
@@ -210,3 +213,52 @@ func TestConsoleBusyDatabase(t *testing.T) {
 }
 
 func httptestRequest() *http.Request { return httptest.NewRequest("GET", "/", nil) }
+
+// TestConsoleAppealsSize: the queue and an appeal stay under the page
+// limit with many appeals, long statements and many disputed events.
+func TestConsoleAppealsSize(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	a, err := webtest.SeedAppeal(t.Context(), s.u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("The buyer's <logs> & receipts say so. ", 120)[:appeal.MaxTextLen]
+	var many []ledger.EventKey
+	for i := range 150 {
+		many = append(many, ledger.EventKey{Type: ledger.ConduitSession, ID: fmt.Sprintf("agent-7-session-%03d-with-a-long-identifier", i)})
+	}
+	var big service.AppealStatus
+	for i := range appealsPageSize + 5 {
+		events := many[i%140 : i%140+4]
+		if i == 0 {
+			events = many
+		}
+		f, err := s.u.FileAppeal(t.Context(), "market-1", service.AppealFiling{PassportID: a.PassportID, Grounds: appeal.IncorrectCount, Statement: long, Events: events})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			big = f
+		}
+	}
+	c := openConsole(t, s)
+	body := c.get("/operator/appeals", 200)
+	if n := strings.Count(body, `<tr><th scope="row"><a href="/operator/appeals/`); n != appealsPageSize {
+		t.Fatalf("%d rows on the first page", n)
+	}
+	mustContain(t, body, "<br>and 1 more", `<a href="/operator/appeals?page=2" rel="next">Next page</a>`)
+	body = c.get("/operator/appeals?page=2", 200)
+	if n := strings.Count(body, `<tr><th scope="row"><a href="/operator/appeals/`); n != 6 {
+		t.Fatalf("%d rows on the second page", n)
+	}
+	// An appeal of 150 events with the longest statement and notes.
+	for _, act := range []appeal.Action{appeal.Ack} {
+		if _, _, err := s.u.ActOnAppeal(t.Context(), big.ID, "admin", service.AppealDecision{Action: act, Reason: long}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body = c.get("/operator/appeals/"+big.ID, 200)
+	mustContain(t, body, "agent-7-session-149-with-a-long-identifier", `<label for="action-39">`,
+		"This form corrects the first 40 disputed events. To correct the other 110,")
+	mustNotContain(t, body, `id="action-40"`)
+}
