@@ -172,6 +172,12 @@ func TestConsoleAppeals(t *testing.T) {
 	// Reject needs a reason.
 	other := "/operator/appeals/" + second.ID
 	mustContain(t, c.post(other+"/reject", url.Values{"reason": {"  "}}).page(t, http.StatusBadRequest), "Give the reason for rejecting")
+	// The longest reason fits the form, whatever its encoding; a form
+	// past the limit is said to be too large.
+	long := strings.Repeat("é", appeal.MaxTextLen/2+1)
+	mustContain(t, c.post(other+"/reject", url.Values{"reason": {long}}).page(t, http.StatusBadRequest),
+		`<p class="error" role="alert" id="reject-error">Reason is 4002 bytes long (at most 4000)</p>`)
+	mustContain(t, c.post(other+"/reject", url.Values{"reason": {strings.Repeat("é", 12000)}}).page(t, http.StatusRequestEntityTooLarge), "That form holds more than 64 KB.")
 	redirected(t, c.post(other+"/reject", url.Values{"reason": {"The session failed: the buyer's logs show an error."}}), other+"?done=reject")
 	mustContain(t, c.get(other+"?done=reject", 200), "You rejected appeal "+second.ID+".", `<span class="state state-rejected">rejected</span>`)
 	// The queue follows the states.
