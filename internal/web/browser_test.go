@@ -500,8 +500,8 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("%d keys after a rotation", n)
 		}
 		b.sees("main table", "verify-only", "EdDSA")
-		b.fitsPhone(s.base + "/operator/keys")
 		b.shot("operator-keys")
+		b.fitsPhone(s.base + "/operator/keys")
 		b.do(chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.CSS(".notice")))
 		b.sees(".notice", "You are signed out.")
 		b.do(chromedp.Navigate(s.base + "/operator/ingest"))

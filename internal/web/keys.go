@@ -102,7 +102,7 @@ func (p *Pages) loadKeys(r *http.Request, _ session) (any, error) {
 	if kid := q.Get("rotated"); kid != "" && kid == st.ActiveID {
 		n, _ := strconv.Atoi(q.Get("reissued"))
 		v.Notice = "Rotated: " + kid + " (" + st.ActiveAlg + ") signs new passports from now on, on every server sharing the database within a second; the previous key is verify-only, so what it signed keeps verifying. " +
-			"Re-issued " + plural(int64(n), "unexpired passport") + " it had signed."
+			"Re-issued with the new key: " + plural(int64(n), "unexpired passport") + " older keys had signed."
 		v.Partial = q.Has("partial")
 	}
 	return v, nil
