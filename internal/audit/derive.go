@@ -141,7 +141,7 @@ func derive(b *Bundle, dec [][]decoded) (*derivation, *Finding) {
 		last := map[ledger.EventKey]*decoded{}
 		for k := range dec[ci] {
 			d := &dec[ci][k]
-			if d.correction {
+			if d.correction || d.erasure {
 				continue
 			}
 			key := ledger.EventKey{Type: d.report.Event.Type, ID: d.report.Event.ID}
@@ -161,6 +161,9 @@ func derive(b *Bundle, dec [][]decoded) (*derivation, *Finding) {
 	chain := b.Chains[0].AgentID
 	for k := range dec[0] {
 		d := &dec[0][k]
+		if d.erasure {
+			continue // an erasure records no event
+		}
 		var key ledger.EventKey
 		if d.correction {
 			key = ledger.EventKey{Type: d.cor.EventType, ID: d.cor.EventID}
