@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -203,6 +205,21 @@ func TestErasure(t *testing.T) {
 		}
 		if code, out, errOut := run(t, env, "", "agent", "erase", victim, "--db", dsn); code != 3 || strings.Count(errOut, "\n") != 1 || out != "" {
 			t.Errorf("erasing it again: %d %q %q", code, out, errOut)
+		}
+		// The pseudonym's audit bundle, and that of keeper, whose chain
+		// holds a record the erasure sealed, verify offline.
+		for _, agent := range []string{e.Pseudonym, "keeper"} {
+			code, bundle, errOut := run(t, env, "", "audit", "export", agent, "--db", dsn)
+			if code != 0 || strings.Contains(bundle, victim) {
+				t.Fatalf("audit export %s: %d %s", agent, code, errOut)
+			}
+			file := filepath.Join(t.TempDir(), agent+".audit.json")
+			if err := os.WriteFile(file, []byte(bundle), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errOut := run(t, env, "", "audit", "verify", file); code != 0 || !strings.Contains(out, "every check passed") || !strings.Contains(out, "sealed:") {
+				t.Errorf("audit verify %s: %d %s %s", agent, code, out, errOut)
+			}
 		}
 		s.stop()
 	})
