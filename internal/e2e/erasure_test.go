@@ -199,6 +199,12 @@ func TestErasure(t *testing.T) {
 			t.Errorf("the pseudonym's public score: %d", code)
 		}
 
+		if es, err := op.Erasures(ctx); err != nil || len(es) != 1 || es[0].Pseudonym != e.Pseudonym || es[0].Identity != e.Identity || es[0].Opening != nil {
+			t.Errorf("erasures through the client: %+v %v", es, err)
+		}
+		if _, err := op.EraseAgent(ctx, victim, ""); !client.IsProblem(err, client.ProblemNotFound) {
+			t.Errorf("erasing it again through the client: %v", err)
+		}
 		code, out, errOut := run(t, env, "", "agent", "erasures", "--db", dsn, "--json")
 		if code != 0 || !strings.Contains(out, e.Pseudonym) || !strings.Contains(out, e.Identity) || strings.Contains(out, e.Opening.Salt) {
 			t.Errorf("agent erasures: %d %s %s", code, out, errOut)
