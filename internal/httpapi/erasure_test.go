@@ -95,6 +95,9 @@ func TestEraseRoutes(t *testing.T) {
 	}
 	h.do("GET", "/swarmscore/agent-1/consent", nil, bearer(h.tok1)...).problem(t, "unauthorized", http.StatusUnauthorized)
 	h.do("POST", "/swarmscore/agent-1/erase", nil, bearer(h.opTok)...).problem(t, "not-found", http.StatusNotFound)
+	if p := h.do("POST", "/swarmscore/"+e.Pseudonym+"/erase", nil, bearer(h.opTok)...).problem(t, "conflict", http.StatusConflict); strings.Contains(p.Detail, "agent-1") {
+		t.Errorf("erasing a pseudonym: %+v", p)
+	}
 	v := h.do("POST", "/swarmscore/verify", strings.NewReader(string(cert.body))).ok(t)
 	errs, _ := v["errors"].([]any)
 	checks, _ := v["checks"].(map[string]any)
