@@ -286,6 +286,11 @@ const (
 	WarningLedgerChangedSinceIssue = "ledger_changed_since_issue"
 )
 
+// ErrorPassportRevoked is the Verification.Errors code of a passport the
+// server issued and has revoked, because its agent was erased (GDPR
+// Art. 17): refused even if genuine and unexpired.
+const ErrorPassportRevoked = "passport_revoked"
+
 // The checks a server reports in Verification.Checks, and their results.
 const (
 	CheckSignature   = "signature"   // CheckOK or CheckFailed
@@ -294,7 +299,8 @@ const (
 	// CheckLedger: CheckConfirmed by the server's ledger; CheckMismatch;
 	// CheckChangedSinceIssue when the ledger confirmed it as it stood at
 	// issue and reports received since changed it; CheckNotApplicable
-	// when the server has no ledger for the agent (one it has never seen).
+	// when the server has no ledger for the agent (one it has never seen);
+	// CheckRevoked for a passport it revoked.
 	CheckLedger = "ledger"
 	CheckAgent  = "agent" // CheckOK, CheckMismatch, or CheckNotApplicable when no agent was asked about
 
@@ -305,6 +311,9 @@ const (
 	CheckConfirmed     = "confirmed"
 	CheckMismatch      = "mismatch"
 	CheckNotApplicable = "not_applicable"
+	// CheckRevoked: the ledger check of a passport the server revoked
+	// (ErrorPassportRevoked).
+	CheckRevoked = "revoked"
 	// CheckChangedSinceIssue: see CheckLedger.
 	CheckChangedSinceIssue = "changed_since_issue"
 )

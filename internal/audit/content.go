@@ -207,12 +207,19 @@ func placeholder(commitment string) string { return "withheld:" + commitment }
 type decoded struct {
 	content    Content
 	correction bool
-	report     ledger.Record
-	cor        ledger.Correction
+	// erasure is true for an erasure's record (ledger.Erasure): no event;
+	// erasureID names it, sealed and sealedCount are the commitment to its
+	// digests it states.
+	erasure     bool
+	erasureID   string
+	sealed      ledger.Hash
+	sealedCount int64
+	report      ledger.Record
+	cor         ledger.Correction
+	agent       Value // the chain's agent, as the content names it
+	seq         int64
 	// summary is a summary record's content (report and cor unset).
 	summary *ledger.Summary
-	agent   Value // the chain's agent, as the content names it
-	seq     int64
 	// canonical is the hashed content, when complete.
 	canonical []byte
 }
@@ -227,9 +234,12 @@ type scratch struct {
 // canonical form, so that every member is known, none is missing and each
 // has the one spelling the ledger hashes. A withheld member is checked the
 // same way with a placeholder in its place, and must be of a category that
-// may be withheld (audited is the agent whose id is never withheld).
-// d.canonical, when set, is valid until the next call with buf.
-func decode(c Content, audited string, buf *scratch) (decoded, error) {
+// may be withheld (audited is the agent whose id is never withheld). A
+// sealed correction's id is not recomputed: it was derived from the
+// request before an erasure renamed an agent it names, and the erasure's
+// digest binds the content instead. d.canonical, when set, is valid until
+// the next call with buf.
+func decode(c Content, audited string, sealed bool, buf *scratch) (decoded, error) {
 	d := decoded{content: c}
 	for i := range c {
 		if m := &c[i]; !m.IsInt && m.Str.Withheld && category(m.Name, m.Str, audited) == "" {
@@ -258,6 +268,15 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 	}
 	d.correction = c.isCorrection()
 	d.agent = c.str("agent_id")
+	if c.isErasure() {
+		if err := decodeErasure(subst, &d); err != nil {
+			return d, err
+		}
+		if complete {
+			d.canonical = mine
+		}
+		return d, nil
+	}
 	if d.correction {
 		cor, agent, seq, err := correctionOf(subst)
 		if err != nil {
@@ -294,7 +313,7 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 		// recomputed only when nothing it covers is withheld.
 		covered := !c.str("reason").Withheld && !c.str("by").Withheld && !c.str("appeal_id").Withheld &&
 			(d.cor.Action != ledger.ActionReattribute || !c.str("to_agent").Withheld)
-		if covered && d.cor.CorrectionRequest.ID() != d.cor.ID {
+		if covered && !sealed && d.cor.CorrectionRequest.ID() != d.cor.ID {
 			return d, fmt.Errorf("correction id %s is not the id of what it asks (%s)", d.cor.ID, d.cor.CorrectionRequest.ID())
 		}
 	} else if err := d.report.Event.Validate(); err != nil {
@@ -475,3 +494,48 @@ func clip(s string) string {
 
 // formatTime renders a time as the ledger does.
 func formatTime(t time.Time) string { return ledger.FormatTime(t) }
+
+// erasureMembers are the members of an erasure's record
+// (ledger.Erasure.AppendCanonical), in canonical order, and whether each
+// is an integer.
+var erasureMembers = []struct {
+	name  string
+	isInt bool
+}{{"agent_id", false}, {"at", false}, {"by", false}, {"erasure", false}, {"identity", false}, {"sealed", false}, {"sealed_count", true}, {"seq", true}}
+
+// decodeErasure reads an erasure's record: exactly its members, each of
+// its type, a valid time, ids, and hashes in lowercase hex. Its canonical
+// form is the content's own (appendCanonical writes members in order), so
+// no member can be spelt two ways.
+func decodeErasure(c Content, d *decoded) error {
+	if len(c) != len(erasureMembers) {
+		return fmt.Errorf("not the canonical content of an erasure record: %d members, want %d", len(c), len(erasureMembers))
+	}
+	for i, m := range erasureMembers {
+		if c[i].Name != m.name || c[i].IsInt != m.isInt {
+			return fmt.Errorf("not the canonical content of an erasure record: member %s missing or of another type", m.name)
+		}
+	}
+	d.erasure, d.erasureID, d.seq, d.sealedCount = true, c.str("erasure").S, c.integer("seq"), c.integer("sealed_count")
+	if _, err := ledger.ParseTime("at", c.str("at").S); err != nil {
+		return err
+	}
+	for _, name := range []string{"agent_id", "by", "erasure"} {
+		if err := ledger.CheckID(name, c.str(name).S); err != nil {
+			return err
+		}
+	}
+	sealed := c.str("sealed").S
+	switch {
+	case !lowerHex(c.str("identity").S, 2*ledger.HashSize):
+		return fmt.Errorf("erasure %s: identity is not a SHA-256 in lowercase hex", d.erasureID)
+	case !lowerHex(sealed, 2*ledger.HashSize):
+		return fmt.Errorf("erasure %s: sealed is not a SHA-256 in lowercase hex", d.erasureID)
+	case d.sealedCount < 0:
+		return fmt.Errorf("erasure %s: sealed_count %d is negative", d.erasureID, d.sealedCount)
+	case d.seq < 1:
+		return fmt.Errorf("seq %d is below 1", d.seq)
+	}
+	_, _ = hex.Decode(d.sealed[:], []byte(sealed)) // checked above
+	return nil
+}

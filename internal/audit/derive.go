@@ -146,7 +146,7 @@ func derive(b *Bundle, dec [][]decoded) (*derivation, *Finding) {
 		last := map[ledger.EventKey]*decoded{}
 		for k := range dec[ci] {
 			d := &dec[ci][k]
-			if d.correction || d.summary != nil {
+			if d.correction || d.erasure || d.summary != nil {
 				continue
 			}
 			key := ledger.EventKey{Type: d.report.Event.Type, ID: d.report.Event.ID}
@@ -166,6 +166,9 @@ func derive(b *Bundle, dec [][]decoded) (*derivation, *Finding) {
 	chain := b.Chains[0].AgentID
 	for k := range dec[0] {
 		d := &dec[0][k]
+		if d.erasure {
+			continue // an erasure records no event
+		}
 		if d.summary != nil {
 			continue // pruned events: outside every window an audit may ask for (walkChains)
 		}

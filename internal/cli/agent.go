@@ -19,10 +19,10 @@ import (
 func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Inspect agents, their consent, visibility, records and gaming signals",
+		Short: "Inspect agents, their consent, visibility, records and gaming signals; erase them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("missing subcommand (show, visibility, consent, records, signals, disclosure)")
+			return usageErrorf("missing subcommand (show, visibility, consent, records, signals, disclosure, erase, erasures)")
 		},
 	}
 	cmd.AddCommand(newAgentShowCmd())

@@ -153,9 +153,10 @@ var checkGroup = map[string]string{
 	passport.CodeVolumeFactorMismatch: service.CheckConsistency, passport.CodeEscrowMismatch: service.CheckConsistency,
 	passport.CodeGapsMismatch: service.CheckConsistency, passport.CodeInvalidExpiry: service.CheckConsistency,
 
-	passport.CodeExpired:       service.CheckExpiry,
-	service.CodeLedgerMismatch: service.CheckLedger,
-	service.CodeAgentMismatch:  service.CheckAgent,
+	passport.CodeExpired:        service.CheckExpiry,
+	service.CodeLedgerMismatch:  service.CheckLedger,
+	service.CodeAgentMismatch:   service.CheckAgent,
+	service.CodePassportRevoked: service.CheckLedger,
 }
 
 // checkNames are the checks' names for people.
