@@ -389,4 +389,18 @@ func testAuditPrunedChain(t *testing.T, be auditBackend) {
 	if !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("as_of reaching pruned months: %v", err)
 	}
+
+	// Erased after the prune: the summary record is sealed with the rest,
+	// and the pseudonym's bundle still verifies.
+	er, err := u.EraseAgent(ctx, OperatorCaller("op-1"), "p", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb := exportBundle(t, u, er.Pseudonym, AuditQuery{})
+	if r := audit.Verify(eb, keys); !r.Valid || r.Counts.ConduitTotal != 2 {
+		t.Fatalf("the pseudonym's pruned and sealed bundle: %+v", r)
+	}
+	if strings.Contains(string(eb.AppendJSON(nil)), `"p"`) {
+		t.Fatal("the erased id is in the pseudonym's bundle")
+	}
 }
