@@ -34,7 +34,13 @@ func (r *Result) AppendJSON(b []byte) []byte {
 // enclosing braces, so that a response can embed them next to fields of its
 // own, e.g. `{"agent_id":"a",` + fields + `,"computed_at":"…"}`.
 func (r *Result) AppendJSONFields(b []byte) []byte {
-	b = append(b, `"formula_version":"`+FormulaVersion+`","score":`...)
+	if r.formula == nil {
+		b = append(b, `"formula_version":"`+FormulaVersion+`","score":`...)
+	} else { // CheckVersion keeps versions free of anything JSON escapes
+		b = append(b, `"formula_version":"`...)
+		b = append(b, r.formula.version...)
+		b = append(b, `","score":`...)
+	}
 	b = strconv.AppendInt(b, int64(r.Score), 10)
 	b = append(b, `,"tier":"`...)
 	b = append(b, r.Tier.String()...)

@@ -19,7 +19,8 @@ import (
 	"math/bits"
 )
 
-// FormulaVersion is the formula_version this package implements.
+// FormulaVersion is the formula_version of V1, the formula this package
+// implements (formula.go has the others a deployment may be handed).
 const FormulaVersion = "1.0"
 
 // Formula parameters (§3.3, §3.4, §4). They are fixed by the V1 spec; a change
@@ -177,7 +178,8 @@ type Gap struct {
 
 // Result is the outcome of the formula for one set of counts. It is small and
 // flat on purpose (computing one is on every hot path); the per-dimension
-// view is derived by Conduit and AP2. Obtain one from Compute.
+// view is derived by Conduit and AP2. Obtain one from Compute or a
+// Formula.
 type Result struct {
 	Counts              Counts
 	Score               int // 0..1000
@@ -185,6 +187,10 @@ type Result struct {
 	AP2Contribution     int
 	Escrow              Modifier
 	Tier                Tier
+
+	// formula is the Formula made by Define that computed the result, or
+	// nil for V1: the V1 path stays a plain struct fill.
+	formula *defined
 }
 
 // Conduit is the technical-execution dimension.
@@ -227,7 +233,21 @@ func (r *Result) AppendGaps(dst []Gap) []Gap {
 }
 
 // FormulaVersion is the version of the formula that produced the result.
-func (r *Result) FormulaVersion() string { return FormulaVersion }
+func (r *Result) FormulaVersion() string {
+	if r.formula != nil {
+		return r.formula.version
+	}
+	return FormulaVersion
+}
+
+// Formula is the formula that produced the result: V1 for Compute's, the
+// Define'd formula for its own.
+func (r *Result) Formula() Formula {
+	if r.formula != nil {
+		return r.formula
+	}
+	return V1
+}
 
 // Compute applies the V1 formula to c. It returns an *InputError (matching
 // ErrInvalid) for negative counts or successes above totals, and never
