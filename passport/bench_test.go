@@ -205,7 +205,7 @@ func BenchmarkVerifySlow(b *testing.B) {
 	keys := []Key{testKey(b)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := verifySlow(doc, keys, testComputedAt); !v.Valid {
+		if v := verifySlow(doc, keys, testComputedAt, Acceptance{}); !v.Valid {
 			b.Fatal(v.Errors)
 		}
 	}

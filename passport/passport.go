@@ -94,6 +94,9 @@ type Passport struct {
 	// qualification_gaps that are not gaps this version reads (they are not
 	// in QualificationGaps).
 	agentIDAbsent, gapsUnread bool
+	// formula is the formula New computed with, for Sign's check; nil for
+	// a passport not from New (then V1).
+	formula score.Formula
 }
 
 // Issuer says who computed the passport, when, with which key, and carries
@@ -151,11 +154,13 @@ func (p *Passport) Counts() score.Counts {
 
 // New builds an unsigned passport for agentID from r, computed at computedAt
 // (truncated to the second, in UTC), expiring Validity later, with a fresh
-// random (version 4) agent_passport_id.
+// random (version 4) agent_passport_id. Its formula_version is that of the
+// formula that computed r (r.Formula()): issuing with a formula version is
+// computing the result with it.
 //
 // agentID must be 1–128 characters from [A-Za-z0-9._:-]; platform must be
 // 1–256 bytes of UTF-8 without control characters; r must be what
-// score.Compute returns for its counts, with every count at most MaxCount.
+// r.Formula() returns for its counts, with every count at most MaxCount.
 // These failures match ErrInvalid. A failure of the random source does not.
 func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
 	if err := checkAgentID(agentID); err != nil {
@@ -168,12 +173,13 @@ func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passp
 	if max(c.ConduitTotal, c.AP2Total) > MaxCount {
 		return nil, fmt.Errorf("%w: session counts above %d cannot be carried exactly in JSON", ErrInvalid, int64(MaxCount))
 	}
-	want, err := score.Compute(c)
+	f := r.Formula()
+	want, err := f.Compute(c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if want != r {
-		return nil, fmt.Errorf("%w: score result is not what score.Compute gives for its counts", ErrInvalid)
+		return nil, fmt.Errorf("%w: score result is not what formula %s gives for its counts", ErrInvalid, f.Version())
 	}
 	if computedAt.IsZero() {
 		return nil, fmt.Errorf("%w: computed_at is the zero time", ErrInvalid)
@@ -205,8 +211,9 @@ func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passp
 		},
 		EscrowModifier:    r.Escrow,
 		QualificationGaps: r.Gaps(),
-		FormulaVersion:    score.FormulaVersion,
+		FormulaVersion:    f.Version(),
 		ExpiresAt:         expiresAt,
+		formula:           f,
 	}, nil
 }
 
@@ -275,7 +282,7 @@ func (p *Passport) check() error {
 		return err
 	}
 	var r report
-	if r.checkPassport(p); len(r.errs) > 0 {
+	if r.checkPassport(p, nil); len(r.errs) > 0 {
 		return r.errs[0]
 	}
 	if len(r.warns) > 0 {
