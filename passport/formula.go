@@ -26,8 +26,9 @@ func (w *FormulaWindow) contains(t time.Time) bool {
 	return (w.From.IsZero() || !t.Before(w.From)) && (w.Until.IsZero() || t.Before(w.Until))
 }
 
-// String renders the window as the --accept-formula flag writes it:
-// VERSION, VERSION@FROM, VERSION@FROM..UNTIL or VERSION@..UNTIL.
+// String renders the window as the --accept-formula flag of the CLI writes
+// it: VERSION (no bounds), VERSION@FROM.., VERSION@FROM..UNTIL or
+// VERSION@..UNTIL.
 func (w FormulaWindow) String() string {
 	s := w.Formula.Version()
 	if w.From.IsZero() && w.Until.IsZero() {
@@ -37,8 +38,9 @@ func (w FormulaWindow) String() string {
 	if !w.From.IsZero() {
 		s += w.From.UTC().Format(time.RFC3339)
 	}
+	s += ".."
 	if !w.Until.IsZero() {
-		s += ".." + w.Until.UTC().Format(time.RFC3339)
+		s += w.Until.UTC().Format(time.RFC3339)
 	}
 	return s
 }

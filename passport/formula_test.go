@@ -183,7 +183,7 @@ func TestAcceptanceConstruction(t *testing.T) {
 		t.Fatalf("NewAcceptance() = %v, %v", zero, err)
 	}
 	acc, _ := Transition(scoretest.V11Test, at, score.V1)
-	if got, want := acc.String(), "1.1-test@2026-03-17T14:30:00Z,1.0@..2026-06-15T14:30:00Z"; got != want {
+	if got, want := acc.String(), "1.1-test@2026-03-17T14:30:00Z..,1.0@..2026-06-15T14:30:00Z"; got != want {
 		t.Fatalf("String = %s, want %s", got, want)
 	}
 	// Windows is a copy.
