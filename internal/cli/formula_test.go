@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmscore/swarmscore/score"
 	"github.com/swarmscore/swarmscore/score/scoretest"
@@ -149,5 +154,81 @@ func TestServeFormulaFlags(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("serve %v: exit %d, %q; want a usage error saying %q", tc.args, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// TestServeVerifiesFormulaVersions runs serve with a formula acceptance and
+// posts passports to POST /swarmscore/verify: the HTTP route reports what
+// the flags accept.
+func TestServeVerifiesFormulaVersions(t *testing.T) {
+	v1 := strings.TrimSpace(issue(t, keyEnv, issueArgs...)) // computed 2026-03-17T14:30:00Z
+	r := runFormulas(t, withTestFormula, "", keyEnv, append(issueArgs, "--formula", "1.1-test")...)
+	if r.code != ExitOK {
+		t.Fatalf("issue: %s", r.stderr)
+	}
+	v11 := strings.TrimSpace(r.stdout)
+
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	clock := func() time.Time { return time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC) }
+	go func() {
+		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(t.TempDir(), "s.db"),
+			"--formula", "1.0@2026-04-01", "--accept-formula", "1.1-test@.."},
+			Process{Stderr: pw, Getenv: func(k string) string { return keyEnv[k] }, Drivers: testDrivers, Formulas: withTestFormula, Now: clock})
+		pw.Close()
+	}()
+	type listening struct{ Msg, Addr, Formulas string }
+	started := make(chan listening, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			var l listening
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
+				started <- l
+			}
+		}
+	}()
+	var l listening
+	select {
+	case l = <-started:
+	case code := <-done:
+		t.Fatalf("serve exited with %d", code)
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	if l.Formulas != "1.0@2026-04-01T00:00:00Z..,1.1-test" {
+		t.Errorf("listening: formulas %q", l.Formulas)
+	}
+	post := func(doc string) verifyPrinted {
+		t.Helper()
+		resp, err := http.Post("http://"+l.Addr+"/swarmscore/verify", "application/json", strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v verifyPrinted
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("verify: %d %v", resp.StatusCode, err)
+		}
+		return v
+	}
+	// 1.0 takes effect on 2026-04-01 here: a passport computed before is
+	// outside its window.
+	if v := post(v1); v.Valid || len(v.Errors) != 1 || v.Errors[0].Code != "formula_version_out_of_window" || v.Checks.Consistency != "failed" {
+		t.Errorf("V1 passport: %+v", v)
+	}
+	if v := post(v11); !v.Valid || len(v.Errors) != 0 {
+		t.Errorf("1.1-test passport: %+v", v)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
