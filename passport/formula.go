@@ -30,6 +30,9 @@ func (w *FormulaWindow) contains(t time.Time) bool {
 // it: VERSION (no bounds), VERSION@FROM.., VERSION@FROM..UNTIL or
 // VERSION@..UNTIL.
 func (w FormulaWindow) String() string {
+	if w.Formula == nil {
+		return ""
+	}
 	s := w.Formula.Version()
 	if w.From.IsZero() && w.Until.IsZero() {
 		return s

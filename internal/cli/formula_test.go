@@ -149,6 +149,8 @@ func TestServeFormulaFlags(t *testing.T) {
 		{withTestFormula, []string{"--formula", "1.1-test"}, "issues formula 1.0 only"},
 		{withTestFormula, []string{"--accept-formula", "1.1-test"}, "has none"},
 		{nil, []string{"--formula", "1.0@2026-13-01"}, "not an RFC 3339 time"},
+		{nil, []string{"--formula", "9999-01-01"}, "unknown formula version"},
+		{nil, []string{"--formula", "1.0@9999-01-01"}, "cannot be later than now"},
 	} {
 		r := runFormulas(t, tc.formulas, "", nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", "sqlite::memory:"}, tc.args...)...)
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
@@ -175,7 +177,7 @@ func TestServeVerifiesFormulaVersions(t *testing.T) {
 	clock := func() time.Time { return time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC) }
 	go func() {
 		done <- Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--db", "sqlite:" + filepath.Join(t.TempDir(), "s.db"),
-			"--formula", "1.0@2026-04-01", "--accept-formula", "1.1-test@.."},
+			"--formula", "1.0@2026-03-18", "--accept-formula", "1.1-test@.."},
 			Process{Stderr: pw, Getenv: func(k string) string { return keyEnv[k] }, Drivers: testDrivers, Formulas: withTestFormula, Now: clock})
 		pw.Close()
 	}()
@@ -198,7 +200,7 @@ func TestServeVerifiesFormulaVersions(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not start")
 	}
-	if l.Formulas != "1.0@2026-04-01T00:00:00Z..,1.1-test" {
+	if l.Formulas != "1.0@2026-03-18T00:00:00Z..,1.1-test" {
 		t.Errorf("listening: formulas %q", l.Formulas)
 	}
 	post := func(doc string) verifyPrinted {
@@ -214,7 +216,7 @@ func TestServeVerifiesFormulaVersions(t *testing.T) {
 		}
 		return v
 	}
-	// 1.0 takes effect on 2026-04-01 here: a passport computed before is
+	// 1.0 takes effect on 2026-03-18 here: a passport computed before is
 	// outside its window.
 	if v := post(v1); v.Valid || len(v.Errors) != 1 || v.Errors[0].Code != "formula_version_out_of_window" || v.Checks.Consistency != "failed" {
 		t.Errorf("V1 passport: %+v", v)

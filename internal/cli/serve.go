@@ -212,6 +212,14 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		// ranking's SQL); issuing another version needs it to compute that.
 		return usageErrorf("--formula %s: this server issues formula %s only, the version its store computes; other versions can be accepted with --accept-formula", cfg.formula.current, score.FormulaVersion)
 	}
+	now := time.Now()
+	if clock := process(cmd).Now; clock != nil {
+		now = clock()
+	}
+	if from := formulas.Windows()[0].From; from.After(now) {
+		// Its own passports, computed now, would be out of the window.
+		return usageErrorf("--formula %s: the server issues %s passports now, so the version's effective date cannot be later than now", cfg.formula.current, score.FormulaVersion)
+	}
 	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
 	if err != nil {
 		return err
