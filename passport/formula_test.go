@@ -17,7 +17,7 @@ func signedWith(t testing.TB, f score.Formula, computedAt time.Time) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New("agent-7", "swarmsync.ai", r, computedAt)
+	p, err := NewWith(f, "agent-7", "swarmsync.ai", r, computedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestIssueWithAnotherFormula(t *testing.T) {
 
 func TestSignRefusesRelabelledFormula(t *testing.T) {
 	r, _ := scoretest.V11Test.Compute(testExample)
-	p, err := New("agent-7", "swarmsync.ai", r, testComputedAt)
+	p, err := NewWith(scoretest.V11Test, "agent-7", "swarmsync.ai", r, testComputedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +87,16 @@ func TestSignRefusesRelabelledFormula(t *testing.T) {
 	if _, err := p.Sign(testKey(t)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), CodeUnsupportedFormulaVersion) {
 		t.Fatalf("Sign = %v", err)
 	}
-	// New checks the result against the formula that claims it.
+	// NewWith checks the result against the formula that claims it.
 	v1, _ := score.Compute(testExample)
-	forged := r
-	forged.Score = v1.Score
-	if _, err := New("agent-7", "swarmsync.ai", forged, testComputedAt); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("New of an altered 1.1-test result = %v", err)
+	if _, err := New("agent-7", "swarmsync.ai", r, testComputedAt); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("New (V1) of a 1.1-test result = %v", err)
+	}
+	if _, err := NewWith(scoretest.V11Test, "agent-7", "swarmsync.ai", v1, testComputedAt); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NewWith(1.1-test) of a V1 result = %v", err)
+	}
+	if _, err := NewWith(nil, "agent-7", "swarmsync.ai", v1, testComputedAt); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NewWith(nil) = %v", err)
 	}
 }
 

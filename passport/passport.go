@@ -152,17 +152,29 @@ func (p *Passport) Counts() score.Counts {
 	}
 }
 
-// New builds an unsigned passport for agentID from r, computed at computedAt
-// (truncated to the second, in UTC), expiring Validity later, with a fresh
-// random (version 4) agent_passport_id. Its formula_version is that of the
-// formula that computed r (r.Formula()): issuing with a formula version is
-// computing the result with it.
+// New builds an unsigned V1 passport for agentID from r, computed at
+// computedAt (truncated to the second, in UTC), expiring Validity later,
+// with a fresh random (version 4) agent_passport_id. It is NewWith with
+// score.V1: r must be what score.Compute returns for its counts.
+func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+	return NewWith(score.V1, agentID, platform, r, computedAt)
+}
+
+// NewWith builds an unsigned passport for agentID from r, the result of
+// formula f, computed at computedAt (truncated to the second, in UTC),
+// expiring Validity later, with a fresh random (version 4)
+// agent_passport_id. Its formula_version is f's: issuing with a formula
+// version is computing the result with it and passing it here.
 //
 // agentID must be 1–128 characters from [A-Za-z0-9._:-]; platform must be
-// 1–256 bytes of UTF-8 without control characters; r must be what
-// r.Formula() returns for its counts, with every count at most MaxCount.
-// These failures match ErrInvalid. A failure of the random source does not.
-func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+// 1–256 bytes of UTF-8 without control characters; f must not be nil; r
+// must be what f returns for its counts, with every count at most
+// MaxCount. These failures match ErrInvalid. A failure of the random
+// source does not.
+func NewWith(f score.Formula, agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: no formula", ErrInvalid)
+	}
 	if err := checkAgentID(agentID); err != nil {
 		return nil, err
 	}
@@ -173,8 +185,13 @@ func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passp
 	if max(c.ConduitTotal, c.AP2Total) > MaxCount {
 		return nil, fmt.Errorf("%w: session counts above %d cannot be carried exactly in JSON", ErrInvalid, int64(MaxCount))
 	}
-	f := r.Formula()
-	want, err := f.Compute(c)
+	var want score.Result
+	var err error
+	if f == score.V1 { // nearly every passport: a direct call, not through the interface
+		want, err = score.Compute(c)
+	} else {
+		want, err = f.Compute(c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

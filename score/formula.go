@@ -5,9 +5,10 @@ import "fmt"
 // Formula is one version of the scoring formula (§10.3): what a passport's
 // formula_version names. V1 is the formula of this package; another exists
 // only as a value made by Define, so a formula a deployment has not been
-// handed cannot be reached by its version string. The interface is sealed:
-// every Result a Formula computes records that Formula (Result.Formula), so
-// a Result always says truthfully which version produced it.
+// handed cannot be reached by its version string. The interface is sealed,
+// so that V1's version is V1's alone (§13.3). A Result does not record the
+// Formula that computed it (see Result): code that handles more than V1
+// passes the Formula along, as passport.NewWith does.
 type Formula interface {
 	// Version is the formula_version string, e.g. "1.0".
 	Version() string
@@ -29,8 +30,7 @@ func (v1) Version() string                  { return FormulaVersion }
 func (v1) Compute(c Counts) (Result, error) { return Compute(c) }
 func (v1) sealed()                          {}
 
-// defined is a Formula made by Define. Results it computes point at it, so
-// it is a pointer: comparable, and one word in Result.
+// defined is a Formula made by Define.
 type defined struct {
 	version string
 	compute func(Counts) (Result, error)
@@ -47,22 +47,21 @@ func (f *defined) Compute(c Counts) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r.Counts, r.formula = c, f
+	r.Counts = c
 	return r, nil
 }
 
 // Define makes a Formula named version from compute, for formulas that are
 // not (yet) part of this package: a test formula, or one published under
 // §10.3 before a release ships it. compute receives valid counts only and
-// returns the score block; Define's Formula stamps the counts and itself
-// onto the Result, so Result.Formula and Result.FormulaVersion name it.
-// The per-dimension maxima and volume targets (Result.Conduit, Result.AP2)
+// returns the score block; Define's Formula sets the Result's counts. The
+// per-dimension maxima and volume targets (Result.Conduit, Result.AP2)
 // and the tier thresholds of qualification gaps stay V1's: the wire format
 // of §6.1 carries them, and this package describes no other.
 //
 // version must be 1 to 32 bytes of [0-9A-Za-z.-] and must not be
 // FormulaVersion (V1 is frozen); compute must not be nil. Errors match
-// ErrInvalid.
+// ErrInvalid. Each call makes a distinct Formula, even for one version.
 func Define(version string, compute func(Counts) (Result, error)) (Formula, error) {
 	if err := CheckVersion(version); err != nil {
 		return nil, err

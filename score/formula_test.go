@@ -1,8 +1,8 @@
 package score_test
 
 import (
-	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -17,8 +17,8 @@ func TestV1IsCompute(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("V1.Compute = %+v, %v; want %+v", got, err, want)
 	}
-	if score.V1.Version() != score.FormulaVersion || got.FormulaVersion() != "1.0" || got.Formula() != score.V1 {
-		t.Fatalf("V1 version %q, result version %q, formula %v", score.V1.Version(), got.FormulaVersion(), got.Formula())
+	if score.V1.Version() != score.FormulaVersion || got.FormulaVersion() != "1.0" {
+		t.Fatalf("V1 version %q, result version %q", score.V1.Version(), got.FormulaVersion())
 	}
 	if _, err := score.V1.Compute(score.Counts{ConduitTotal: 1, ConduitSuccess: 2}); !errors.Is(err, score.ErrInvalid) {
 		t.Fatalf("V1.Compute of impossible counts: %v", err)
@@ -36,32 +36,42 @@ func TestDefinedFormula(t *testing.T) {
 	if r.ConduitContribution != 288 || r.AP2Contribution != 433 || r.Score != 721 || r.Tier != score.TierStandard || r.Escrow != score.EscrowModifier(721) {
 		t.Fatalf("V11Test = %+v", r)
 	}
-	if r.Counts != c || r.FormulaVersion() != scoretest.V11TestVersion || r.Formula() != f {
-		t.Fatalf("result counts %+v, version %q, formula %v", r.Counts, r.FormulaVersion(), r.Formula())
+	if r.Counts != c || f.Version() != scoretest.V11TestVersion {
+		t.Fatalf("result counts %+v, version %q", r.Counts, f.Version())
 	}
 	v1, _ := score.Compute(c)
 	if r == v1 {
 		t.Fatal("the test formula gives V1's result")
 	}
-	// Without failures the rate is 1 either way, but the results still
-	// differ in the formula they name.
+	// Without failures the rate is 1 either way.
 	perfect := score.Counts{ConduitTotal: 100, ConduitSuccess: 100, AP2Total: 50, AP2Success: 50}
 	a, _ := f.Compute(perfect)
 	b, _ := score.Compute(perfect)
-	if a.Score != b.Score || a == b {
+	if a != b {
 		t.Fatalf("perfect counts: %+v vs %+v", a, b)
-	}
-	js := string(r.AppendJSON(nil))
-	if !json.Valid([]byte(js)) || !strings.HasPrefix(js, `{"formula_version":"1.1-test","score":721,"tier":"STANDARD",`) {
-		t.Fatalf("JSON %s", js)
 	}
 	if _, err := f.Compute(score.Counts{AP2Total: -1}); !errors.Is(err, score.ErrInvalid) {
 		t.Fatalf("impossible counts: %v", err)
 	}
-	// A V1 reader refuses the other version rather than misreading it.
-	var back score.Result
-	if err := json.Unmarshal([]byte(js), &back); !errors.Is(err, score.ErrInvalid) {
-		t.Fatalf("UnmarshalJSON of a 1.1-test result: %v", err)
+}
+
+// A Result has nine scalar fields, as many as amd64 and arm64 return in
+// registers: Compute returns it without touching memory. A tenth (say, the
+// formula that made it) made Compute a third slower (docs/BENCHMARKS.md).
+func TestResultFitsInRegisters(t *testing.T) {
+	var count func(reflect.Type) int
+	count = func(typ reflect.Type) int {
+		if typ.Kind() != reflect.Struct {
+			return 1
+		}
+		n := 0
+		for i := range typ.NumField() {
+			n += count(typ.Field(i).Type)
+		}
+		return n
+	}
+	if n := count(reflect.TypeFor[score.Result]()); n != 9 {
+		t.Fatalf("Result has %d scalar fields, want 9", n)
 	}
 }
 

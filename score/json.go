@@ -22,7 +22,7 @@ import (
 
 // AppendJSON appends r's JSON object to b and returns the extended slice. It
 // does not allocate when b has room (1 KiB is always enough). r
-// must come from Compute or a Formula: the fields of a hand-made Result are written as they
+// must come from Compute (V1, the version it writes): the fields of a hand-made Result are written as they
 // are, without re-validation.
 func (r *Result) AppendJSON(b []byte) []byte {
 	b = append(b, '{')
@@ -34,13 +34,7 @@ func (r *Result) AppendJSON(b []byte) []byte {
 // enclosing braces, so that a response can embed them next to fields of its
 // own, e.g. `{"agent_id":"a",` + fields + `,"computed_at":"…"}`.
 func (r *Result) AppendJSONFields(b []byte) []byte {
-	if r.formula == nil {
-		b = append(b, `"formula_version":"`+FormulaVersion+`","score":`...)
-	} else { // CheckVersion keeps versions free of anything JSON escapes
-		b = append(b, `"formula_version":"`...)
-		b = append(b, r.formula.version...)
-		b = append(b, `","score":`...)
-	}
+	b = append(b, `"formula_version":"`+FormulaVersion+`","score":`...)
 	b = strconv.AppendInt(b, int64(r.Score), 10)
 	b = append(b, `,"tier":"`...)
 	b = append(b, r.Tier.String()...)

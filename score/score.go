@@ -178,8 +178,11 @@ type Gap struct {
 
 // Result is the outcome of the formula for one set of counts. It is small and
 // flat on purpose (computing one is on every hot path); the per-dimension
-// view is derived by Conduit and AP2. Obtain one from Compute or a
-// Formula.
+// view is derived by Conduit and AP2. Obtain one from Compute, or from a
+// Formula. It has nine scalar fields, which amd64 and arm64 return from
+// Compute in registers; that is why it does not record which formula made
+// it (a tenth field made Compute a third slower, docs/BENCHMARKS.md), and
+// callers that handle other formulas than V1 carry the Formula beside it.
 type Result struct {
 	Counts              Counts
 	Score               int // 0..1000
@@ -187,10 +190,6 @@ type Result struct {
 	AP2Contribution     int
 	Escrow              Modifier
 	Tier                Tier
-
-	// formula is the Formula made by Define that computed the result, or
-	// nil for V1: the V1 path stays a plain struct fill.
-	formula *defined
 }
 
 // Conduit is the technical-execution dimension.
@@ -232,22 +231,10 @@ func (r *Result) AppendGaps(dst []Gap) []Gap {
 	return dst
 }
 
-// FormulaVersion is the version of the formula that produced the result.
-func (r *Result) FormulaVersion() string {
-	if r.formula != nil {
-		return r.formula.version
-	}
-	return FormulaVersion
-}
-
-// Formula is the formula that produced the result: V1 for Compute's, the
-// Define'd formula for its own.
-func (r *Result) Formula() Formula {
-	if r.formula != nil {
-		return r.formula
-	}
-	return V1
-}
+// FormulaVersion is V1's version: a Result does not record its formula
+// (see Result), and everything that renders one (AppendJSON, the batch and
+// HTTP score routes) computes it with V1.
+func (r *Result) FormulaVersion() string { return FormulaVersion }
 
 // Compute applies the V1 formula to c. It returns an *InputError (matching
 // ErrInvalid) for negative counts or successes above totals, and never

@@ -116,6 +116,7 @@ one with almost no entropy, exits with status 2.`,
 			if err != nil {
 				return err
 			}
+			issueWith := score.V1
 			if formula != score.FormulaVersion {
 				known := process(cmd).Formulas
 				if known == nil {
@@ -128,6 +129,7 @@ one with almost no entropy, exits with status 2.`,
 				if r, err = f.Compute(r.Counts); err != nil {
 					return err
 				}
+				issueWith = f
 			}
 			key, _, err := signingKeys(cmd)
 			if err != nil {
@@ -139,7 +141,7 @@ one with almost no entropy, exits with status 2.`,
 			if platform == "" {
 				platform = "swarmscore"
 			}
-			p, err := passport.New(agentID, platform, r, at.time())
+			p, err := passport.NewWith(issueWith, agentID, platform, r, at.time())
 			if err != nil {
 				return passportError(err)
 			}

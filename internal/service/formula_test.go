@@ -24,7 +24,7 @@ func TestVerifyFormulaVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := passport.New("agent-1", "elsewhere.example", r, issued)
+	p, err := passport.NewWith(scoretest.V11Test, "agent-1", "elsewhere.example", r, issued)
 	if err != nil {
 		t.Fatal(err)
 	}
