@@ -151,7 +151,7 @@ func (a *Acceptance) check(r *report, p *Passport) (f score.Formula, ok bool) {
 		w = nil
 	}
 	if w == nil {
-		r.fail(CodeUnsupportedFormulaVersion, "formula_version %q is not one this verifier accepts (%s); the score cannot be recomputed", clip(p.FormulaVersion), a)
+		r.fail(CodeUnsupportedFormulaVersion, "formula_version %q is not one this verifier accepts (%s); the score cannot be recomputed", clip(p.FormulaVersion), a.String())
 		return nil, false
 	}
 	if !w.contains(p.Issuer.ComputedAt) {
