@@ -194,9 +194,8 @@ func (v *Verification) Warn(code, message string) {
 // are exactly what score.Compute gives for its own counts, with supported
 // versions and expires_at = computed_at + 7 days. Verify accepts formula
 // version "1.0" (score.V1) only; Acceptance.Verify accepts others, each in
-// its window. What §6.1 leaves open (an
-// agent_id, the contents of qualification_gaps) is checked too, but only
-// warned about. It is not valid at or after expires_at, nor when computed_at
+// its window. What §6.1 leaves open (an agent_id, the contents of
+// qualification_gaps) is checked too, but only warned about. It is not valid at or after expires_at, nor when computed_at
 // is more than MaxClockSkew after at.
 func Verify(doc []byte, keys []Key, at time.Time) *Verification {
 	if v := verifyFast(doc, keys, at, Acceptance{}); v != nil {
@@ -480,7 +479,7 @@ func (r *report) warn(code, format string, args ...any) {
 // leaves open (an agent_id, the contents of qualification_gaps) is warned
 // about, not failed. The formula is the one acc accepts for the passport's
 // formula_version; with a nil acc (signing), the one the passport was made
-// with (V1 for a passport not from New).
+// with (V1 for a passport not from NewWith).
 func (r *report) checkPassport(p *Passport, acc *Acceptance) {
 	if p.SwarmScoreVersion != Version {
 		r.fail(CodeUnsupportedVersion, "swarmscore_version %q is not supported (want %q)", clip(p.SwarmScoreVersion), Version)
@@ -530,8 +529,8 @@ func (r *report) checkPassport(p *Passport, acc *Acceptance) {
 		r.fail(CodeInvalidCounts, "session counts above %d cannot be carried exactly in JSON", int64(MaxCount))
 		return
 	}
-	// Neither can fail: c is valid. V1 is called directly because it is
-	// nearly every passport and the interface call would not inline.
+	// Neither can fail: c is valid. V1, nearly every passport, is called
+	// directly rather than through the interface.
 	var res score.Result
 	if f == score.V1 {
 		res, _ = score.Compute(c)
