@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swarmscore/swarmscore/passport"
 )
 
 // ProblemBase prefixes every problem Type the server sends.
@@ -85,6 +87,8 @@ type Client struct {
 	token string
 	hc    *http.Client
 	keys  keyCache // the server's public keys, for VerifyOffline
+	// formulas are the formula versions VerifyOffline accepts.
+	formulas passport.Acceptance
 }
 
 // Option configures a Client.
@@ -95,6 +99,10 @@ type Option func(*Client)
 // one (operator routes, an agent's consent, visibility, records and
 // signals, PrivateCertificate and PrivateScore) and to no other.
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithFormulas sets the formula versions VerifyOffline accepts, each in its
+// window (§10.3); without it, V1 only, as passport.Verify.
+func WithFormulas(a passport.Acceptance) Option { return func(c *Client) { c.formulas = a } }
 
 // WithHTTPClient replaces http.DefaultClient.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }

@@ -177,7 +177,8 @@ func L1Checks(v *passport.Verification) Checks {
 // agent when agentID is ""), as of now (to the second).
 //
 // L1 is passport.Verify: the signature (against the server's keyring), the
-// document's internal consistency, and expiry. L2 runs when this server
+// document's internal consistency under the formula versions Formulas
+// accepts, and expiry. L2 runs when this server
 // holds the ledger of the passport's agent: the counts recomputed from it
 // as of the passport's computed_at must equal the passport's, or have
 // equalled them as the ledger stood when it was issued (a report received
@@ -193,7 +194,7 @@ func L1Checks(v *passport.Verification) Checks {
 // not an error: it is a Verification with valid false and the reasons.
 // Errors: ErrUnavailable when the ledger cannot be read.
 func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := passport.Verify(doc, u.keys(ctx).keys, u.now())
+	v := u.Formulas.Verify(doc, u.keys(ctx).keys, u.now())
 	checks := L1Checks(v)
 	var current *CurrentScore
 	var changed []ledger.EventKey
