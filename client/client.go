@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swarmscore/swarmscore/passport"
 )
 
 // ProblemBase prefixes every problem Type the server sends.
@@ -85,6 +87,8 @@ type Client struct {
 	token string
 	hc    *http.Client
 	keys  keyCache // the server's public keys, for VerifyOffline
+	// formulas are the formula versions VerifyOffline accepts.
+	formulas passport.Acceptance
 }
 
 // Option configures a Client.
@@ -95,6 +99,10 @@ type Option func(*Client)
 // one (operator routes, an agent's consent, visibility, records and
 // signals, PrivateCertificate and PrivateScore) and to no other.
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithFormulas sets the formula versions VerifyOffline accepts, each in its
+// window (§10.3); without it, V1 only, as passport.Verify.
+func WithFormulas(a passport.Acceptance) Option { return func(c *Client) { c.formulas = a } }
 
 // WithHTTPClient replaces http.DefaultClient.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
@@ -286,6 +294,11 @@ const (
 	WarningLedgerChangedSinceIssue = "ledger_changed_since_issue"
 )
 
+// ErrorPassportRevoked is the Verification.Errors code of a passport the
+// server issued and has revoked, because its agent was erased (GDPR
+// Art. 17): refused even if genuine and unexpired.
+const ErrorPassportRevoked = "passport_revoked"
+
 // The checks a server reports in Verification.Checks, and their results.
 const (
 	CheckSignature   = "signature"   // CheckOK or CheckFailed
@@ -294,7 +307,8 @@ const (
 	// CheckLedger: CheckConfirmed by the server's ledger; CheckMismatch;
 	// CheckChangedSinceIssue when the ledger confirmed it as it stood at
 	// issue and reports received since changed it; CheckNotApplicable
-	// when the server has no ledger for the agent (one it has never seen).
+	// when the server has no ledger for the agent (one it has never seen);
+	// CheckRevoked for a passport it revoked.
 	CheckLedger = "ledger"
 	CheckAgent  = "agent" // CheckOK, CheckMismatch, or CheckNotApplicable when no agent was asked about
 
@@ -305,6 +319,9 @@ const (
 	CheckConfirmed     = "confirmed"
 	CheckMismatch      = "mismatch"
 	CheckNotApplicable = "not_applicable"
+	// CheckRevoked: the ledger check of a passport the server revoked
+	// (ErrorPassportRevoked).
+	CheckRevoked = "revoked"
 	// CheckChangedSinceIssue: see CheckLedger.
 	CheckChangedSinceIssue = "changed_since_issue"
 )

@@ -77,8 +77,8 @@ const (
 // does to check an Ed25519 passport by itself. The set is fetched on first
 // use, kept for a minute, and fetched again at once when doc names a key it
 // lacks (the server rotated), at most once a second. The verification is passport.Verify's (L1:
-// signature, consistency, expiry); only failing to fetch the keys is an
-// error.
+// signature, consistency, expiry), with the formula versions of WithFormulas;
+// only failing to fetch the keys is an error.
 func (c *Client) VerifyOffline(ctx context.Context, doc []byte, at time.Time) (*passport.Verification, error) {
 	if at.IsZero() {
 		at = time.Now()
@@ -87,13 +87,13 @@ func (c *Client) VerifyOffline(ctx context.Context, doc []byte, at time.Time) (*
 	if err != nil {
 		return nil, err
 	}
-	v := passport.Verify(doc, keys, at)
+	v := c.formulas.Verify(doc, keys, at)
 	for _, p := range v.Errors {
 		if p.Code == passport.CodeUnknownKey || p.Code == passport.CodeNoKeys {
 			if keys, err = c.cachedKeys(ctx, true); err != nil {
 				return nil, err
 			}
-			return passport.Verify(doc, keys, at), nil
+			return c.formulas.Verify(doc, keys, at), nil
 		}
 	}
 	return v, nil

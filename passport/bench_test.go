@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/score"
+	"github.com/swarmscore/swarmscore/score/scoretest"
 )
 
 // The target is Verify, of a document in any member order, within 3× a bare
@@ -35,6 +36,24 @@ func BenchmarkVerify(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if v := Verify(doc, keys, testComputedAt); !v.Valid {
+			b.Fatal(v.Errors)
+		}
+	}
+}
+
+// BenchmarkVerifyTransition is Verify of a V1 passport during a §10.3
+// transition: the acceptance lists a new version and V1 with its window.
+func BenchmarkVerifyTransition(b *testing.B) {
+	doc := signedExample(b)
+	keys := []Key{testKey(b)}
+	acc, err := Transition(scoretest.V11Test, testComputedAt.Add(-24*time.Hour), score.V1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := acc.Verify(doc, keys, testComputedAt); !v.Valid {
 			b.Fatal(v.Errors)
 		}
 	}
@@ -205,7 +224,7 @@ func BenchmarkVerifySlow(b *testing.B) {
 	keys := []Key{testKey(b)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := verifySlow(doc, keys, testComputedAt); !v.Valid {
+		if v := verifySlow(doc, keys, testComputedAt, Acceptance{}); !v.Valid {
 			b.Fatal(v.Errors)
 		}
 	}

@@ -31,8 +31,9 @@ import (
 // appendMessage appends the canonical message of p (JCS, without
 // issuer.signature) to b. sigAt is the offset in the result where the
 // signature member goes in the canonical signed document: after the platform,
-// before the brace closing issuer. The versions and labels are the constants,
-// which check requires p's to be; issuer.alg and issuer.kid are written when
+// before the brace closing issuer. The swarmscore_version and labels are the
+// constants, and formula_version a formula's (score.CheckVersion), which
+// check requires p's to be; issuer.alg and issuer.kid are written when
 // not empty.
 func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b = append(b, `{"agent_id":`...)
@@ -47,7 +48,13 @@ func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b, _ = p.EscrowModifier.AppendText(b) // check has validated it
 	b = append(b, `,"expires_at":"`...)
 	b = p.ExpiresAt.AppendFormat(b, time.RFC3339)
-	b = append(b, `","formula_version":"`+score.FormulaVersion+`","issuer":{`...)
+	if p.FormulaVersion == score.FormulaVersion {
+		b = append(b, `","formula_version":"`+score.FormulaVersion+`","issuer":{`...)
+	} else { // check has matched it to a formula's, which needs no escaping
+		b = append(b, `","formula_version":"`...)
+		b = append(b, p.FormulaVersion...)
+		b = append(b, `","issuer":{`...)
+	}
 	if p.Issuer.Alg != "" {
 		b = append(b, `"alg":`...)
 		b = appendStringJCS(b, p.Issuer.Alg)

@@ -619,9 +619,11 @@ type fastResult struct {
 	gaps [maxGaps]score.Gap
 }
 
-// verifyFast is Verify for a well-formed passport in any member order and
-// layout, or nil: then the document must take verifySlow.
-func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
+// verifyFast is Verify for a well-formed V1 passport in any member order and
+// layout, or nil: then the document must take verifySlow. Other formula
+// versions always take the slow path, which recomputes with the formula acc
+// names; acc's windows apply to both paths alike (finish).
+func verifyFast(doc []byte, keys []Key, at time.Time, acc Acceptance) *Verification {
 	if len(doc) > MaxDocumentSize {
 		return nil
 	}
@@ -645,7 +647,7 @@ func verifyFast(doc []byte, keys []Key, at time.Time) *Verification {
 	v.SignatureValid = v.checkSignature(&sig, &r.p.Issuer, msg, keys)
 	*buf = msg
 	msgBufs.Put(buf)
-	v.finish(&r.p, nil, true, true, at)
+	v.finish(&r.p, nil, true, true, at, &acc)
 	return v
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/score"
+	"github.com/swarmscore/swarmscore/score/scoretest"
 )
 
 // checkVerification asserts what holds for every verification.
@@ -93,6 +94,13 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// fuzzAcceptance is a §10.3 transition to the test formula: V1 is accepted
+// for passports computed before fuzzV1Until.
+var (
+	fuzzAcceptance, _ = Transition(scoretest.V11Test, testComputedAt, score.V1)
+	fuzzV1Until       = testComputedAt.Add(TransitionPeriod)
+)
+
 // FuzzVerify issues passports from fuzzed counts and times, signed by an
 // HMAC key without an id, one with an id or an Ed25519 key (chosen by sec):
 // each must verify. It then changes one byte (replaces, inserts or deletes
@@ -130,6 +138,11 @@ func FuzzVerify(f *testing.F) {
 		if !v.Valid || len(v.Warnings) != 0 || !fast {
 			t.Fatalf("a passport from Sign does not verify: %v %v\n%s", v.Errors, v.Warnings, doc)
 		}
+		// Under a transition, V1 is accepted for passports computed before
+		// fuzzAcceptance's end only; both paths agree either way.
+		if w, _ := verifyBothWith(t, doc, keys, computed, fuzzAcceptance); w.Valid != computed.Before(fuzzV1Until) {
+			t.Fatalf("computed at %s, V1 accepted until %s: valid %v %v", computed, fuzzV1Until, w.Valid, w.Errors)
+		}
 
 		// The byte at pos replaced, a byte inserted there, and the byte there
 		// deleted: the last two shift what follows, as a longer or shorter
@@ -145,6 +158,7 @@ func FuzzVerify(f *testing.F) {
 			}
 			m, _ := verifyBoth(t, mutated, keys, computed)
 			checkVerification(t, m)
+			verifyBothWith(t, mutated, keys, computed, fuzzAcceptance)
 			if !m.SignatureValid {
 				continue
 			}

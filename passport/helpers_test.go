@@ -201,9 +201,15 @@ func hasCode(ps []Problem, code string) bool {
 // reports whether the fast path decided.
 func verifyBoth(t testing.TB, doc []byte, keys []Key, at time.Time) (v *Verification, fast bool) {
 	t.Helper()
-	v = Verify(doc, keys, at)
-	slow := verifySlow(doc, keys, at)
-	f := verifyFast(doc, keys, at)
+	return verifyBothWith(t, doc, keys, at, Acceptance{})
+}
+
+// verifyBothWith is verifyBoth with acc.Verify.
+func verifyBothWith(t testing.TB, doc []byte, keys []Key, at time.Time, acc Acceptance) (v *Verification, fast bool) {
+	t.Helper()
+	v = acc.Verify(doc, keys, at)
+	slow := verifySlow(doc, keys, at, acc)
+	f := verifyFast(doc, keys, at, acc)
 	others := []struct {
 		name string
 		v    *Verification

@@ -94,6 +94,9 @@ type Passport struct {
 	// qualification_gaps that are not gaps this version reads (they are not
 	// in QualificationGaps).
 	agentIDAbsent, gapsUnread bool
+	// formula is the formula New computed with, for Sign's check; nil for
+	// a passport not from New (then V1).
+	formula score.Formula
 }
 
 // Issuer says who computed the passport, when, with which key, and carries
@@ -149,15 +152,29 @@ func (p *Passport) Counts() score.Counts {
 	}
 }
 
-// New builds an unsigned passport for agentID from r, computed at computedAt
-// (truncated to the second, in UTC), expiring Validity later, with a fresh
-// random (version 4) agent_passport_id.
+// New builds an unsigned V1 passport for agentID from r, computed at
+// computedAt (truncated to the second, in UTC), expiring Validity later,
+// with a fresh random (version 4) agent_passport_id. It is NewWith with
+// score.V1: r must be what score.Compute returns for its counts.
+func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+	return NewWith(score.V1, agentID, platform, r, computedAt)
+}
+
+// NewWith builds an unsigned passport for agentID from r, the result of
+// formula f, computed at computedAt (truncated to the second, in UTC),
+// expiring Validity later, with a fresh random (version 4)
+// agent_passport_id. Its formula_version is f's: issuing with a formula
+// version is computing the result with it and passing it here.
 //
 // agentID must be 1–128 characters from [A-Za-z0-9._:-]; platform must be
-// 1–256 bytes of UTF-8 without control characters; r must be what
-// score.Compute returns for its counts, with every count at most MaxCount.
-// These failures match ErrInvalid. A failure of the random source does not.
-func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+// 1–256 bytes of UTF-8 without control characters; f must not be nil; r
+// must be what f returns for its counts, with every count at most
+// MaxCount. These failures match ErrInvalid. A failure of the random
+// source does not.
+func NewWith(f score.Formula, agentID, platform string, r score.Result, computedAt time.Time) (*Passport, error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: no formula", ErrInvalid)
+	}
 	if err := checkAgentID(agentID); err != nil {
 		return nil, err
 	}
@@ -168,12 +185,18 @@ func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passp
 	if max(c.ConduitTotal, c.AP2Total) > MaxCount {
 		return nil, fmt.Errorf("%w: session counts above %d cannot be carried exactly in JSON", ErrInvalid, int64(MaxCount))
 	}
-	want, err := score.Compute(c)
+	var want score.Result
+	var err error
+	if f == score.V1 { // nearly every passport: a direct call, not through the interface
+		want, err = score.Compute(c)
+	} else {
+		want, err = f.Compute(c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if want != r {
-		return nil, fmt.Errorf("%w: score result is not what score.Compute gives for its counts", ErrInvalid)
+		return nil, fmt.Errorf("%w: score result is not what formula %s gives for its counts", ErrInvalid, f.Version())
 	}
 	if computedAt.IsZero() {
 		return nil, fmt.Errorf("%w: computed_at is the zero time", ErrInvalid)
@@ -205,8 +228,9 @@ func New(agentID, platform string, r score.Result, computedAt time.Time) (*Passp
 		},
 		EscrowModifier:    r.Escrow,
 		QualificationGaps: r.Gaps(),
-		FormulaVersion:    score.FormulaVersion,
+		FormulaVersion:    f.Version(),
 		ExpiresAt:         expiresAt,
+		formula:           f,
 	}, nil
 }
 
@@ -275,7 +299,7 @@ func (p *Passport) check() error {
 		return err
 	}
 	var r report
-	if r.checkPassport(p); len(r.errs) > 0 {
+	if r.checkPassport(p, nil); len(r.errs) > 0 {
 		return r.errs[0]
 	}
 	if len(r.warns) > 0 {

@@ -51,10 +51,11 @@ const (
 	CodeKeyRevoked         = "key_revoked"         // made by a revoked (compromised) key: refused
 
 	// Internal consistency (score_valid false).
-	CodeUnsupportedVersion        = "unsupported_version"         // swarmscore_version is not Version
-	CodeUnsupportedFormulaVersion = "unsupported_formula_version" // formula_version is not score.FormulaVersion; nothing is recomputed
-	CodeInvalidCounts             = "invalid_counts"              // successes above sessions, or a count above MaxCount
-	CodeScoreMismatch             = "score_mismatch"              // score.value differs from the recomputed score
+	CodeUnsupportedVersion        = "unsupported_version"           // swarmscore_version is not Version
+	CodeUnsupportedFormulaVersion = "unsupported_formula_version"   // formula_version names no formula the verifier accepts (Acceptance); nothing is recomputed
+	CodeFormulaOutOfWindow        = "formula_version_out_of_window" // formula_version is accepted, but not for a passport computed when this one was (ERRATA E40)
+	CodeInvalidCounts             = "invalid_counts"                // successes above sessions, or a count above MaxCount
+	CodeScoreMismatch             = "score_mismatch"                // score.value differs from the recomputed score
 	CodeTierMismatch              = "tier_mismatch"
 	CodeContributionMismatch      = "contribution_mismatch" // a contribution or max_contribution differs
 	CodeRateMismatch              = "success_rate_mismatch"
@@ -191,22 +192,23 @@ func (v *Verification) Warn(code, message string) {
 // ScoreValid is true when the document is a well-formed passport whose score
 // block, dimension contributions, rates, volume factors and escrow modifier
 // are exactly what score.Compute gives for its own counts, with supported
-// versions and expires_at = computed_at + 7 days. What §6.1 leaves open (an
-// agent_id, the contents of qualification_gaps) is checked too, but only
-// warned about. It is not valid at or after expires_at, nor when computed_at
+// versions and expires_at = computed_at + 7 days. Verify accepts formula
+// version "1.0" (score.V1) only; Acceptance.Verify accepts others, each in
+// its window. What §6.1 leaves open (an agent_id, the contents of
+// qualification_gaps) is checked too, but only warned about. It is not valid at or after expires_at, nor when computed_at
 // is more than MaxClockSkew after at.
 func Verify(doc []byte, keys []Key, at time.Time) *Verification {
-	if v := verifyFast(doc, keys, at); v != nil {
+	if v := verifyFast(doc, keys, at, Acceptance{}); v != nil {
 		return v
 	}
-	return verifySlow(doc, keys, at)
+	return verifySlow(doc, keys, at, Acceptance{})
 }
 
 // verifySlow is Verify for any document: the strict token walk (parse.go),
 // then the RFC 8785 form computed by jcs from the bytes received. It decides
 // every input, with the specific diagnostics; verifyFast must agree with it
 // wherever verifyFast decides.
-func verifySlow(doc []byte, keys []Key, at time.Time) *Verification {
+func verifySlow(doc []byte, keys []Key, at time.Time, acc Acceptance) *Verification {
 	v := newVerification(doc)
 	if len(doc) > MaxDocumentSize {
 		v.Fail(CodeTooLarge, fmt.Sprintf("document is %d bytes, the limit is %d", len(doc), MaxDocumentSize), false)
@@ -227,7 +229,7 @@ func verifySlow(doc []byte, keys []Key, at time.Time) *Verification {
 	}
 	v.Warnings = append(v.Warnings, ps.rep.warns...)
 	v.SignatureValid = v.checkSignature(&ps.sig, &ps.p.Issuer, canonical, keys)
-	v.finish(ps.p, ps.rep.errs, ps.haveComputed, ps.haveExpiry, at)
+	v.finish(ps.p, ps.rep.errs, ps.haveComputed, ps.haveExpiry, at, &acc)
 	return v
 }
 
@@ -242,13 +244,13 @@ func newVerification(doc []byte) *Verification {
 }
 
 // finish records the parse errors, or the consistency of the well-formed
-// passport p, and the times, then decides validity and the checks. The
-// signature is checked.
-func (v *Verification) finish(p *Passport, parseErrs []Problem, haveComputed, haveExpiry bool, at time.Time) {
+// passport p under acc, and the times, then decides validity and the
+// checks. The signature is checked.
+func (v *Verification) finish(p *Passport, parseErrs []Problem, haveComputed, haveExpiry bool, at time.Time, acc *Acceptance) {
 	r := report{errs: parseErrs}
 	if len(parseErrs) == 0 {
 		v.Passport = p
-		r.checkPassport(p)
+		r.checkPassport(p, acc)
 	}
 	v.Errors = append(v.Errors, r.errs...)
 	v.Warnings = append(v.Warnings, r.warns...)
@@ -475,8 +477,10 @@ func (r *report) warn(code, format string, args ...any) {
 // signature and expiry: versions, identifiers, and that the score block is
 // exactly what the formula gives for the document's own counts. What §6.1
 // leaves open (an agent_id, the contents of qualification_gaps) is warned
-// about, not failed.
-func (r *report) checkPassport(p *Passport) {
+// about, not failed. The formula is the one acc accepts for the passport's
+// formula_version; with a nil acc (signing), the one the passport was made
+// with (V1 for a passport not from NewWith).
+func (r *report) checkPassport(p *Passport, acc *Acceptance) {
 	if p.SwarmScoreVersion != Version {
 		r.fail(CodeUnsupportedVersion, "swarmscore_version %q is not supported (want %q)", clip(p.SwarmScoreVersion), Version)
 	}
@@ -503,8 +507,17 @@ func (r *report) checkPassport(p *Passport) {
 	if p.Dimensions.CommercialReliability.Label != LabelAP2 {
 		r.fail(CodeInvalidValue, "dimensions.commercial_reliability.label is %q, want %q", clip(p.Dimensions.CommercialReliability.Label), LabelAP2)
 	}
-	if p.FormulaVersion != score.FormulaVersion {
-		r.fail(CodeUnsupportedFormulaVersion, "formula_version %q is not implemented (this verifier implements %q); the score cannot be recomputed", clip(p.FormulaVersion), score.FormulaVersion)
+	f := p.formula
+	if acc != nil {
+		var ok bool
+		if f, ok = acc.check(r, p); !ok {
+			return
+		}
+	} else if f == nil {
+		f = score.V1
+	}
+	if acc == nil && p.FormulaVersion != f.Version() {
+		r.fail(CodeUnsupportedFormulaVersion, "formula_version %q is not that of the formula the passport was computed with (%q)", clip(p.FormulaVersion), f.Version())
 		return
 	}
 	c := p.Counts()
@@ -516,7 +529,14 @@ func (r *report) checkPassport(p *Passport) {
 		r.fail(CodeInvalidCounts, "session counts above %d cannot be carried exactly in JSON", int64(MaxCount))
 		return
 	}
-	res, _ := score.Compute(c) // cannot fail: c is valid
+	// Neither can fail: c is valid. V1, nearly every passport, is called
+	// directly rather than through the interface.
+	var res score.Result
+	if f == score.V1 {
+		res, _ = score.Compute(c)
+	} else {
+		res, _ = f.Compute(c)
+	}
 	if p.Score.Value != res.Score {
 		r.fail(CodeScoreMismatch, "score.value is %d; the counts give %d", p.Score.Value, res.Score)
 	}

@@ -22,7 +22,7 @@ import (
 
 // AppendJSON appends r's JSON object to b and returns the extended slice. It
 // does not allocate when b has room (1 KiB is always enough). r
-// must come from Compute: the fields of a hand-made Result are written as they
+// must come from Compute (V1, the version it writes): the fields of a hand-made Result are written as they
 // are, without re-validation.
 func (r *Result) AppendJSON(b []byte) []byte {
 	b = append(b, '{')

@@ -19,7 +19,8 @@ import (
 	"math/bits"
 )
 
-// FormulaVersion is the formula_version this package implements.
+// FormulaVersion is the formula_version of V1, the formula this package
+// implements (formula.go has the others a deployment may be handed).
 const FormulaVersion = "1.0"
 
 // Formula parameters (§3.3, §3.4, §4). They are fixed by the V1 spec; a change
@@ -177,7 +178,11 @@ type Gap struct {
 
 // Result is the outcome of the formula for one set of counts. It is small and
 // flat on purpose (computing one is on every hot path); the per-dimension
-// view is derived by Conduit and AP2. Obtain one from Compute.
+// view is derived by Conduit and AP2. Obtain one from Compute, or from a
+// Formula. It has nine scalar fields, which amd64 and arm64 return from
+// Compute in registers; that is why it does not record which formula made
+// it (a tenth field made Compute a third slower, docs/BENCHMARKS.md), and
+// callers that handle other formulas than V1 carry the Formula beside it.
 type Result struct {
 	Counts              Counts
 	Score               int // 0..1000
@@ -226,7 +231,9 @@ func (r *Result) AppendGaps(dst []Gap) []Gap {
 	return dst
 }
 
-// FormulaVersion is the version of the formula that produced the result.
+// FormulaVersion is V1's version: a Result does not record its formula
+// (see Result), and everything that renders one (AppendJSON, the batch and
+// HTTP score routes) computes it with V1.
 func (r *Result) FormulaVersion() string { return FormulaVersion }
 
 // Compute applies the V1 formula to c. It returns an *InputError (matching

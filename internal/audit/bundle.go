@@ -49,8 +49,41 @@ type Bundle struct {
 	Events []Event
 	// Chains are the audited agent's chain first (all of it), then the
 	// segments of other agents' chains that hold the reports of events
-	// moved to it.
+	// moved to it, then the segments, from their erasure records, of the
+	// chains of erased agents whose erasures sealed a record of the
+	// others (Sealings).
 	Chains []Chain
+	// Sealings are the digests of every erasure that sealed a record of
+	// Chains (Record.SealedBy), by erasure id, sorted; each erasure's
+	// record is in Chains and commits to them.
+	Sealings []Sealing
+}
+
+// Sealing is what an erasure (GDPR Art. 17, spec §11.4) sealed: the
+// SHA-256 of each sealed record's content as it reads after the rename,
+// sorted. The erasure's own record commits to them (ledger.Erasure), so a
+// sealed record is checked by its digest instead of its link, which the
+// rename broke.
+type Sealing struct {
+	ID      string
+	Digests []ledger.Hash
+}
+
+// commitment is SHA-256 over the sorted digests: what the erasure's record
+// states as "sealed".
+func (s *Sealing) commitment() ledger.Hash {
+	e := ledger.Erasure{Digests: s.Digests}
+	return e.Commitment()
+}
+
+// sealing returns the sealing of erasure id.
+func (b *Bundle) sealing(id string) *Sealing {
+	for i := range b.Sealings {
+		if b.Sealings[i].ID == id {
+			return &b.Sealings[i]
+		}
+	}
+	return nil
 }
 
 // Score is the score block: what score.Compute gives for the counts.
@@ -91,18 +124,26 @@ type Inclusion struct {
 type Record struct {
 	Hash    ledger.Hash
 	Content Content
+	// SealedBy names the erasure that sealed the record ("" for none):
+	// its content names an erased agent by its pseudonym, so its link is
+	// not recomputed; its content's SHA-256 must be one of the erasure's
+	// digests (Bundle.Sealings).
+	SealedBy string
 }
 
 // Content is a record's canonical content: its members by name, in byte
 // order of the name, each a string (possibly withheld) or an integer.
 type Content []Member
 
-// Member is one member of a record's content.
+// Member is one member of a record's content: a string, an integer, or
+// (only a summary record's "rows") the rows of a summary of pruned events.
 type Member struct {
-	Name  string
-	Str   Value
-	Int   int64
-	IsInt bool
+	Name   string
+	Str    Value
+	Int    int64
+	IsInt  bool
+	Rows   []ledger.SummaryRow
+	IsRows bool
 }
 
 // Value is a string that may be withheld. When Withheld, S is not the value
@@ -151,6 +192,13 @@ func (c Content) integer(name string) int64 {
 	return 0
 }
 
+// isErasure reports whether the content is an erasure's record: only those
+// have an "erasure" member.
+func (c Content) isErasure() bool {
+	_, ok := c.get("erasure")
+	return ok
+}
+
 // isCorrection reports whether the content is a correction's: only those
 // have a "correction" member.
 func (c Content) isCorrection() bool {
@@ -162,7 +210,7 @@ func (c Content) isCorrection() bool {
 // bytes, and so the link, can be recomputed.
 func (c Content) complete() bool {
 	for i := range c {
-		if !c[i].IsInt && c[i].Str.Withheld {
+		if c[i].Str.Withheld {
 			return false
 		}
 	}

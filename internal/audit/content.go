@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,6 +48,9 @@ func (s *scanner) content(what string) (Content, error) {
 			m.Str = Clear(v)
 		case '{':
 			m.Str, err = s.withheld(what)
+		case '[':
+			m.Rows, err = s.summaryRows(what + ": " + name)
+			m.IsRows = true
 		default:
 			m.Int, err = s.integer(what)
 			m.IsInt = true
@@ -86,13 +90,72 @@ func (c Content) appendCanonical(dst []byte) []byte {
 		dst = append(dst, '"')
 		dst = append(dst, c[i].Name...)
 		dst = append(dst, '"', ':')
-		if c[i].IsInt {
+		switch {
+		case c[i].IsInt:
 			dst = strconv.AppendInt(dst, c[i].Int, 10)
-		} else {
+		case c[i].IsRows:
+			dst = ledger.AppendSummaryRows(dst, c[i].Rows)
+		default:
 			dst = appendJCSString(dst, c[i].Str.S)
 		}
 	}
 	return append(dst, '}')
+}
+
+// maxSummaryRows bounds a summary's rows: one per month, event type,
+// status and void flag, which years of history do not approach.
+const maxSummaryRows = 1 << 16
+
+// summaryRows reads a summary record's rows: objects with exactly the
+// members ledger.AppendSummaryRows writes.
+func (s *scanner) summaryRows(what string) ([]ledger.SummaryRow, error) {
+	var rows []ledger.SummaryRow
+	err := s.array(what, func(i int) error {
+		if i == maxSummaryRows {
+			return s.fail("%s: more than %d rows", what, maxSummaryRows)
+		}
+		var r ledger.SummaryRow
+		seen := map[string]bool{}
+		err := s.object(what, func(name string) error {
+			if seen[name] {
+				return s.fail("%s: member %s given twice", what, strconv.Quote(clip(name)))
+			}
+			seen[name] = true
+			var err error
+			var v string
+			switch name {
+			case "count":
+				r.Count, err = s.integer(what)
+			case "escrow_cents":
+				r.EscrowCents, err = s.integer(what)
+			case "month":
+				r.Month, err = s.str(what)
+			case "status":
+				v, err = s.str(what)
+				r.Status = ledger.Status(v)
+			case "type":
+				v, err = s.str(what)
+				r.Type = ledger.Type(v)
+			case "voided":
+				switch {
+				case s.peek() == 't' && s.literal("true"):
+					r.Voided = true
+				case s.peek() == 'f' && s.literal("false"):
+				default:
+					err = s.fail("%s: voided: want true or false, found %s", what, s.found())
+				}
+			default:
+				err = s.fail("%s: unknown member %s", what, strconv.Quote(clip(name)))
+			}
+			return err
+		})
+		if err == nil && len(seen) != 6 {
+			err = s.fail("%s: a row needs count, escrow_cents, month, status, type and voided", what)
+		}
+		rows = append(rows, r)
+		return err
+	})
+	return rows, err
 }
 
 // Canonical returns the bytes the chain hashes for this content
@@ -144,10 +207,19 @@ func placeholder(commitment string) string { return "withheld:" + commitment }
 type decoded struct {
 	content    Content
 	correction bool
-	report     ledger.Record
-	cor        ledger.Correction
-	agent      Value // the chain's agent, as the content names it
-	seq        int64
+	// erasure is true for an erasure's record (ledger.Erasure): no event;
+	// erasureID names it, sealed and sealedCount are the commitment to its
+	// digests it states.
+	erasure     bool
+	erasureID   string
+	sealed      ledger.Hash
+	sealedCount int64
+	report      ledger.Record
+	cor         ledger.Correction
+	agent       Value // the chain's agent, as the content names it
+	seq         int64
+	// summary is a summary record's content (report and cor unset).
+	summary *ledger.Summary
 	// canonical is the hashed content, when complete.
 	canonical []byte
 }
@@ -162,9 +234,12 @@ type scratch struct {
 // canonical form, so that every member is known, none is missing and each
 // has the one spelling the ledger hashes. A withheld member is checked the
 // same way with a placeholder in its place, and must be of a category that
-// may be withheld (audited is the agent whose id is never withheld).
-// d.canonical, when set, is valid until the next call with buf.
-func decode(c Content, audited string, buf *scratch) (decoded, error) {
+// may be withheld (audited is the agent whose id is never withheld). A
+// sealed correction's id is not recomputed: it was derived from the
+// request before an erasure renamed an agent it names, and the erasure's
+// digest binds the content instead. d.canonical, when set, is valid until
+// the next call with buf.
+func decode(c Content, audited string, sealed bool, buf *scratch) (decoded, error) {
 	d := decoded{content: c}
 	for i := range c {
 		if m := &c[i]; !m.IsInt && m.Str.Withheld && category(m.Name, m.Str, audited) == "" {
@@ -183,8 +258,25 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 	}
 	buf.mine = subst.appendCanonical(buf.mine[:0])
 	mine := buf.mine
+	if c.str("type") == Clear(string(ledger.SummaryType)) {
+		return decodeSummary(d, mine, complete, buf)
+	}
+	for i := range c {
+		if c[i].IsRows {
+			return d, fmt.Errorf("member %s is an array; only a summary record has one (rows)", c[i].Name)
+		}
+	}
 	d.correction = c.isCorrection()
 	d.agent = c.str("agent_id")
+	if c.isErasure() {
+		if err := decodeErasure(subst, &d); err != nil {
+			return d, err
+		}
+		if complete {
+			d.canonical = mine
+		}
+		return d, nil
+	}
 	if d.correction {
 		cor, agent, seq, err := correctionOf(subst)
 		if err != nil {
@@ -221,7 +313,7 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 		// recomputed only when nothing it covers is withheld.
 		covered := !c.str("reason").Withheld && !c.str("by").Withheld && !c.str("appeal_id").Withheld &&
 			(d.cor.Action != ledger.ActionReattribute || !c.str("to_agent").Withheld)
-		if covered && d.cor.CorrectionRequest.ID() != d.cor.ID {
+		if covered && !sealed && d.cor.CorrectionRequest.ID() != d.cor.ID {
 			return d, fmt.Errorf("correction id %s is not the id of what it asks (%s)", d.cor.ID, d.cor.CorrectionRequest.ID())
 		}
 	} else if err := d.report.Event.Validate(); err != nil {
@@ -230,6 +322,48 @@ func decode(c Content, audited string, buf *scratch) (decoded, error) {
 	if complete {
 		d.canonical = mine
 	}
+	return d, nil
+}
+
+// decodeSummary decodes the content of a summary record, which stands for
+// the records a prune removed before it: nothing in it may be withheld (it
+// names no one but the audited chain's agent), and re-encoding it with the
+// ledger's code gives back its canonical form.
+func decodeSummary(d decoded, mine []byte, complete bool, buf *scratch) (decoded, error) {
+	c := d.content
+	if !complete {
+		return d, fmt.Errorf("a summary record withholds a member; none may be")
+	}
+	at, err := ledger.ParseTime("at", c.str("at").S)
+	if err != nil {
+		return d, err
+	}
+	s := &ledger.Summary{AgentID: c.str("agent_id").S, Seq: c.integer("seq"), At: at, PrunedThrough: c.integer("pruned_through")}
+	a, err := hex.DecodeString(c.str("anchor").S)
+	if err != nil || len(a) != len(s.Anchor) {
+		return d, fmt.Errorf("the summary's anchor is not a hex SHA-256 hash")
+	}
+	copy(s.Anchor[:], a)
+	if m, ok := c.get("rows"); ok && m.IsRows {
+		s.Rows = m.Rows
+	}
+	buf.back = s.AppendCanonical(buf.back[:0])
+	if !bytes.Equal(buf.back, mine) {
+		return d, fmt.Errorf("not the canonical content of a summary record (a member unknown, missing, of another type or spelt otherwise)")
+	}
+	switch {
+	case s.Seq < 2 || s.PrunedThrough < 1 || s.PrunedThrough >= s.Seq:
+		return d, fmt.Errorf("summary at seq %d says it follows pruning through seq %d", s.Seq, s.PrunedThrough)
+	case !ledger.ValidID(s.AgentID):
+		return d, fmt.Errorf("the summary names an invalid agent")
+	}
+	for i := range s.Rows {
+		r := &s.Rows[i]
+		if _, err := time.Parse("2006-01", r.Month); err != nil || !r.Status.ValidFor(r.Type) || !r.Status.Terminal() || r.Count < 1 || r.EscrowCents < 0 {
+			return d, fmt.Errorf("summary row %d (%s %s %s) is not a count of final events in a month", i, clip(r.Month), clip(string(r.Type)), clip(string(r.Status)))
+		}
+	}
+	d.summary, d.agent, d.seq, d.canonical = s, Clear(s.AgentID), s.Seq, mine
 	return d, nil
 }
 
@@ -360,3 +494,48 @@ func clip(s string) string {
 
 // formatTime renders a time as the ledger does.
 func formatTime(t time.Time) string { return ledger.FormatTime(t) }
+
+// erasureMembers are the members of an erasure's record
+// (ledger.Erasure.AppendCanonical), in canonical order, and whether each
+// is an integer.
+var erasureMembers = []struct {
+	name  string
+	isInt bool
+}{{"agent_id", false}, {"at", false}, {"by", false}, {"erasure", false}, {"identity", false}, {"sealed", false}, {"sealed_count", true}, {"seq", true}}
+
+// decodeErasure reads an erasure's record: exactly its members, each of
+// its type, a valid time, ids, and hashes in lowercase hex. Its canonical
+// form is the content's own (appendCanonical writes members in order), so
+// no member can be spelt two ways.
+func decodeErasure(c Content, d *decoded) error {
+	if len(c) != len(erasureMembers) {
+		return fmt.Errorf("not the canonical content of an erasure record: %d members, want %d", len(c), len(erasureMembers))
+	}
+	for i, m := range erasureMembers {
+		if c[i].Name != m.name || c[i].IsInt != m.isInt {
+			return fmt.Errorf("not the canonical content of an erasure record: member %s missing or of another type", m.name)
+		}
+	}
+	d.erasure, d.erasureID, d.seq, d.sealedCount = true, c.str("erasure").S, c.integer("seq"), c.integer("sealed_count")
+	if _, err := ledger.ParseTime("at", c.str("at").S); err != nil {
+		return err
+	}
+	for _, name := range []string{"agent_id", "by", "erasure"} {
+		if err := ledger.CheckID(name, c.str(name).S); err != nil {
+			return err
+		}
+	}
+	sealed := c.str("sealed").S
+	switch {
+	case !lowerHex(c.str("identity").S, 2*ledger.HashSize):
+		return fmt.Errorf("erasure %s: identity is not a SHA-256 in lowercase hex", d.erasureID)
+	case !lowerHex(sealed, 2*ledger.HashSize):
+		return fmt.Errorf("erasure %s: sealed is not a SHA-256 in lowercase hex", d.erasureID)
+	case d.sealedCount < 0:
+		return fmt.Errorf("erasure %s: sealed_count %d is negative", d.erasureID, d.sealedCount)
+	case d.seq < 1:
+		return fmt.Errorf("seq %d is below 1", d.seq)
+	}
+	_, _ = hex.Decode(d.sealed[:], []byte(sealed)) // checked above
+	return nil
+}

@@ -61,6 +61,11 @@ const (
 	// as_of: signature, consistency, expiry), names another agent, or was
 	// computed after as_of.
 	CodePassport = "passport_invalid"
+	// CodePruned: the chain starts after seq 1 without the summary record
+	// of the prune that removed its first records, or the window audited
+	// reaches back to events a prune removed, so its counts cannot be
+	// re-derived.
+	CodePruned = "pruned"
 	// CodePassportCounts: the counts the records give as of the passport's
 	// computed_at are not the passport's.
 	CodePassportCounts = "passport_counts"
@@ -141,7 +146,7 @@ func derive(b *Bundle, dec [][]decoded) (*derivation, *Finding) {
 		last := map[ledger.EventKey]*decoded{}
 		for k := range dec[ci] {
 			d := &dec[ci][k]
-			if d.correction {
+			if d.correction || d.erasure || d.summary != nil {
 				continue
 			}
 			key := ledger.EventKey{Type: d.report.Event.Type, ID: d.report.Event.ID}
@@ -161,6 +166,12 @@ func derive(b *Bundle, dec [][]decoded) (*derivation, *Finding) {
 	chain := b.Chains[0].AgentID
 	for k := range dec[0] {
 		d := &dec[0][k]
+		if d.erasure {
+			continue // an erasure records no event
+		}
+		if d.summary != nil {
+			continue // pruned events: outside every window an audit may ask for (walkChains)
+		}
 		var key ledger.EventKey
 		if d.correction {
 			key = ledger.EventKey{Type: d.cor.EventType, ID: d.cor.EventID}

@@ -91,6 +91,24 @@
 // Opening the commitments (Bundle.Open, with the Openings Withhold
 // returned) restores every check for the values opened.
 //
+// # Records sealed by an erasure
+//
+// An erasure (GDPR Art. 17, docs/ERRATA.md E39) renames an agent to a
+// pseudonym, so the records that named it no longer hash to their stored
+// hashes: they are sealed (Record.SealedBy), and the erasure's own record,
+// appended to the pseudonym's chain, commits to the SHA-256 of each sealed
+// content as it reads now. A bundle holding a sealed record holds that
+// erasure's digests (Bundle.Sealings) and its record (in the pseudonym's
+// chain, audited or added as a segment from that record): Verify checks
+// that the digests are those the record commits to and that each sealed
+// content is one of them, instead of its link; the records after it link
+// to its stated hash as usual, and the warning sealed counts them. A
+// bundle that withholds identifiers leaves the digests out (unsalted, they
+// would let a guess of a withheld value be checked), and its sealed
+// records' hashes are taken as stated, like withheld ones. A checkpoint
+// leaf made before the erasure cannot be proved for the pseudonym: the
+// chain is then reported not anchored until the next checkpoint.
+//
 // # What no bundle proves
 //
 // That the marketplace reported the truth, or reported every event: the

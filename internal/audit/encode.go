@@ -80,7 +80,29 @@ func (b *Bundle) AppendJSON(dst []byte) []byte {
 		dst = append(dst, '\n')
 		dst = b.Chains[i].appendJSON(dst)
 	}
-	return append(dst, "]}\n"...)
+	dst = append(dst, ']')
+	// Only a bundle with sealed records has the member, so that every
+	// other bundle reads as before.
+	if len(b.Sealings) > 0 {
+		dst = append(dst, ",\n"+`"sealings":[`...)
+		for i := range b.Sealings {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, "\n"+`{"erasure":`...)
+			dst = appendJCSString(dst, b.Sealings[i].ID)
+			dst = append(dst, `,"digests":[`...)
+			for k, d := range b.Sealings[i].Digests {
+				if k > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendHash(dst, d)
+			}
+			dst = append(dst, "]}"...)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, "}\n"...)
 }
 
 func appendRaw(dst, raw []byte) []byte {
@@ -177,6 +199,10 @@ func (c *Chain) appendJSON(dst []byte) []byte {
 		dst = appendHash(dst, c.Records[i].Hash)
 		dst = append(dst, `,"content":`...)
 		dst = c.Records[i].Content.appendJSON(dst)
+		if by := c.Records[i].SealedBy; by != "" {
+			dst = append(dst, `,"sealed_by":`...)
+			dst = appendJCSString(dst, by)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -191,9 +217,12 @@ func (c Content) appendJSON(dst []byte) []byte {
 		dst = append(dst, '"')
 		dst = append(dst, c[i].Name...)
 		dst = append(dst, '"', ':')
-		if c[i].IsInt {
+		switch {
+		case c[i].IsInt:
 			dst = strconv.AppendInt(dst, c[i].Int, 10)
-		} else {
+		case c[i].IsRows:
+			dst = ledger.AppendSummaryRows(dst, c[i].Rows)
+		default:
 			dst = c[i].Str.appendJSON(dst)
 		}
 	}

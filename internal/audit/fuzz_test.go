@@ -36,6 +36,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"type":"swarmscore-audit/v1"}`))
 	f.Add([]byte(`{"a":"\ud800"}`))
 	f.Add(bytes.Replace(full, []byte(`"records":[`), []byte(`"records":[{"hash":"00","content":{"x":1e3}},`), 1))
+	// A summary record of pruned events, and one with an empty rows array.
+	summary := `{"hash":"0000000000000000000000000000000000000000000000000000000000000000","content":{"agent_id":"a","anchor":"` +
+		"0000000000000000000000000000000000000000000000000000000000000000" + `","at":"2026-11-24T00:00:00Z","pruned_through":1,` +
+		`"rows":[{"count":1,"escrow_cents":0,"month":"2026-05","status":"VERIFIED","type":"conduit_session","voided":false}],"seq":2,"type":"summary"}},`
+	f.Add(bytes.Replace(full, []byte(`"records":[`), []byte(`"records":[`+summary), 1))
+	f.Add(bytes.Replace(full, []byte(`"records":[`), []byte(`"records":[{"hash":"00","content":{"rows":[]}},`), 1))
 	keys := audittest.Keys(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := audit.Parse(data)

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/hex"
 	"slices"
 	"strconv"
@@ -13,7 +14,8 @@ import (
 
 // Parse reads a bundle strictly, so that it has one reading: one JSON
 // object with exactly the members AppendJSON writes (in any order, with any
-// whitespace), each once and of its type; integers as plain digits up to
+// whitespace; "sealings" and a record's "sealed_by" only where an erasure
+// sealed records, the digests and the erasures each sorted and once), each once and of its type; integers as plain digits up to
 // 2^53 − 1, hashes and commitments as 64 lowercase hex characters, times
 // as the ledger formats them (RFC 3339 UTC, at most six fractional
 // digits), strings of valid UTF-8 without lone surrogates; the window and
@@ -87,6 +89,15 @@ func Parse(data []byte) (*Bundle, error) {
 			err = s.array(name, func(int) error {
 				c, err := s.chain()
 				b.Chains = append(b.Chains, c)
+				return err
+			})
+		case "sealings":
+			err = s.array(name, func(int) error {
+				g, err := s.sealing()
+				if err == nil && len(b.Sealings) > 0 && b.Sealings[len(b.Sealings)-1].ID >= g.ID {
+					err = s.fail("sealings: erasures must be sorted by id, each once")
+				}
+				b.Sealings = append(b.Sealings, g)
 				return err
 			})
 		default:
@@ -367,12 +378,19 @@ func (s *scanner) chain() (Chain, error) {
 		case "records":
 			err = s.array("chain.records", func(int) error {
 				var r Record
-				err := s.members("record", []string{"hash", "content"}, nil, func(name string) error {
+				err := s.members("record", []string{"hash", "content"}, []string{"sealed_by"}, func(name string) error {
 					var err error
-					if name == "hash" {
+					switch name {
+					case "hash":
 						r.Hash, err = s.hash("record.hash")
-					} else {
+					case "content":
 						r.Content, err = s.content("record.content")
+					default:
+						at := s.pos
+						if r.SealedBy, err = s.str("record.sealed_by"); err == nil && !ledger.ValidID(r.SealedBy) {
+							s.pos = at
+							err = s.fail("record.sealed_by: %s is not a valid erasure id", strconv.Quote(clip(r.SealedBy)))
+						}
 					}
 					return err
 				})
@@ -383,4 +401,30 @@ func (s *scanner) chain() (Chain, error) {
 		return err
 	})
 	return c, err
+}
+
+// sealing reads one erasure's digests: {"erasure":ID,"digests":[hash…]},
+// the digests sorted, each once.
+func (s *scanner) sealing() (Sealing, error) {
+	var g Sealing
+	err := s.members("sealing", []string{"erasure", "digests"}, nil, func(name string) error {
+		if name == "erasure" {
+			at := s.pos
+			var err error
+			if g.ID, err = s.str("sealing.erasure"); err == nil && !ledger.ValidID(g.ID) {
+				s.pos = at
+				err = s.fail("sealing.erasure: %s is not a valid erasure id", strconv.Quote(clip(g.ID)))
+			}
+			return err
+		}
+		return s.array("sealing.digests", func(int) error {
+			d, err := s.hash("sealing.digests")
+			if err == nil && len(g.Digests) > 0 && bytes.Compare(g.Digests[len(g.Digests)-1][:], d[:]) >= 0 {
+				err = s.fail("sealing.digests: digests must be sorted, each once")
+			}
+			g.Digests = append(g.Digests, d)
+			return err
+		})
+	})
+	return g, err
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,8 +27,16 @@ const (
 	// WarnWithheld: records with withheld members, whose links were taken
 	// as stated: their disclosed content is not bound by the chain.
 	WarnWithheld = "withheld"
+	// WarnPruned: a prune removed the chain's first records; a summary
+	// record stands for them, and they are outside the window audited.
+	WarnPruned = "pruned"
 	// WarnNoPassport: no passport was in force at as_of.
 	WarnNoPassport = "no_passport"
+	// WarnSealed: records sealed by an erasure (GDPR Art. 17), whose
+	// links were not recomputed: renaming the erased agent changed their
+	// content. Each one's content is checked against the digests its
+	// erasure's record commits to instead.
+	WarnSealed = "sealed"
 )
 
 // Report is what Verify found: the first discrepancy, or none, with what
@@ -166,12 +175,12 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 	if len(b.Chains) == 0 {
 		return nil, &Finding{Code: CodeMalformed, Message: "the bundle holds no chain"}
 	}
-	if first := &b.Chains[0]; first.AgentID != Clear(b.AgentID) || first.FromSeq != 1 || first.Prev != (ledger.Hash{}) {
-		return nil, &Finding{Code: CodeMalformed, Message: "the first chain must be the audited agent's, whole: from seq 1 after the zero hash"}
+	if first := &b.Chains[0]; first.AgentID != Clear(b.AgentID) || first.FromSeq < 1 || (first.FromSeq == 1) != (first.Prev == ledger.Hash{}) {
+		return nil, &Finding{Code: CodeMalformed, Message: "the first chain must be the audited agent's, whole: from seq 1 after the zero hash, or from the anchor a prune left"}
 	}
 	dec := make([][]decoded, len(b.Chains))
 	var buf scratch
-	withheld := 0
+	withheld, sealed, unsealed := 0, 0, 0
 	for ci := range b.Chains {
 		c := &b.Chains[ci]
 		if c.AgentID.Withheld && !slices.Contains(b.Withheld, Agents) {
@@ -192,7 +201,7 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 		for k := range c.Records {
 			rec := &c.Records[k]
 			seq := c.FromSeq + int64(k)
-			d, err := decode(rec.Content, b.AgentID, &buf)
+			d, err := decode(rec.Content, b.AgentID, rec.SealedBy != "", &buf)
 			if err != nil {
 				return nil, findingf(CodeChainContent, c.AgentID, seq, eventOf(rec.Content), "%v", err)
 			}
@@ -208,13 +217,29 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 			}
 			if links {
 				r.Records++
-				if d.canonical != nil {
+				switch {
+				case rec.SealedBy != "":
+					g := b.sealing(rec.SealedBy)
+					switch {
+					case g == nil && len(b.Withheld) > 0:
+						unsealed++ // Withhold dropped the digests
+					case g == nil:
+						return nil, findingf(CodeChainContent, c.AgentID, seq, event, "the record is sealed by erasure %s, whose digests the bundle does not hold", rec.SealedBy)
+					case d.canonical == nil:
+						withheld++
+					case !slices.Contains(g.Digests, sha256.Sum256(d.canonical)):
+						return nil, findingf(CodeChainLink, c.AgentID, seq, event,
+							"the record is sealed by erasure %s, but its content is none of the digests that erasure sealed: the record was altered", rec.SealedBy)
+					default:
+						sealed++
+					}
+				case d.canonical != nil:
 					if got := ledger.Link(prev, d.canonical); got != rec.Hash {
 						return nil, findingf(CodeChainLink, c.AgentID, seq, event,
 							"SHA-256(previous hash ‖ content) is %x…, the record says %x…: the record was altered, or one before it removed", got[:8], rec.Hash[:8])
 					}
 					r.Linked++
-				} else {
+				default:
 					withheld++
 				}
 			}
@@ -229,8 +254,28 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 			}
 		}
 	}
+	if f := checkPruned(b, dec[0]); f != nil {
+		return nil, f
+	}
 	if links {
+		if f := checkSealings(b, dec); f != nil {
+			return nil, f
+		}
+		if c := &b.Chains[0]; c.FromSeq > 1 {
+			r.Warnings = append(r.Warnings, Finding{Code: WarnPruned, AgentID: c.AgentID.String(), Message: fmt.Sprintf(
+				"records 1 to %d of the chain were pruned (retention, §11.4): a summary record in the chain counts them, and none lies in the window", c.FromSeq-1)})
+		}
 		r.Chains = len(b.Chains)
+		if sealed > 0 {
+			r.Warnings = append(r.Warnings, Finding{Code: WarnSealed, Message: fmt.Sprintf(
+				"%d of %d records are sealed by an erasure (GDPR Art. 17): renaming the erased agent changed their content, so their links were not recomputed; each one's content is one of the digests its erasure's record commits to, and that record is linked in its chain",
+				sealed, r.Records)})
+		}
+		if unsealed > 0 {
+			r.Warnings = append(r.Warnings, Finding{Code: WarnSealed, Message: fmt.Sprintf(
+				"%d of %d records are sealed by an erasure (GDPR Art. 17), and the bundle withholds identifiers, so it omits the erasures' digests (they would let a guess of a withheld value be checked): their hashes were taken as stated; the records after them still link to those hashes",
+				unsealed, r.Records)})
+		}
 		if withheld > 0 {
 			r.Warnings = append(r.Warnings, Finding{Code: WarnWithheld, Message: fmt.Sprintf(
 				"%d of %d records withhold members (%s): their hashes were taken as stated, so what they disclose is not bound by the chain; the counts, the passport and the records around them still are",
@@ -238,6 +283,67 @@ func walkChains(b *Bundle, r *Report) ([][]decoded, *Finding) {
 		}
 	}
 	return dec, nil
+}
+
+// checkPruned checks the audited chain against the prunes it records: a
+// chain that starts after seq 1 does so at the anchor its latest summary
+// record names, and no summarised event may have ended in the window
+// audited (a summary counts events by month, so its month must have ended
+// before the window starts).
+func checkPruned(b *Bundle, dec []decoded) *Finding {
+	c := &b.Chains[0]
+	var last *ledger.Summary
+	for k := range dec {
+		if s := dec[k].summary; s != nil {
+			last = s
+		}
+	}
+	if c.FromSeq > 1 && (last == nil || last.PrunedThrough != c.FromSeq-1 || last.Anchor != c.Prev) {
+		return findingf(CodePruned, c.AgentID, c.FromSeq, "",
+			"the chain starts at seq %d after hash %x…, but no summary record says a prune removed the records before it there", c.FromSeq, c.Prev[:8])
+	}
+	return prunedInWindow(b.AsOf, last, c.AgentID)
+}
+
+// prunedInWindow is the finding when the summary s (nil for none) counts
+// events of a month that may lie in the window ending asOf.
+func prunedInWindow(asOf time.Time, s *ledger.Summary, agent Value) *Finding {
+	if s == nil {
+		return nil
+	}
+	start := ledger.WindowStart(asOf)
+	for i := range s.Rows {
+		m, err := time.Parse("2006-01", s.Rows[i].Month)
+		if err != nil || m.AddDate(0, 1, 0).After(start) {
+			return findingf(CodePruned, agent, s.Seq, "",
+				"the window from %s reaches back to %s, whose events were pruned at %s: its counts cannot be re-derived", formatTime(start), clip(s.Rows[i].Month), formatTime(s.At))
+		}
+	}
+	return nil
+}
+
+// checkSealings checks that every erasure's digests the bundle holds are
+// those its record, in one of the chains, commits to.
+func checkSealings(b *Bundle, dec [][]decoded) *Finding {
+	for i := range b.Sealings {
+		g := &b.Sealings[i]
+		var rec *decoded
+		var agent Value
+		for ci := range dec {
+			for k := range dec[ci] {
+				if d := &dec[ci][k]; d.erasure && d.erasureID == g.ID {
+					rec, agent = d, b.Chains[ci].AgentID
+				}
+			}
+		}
+		switch {
+		case rec == nil:
+			return &Finding{Code: CodeMalformed, Message: fmt.Sprintf("the bundle holds the digests of erasure %s but not its record", g.ID)}
+		case rec.sealed != g.commitment() || rec.sealedCount != int64(len(g.Digests)):
+			return findingf(CodeChainContent, agent, rec.seq, "", "the %d digests the bundle gives for erasure %s are not those its record commits to (%d)", len(g.Digests), g.ID, rec.sealedCount)
+		}
+	}
+	return nil
 }
 
 // unlisted returns the category of a withheld member of c that b.Withheld

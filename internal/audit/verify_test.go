@@ -16,6 +16,11 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
+var (
+	hash0 = strings.Repeat("0", 64)
+	hash1 = strings.Repeat("1", 64)
+)
+
 // TestParseStrict: every way a document can be other than a bundle is a
 // *ParseError, matching errkind.ErrInvalid.
 func TestParseStrict(t *testing.T) {
@@ -70,6 +75,13 @@ func TestParseStrict(t *testing.T) {
 		{"unknown category", replace(doc, `"withheld":[]`, `"withheld":["emails"]`)},
 		{"short commitment", strings.Replace(withheldDoc, `"buyer_id":{"withheld":"`, `"buyer_id":{"withheld":"0`, 1)},
 		{"withheld with more", strings.Replace(withheldDoc, `"buyer_id":{"withheld":`, `"buyer_id":{"salt":"","withheld":`, 1)},
+		{"sealed_by not an id", replace(doc, `{"hash":"`, `{"sealed_by":"e 1","hash":"`)},
+		{"sealed_by not a string", replace(doc, `{"hash":"`, `{"sealed_by":1,"hash":"`)},
+		{"digests unsorted", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e-1","digests":["`+hash1+`","`+hash0+`"]}],"chains":[`)},
+		{"digest twice", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e-1","digests":["`+hash0+`","`+hash0+`"]}],"chains":[`)},
+		{"sealings unsorted", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e-2","digests":[]},{"erasure":"e-1","digests":[]}],"chains":[`)},
+		{"sealing not an id", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e 1","digests":[]}],"chains":[`)},
+		{"sealing with more", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e-1","digests":[],"pseudonym":"x"}],"chains":[`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := audit.Parse([]byte(tc.doc))

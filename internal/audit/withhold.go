@@ -111,6 +111,13 @@ func (b *Bundle) Withhold(cats []Category, random io.Reader) (Openings, error) {
 			return nil, err
 		}
 	}
+	// An erasure's digests are unsalted hashes of the sealed records'
+	// contents in clear: beside a record whose other members are
+	// disclosed, they would let a guess of a withheld value be checked.
+	// Verify then takes sealed records' hashes as stated.
+	if len(cats) > 0 {
+		b.Sealings = nil
+	}
 	b.Withheld = slices.Clone(cats)
 	slices.Sort(b.Withheld)
 	b.Withheld = slices.Compact(b.Withheld)

@@ -19,10 +19,10 @@ import (
 func newAgentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Inspect agents, their consent, visibility, records and gaming signals",
+		Short: "Inspect agents, their consent, visibility, records and gaming signals; erase them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("missing subcommand (show, visibility, consent, records, signals, disclosure)")
+			return usageErrorf("missing subcommand (show, visibility, consent, records, signals, disclosure, erase, erasures)")
 		},
 	}
 	cmd.AddCommand(newAgentShowCmd())
@@ -76,7 +76,11 @@ used, otherwise it is computed from the ledger without caching ("bypassed").`,
 				w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 				fmt.Fprintf(w, "agent\t%s\n", info.ID)
 				fmt.Fprintf(w, "registered\t%s\n", ledger.FormatTime(info.RegisteredAt))
-				fmt.Fprintf(w, "ledger\t%d records, chain head %x\n", info.ChainLength, info.ChainHead[:8])
+				if info.PrunedThrough > 0 {
+					fmt.Fprintf(w, "ledger\t%d records (1 to %d pruned and summarised), chain head %x\n", info.ChainLength, info.PrunedThrough, info.ChainHead[:8])
+				} else {
+					fmt.Fprintf(w, "ledger\t%d records, chain head %x\n", info.ChainLength, info.ChainHead[:8])
+				}
 				fmt.Fprintf(w, "as of\t%s\n", ledger.FormatTime(s.AsOf))
 				fmt.Fprintf(w, "score\t%d\n", r.Score)
 				fmt.Fprintf(w, "tier\t%s\n", r.Tier)

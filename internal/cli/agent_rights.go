@@ -22,7 +22,8 @@ import (
 
 // agentRightsCmds are the agent subcommands of this file.
 func agentRightsCmds() []*cobra.Command {
-	return []*cobra.Command{newAgentVisibilityCmd(), newAgentConsentCmd(), newAgentRecordsCmd(), newAgentSignalsCmd(), newAgentDisclosureCmd()}
+	return []*cobra.Command{newAgentVisibilityCmd(), newAgentConsentCmd(), newAgentRecordsCmd(), newAgentSignalsCmd(), newAgentDisclosureCmd(),
+		newAgentEraseCmd(), newAgentErasuresCmd()}
 }
 
 type consentJSON struct {

@@ -242,8 +242,11 @@ func printAuditReport(out io.Writer, r *audit.Report) error {
 	if r.Chains > 0 {
 		fmt.Fprintf(w, "chains\t%d, %d records, %d re-hashed\n", r.Chains, r.Records, r.Linked)
 	}
-	if r.Checkpoint > 0 {
+	switch {
+	case r.Checkpoint > 0 && r.Anchored > 0:
 		fmt.Fprintf(w, "checkpoint\t%d, anchoring the agent's chain up to seq %d\n", r.Checkpoint, r.Anchored)
+	case r.Checkpoint > 0:
+		fmt.Fprintf(w, "checkpoint\t%d, which does not anchor the agent's chain\n", r.Checkpoint)
 	}
 	if len(r.Events) > 0 {
 		outcomes := make([]string, 0, len(r.Events))

@@ -14,6 +14,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/passport"
+	"github.com/swarmscore/swarmscore/score"
 )
 
 // platformEnv names the default issuer.platform, shared with `serve`.
@@ -90,13 +91,16 @@ func newPassportIssueCmd() *cobra.Command {
 		agentID  string
 		platform string
 		at       atFlag
+		formula  string
 	)
 	cmd := &cobra.Command{
 		Use:   "issue",
 		Short: "Compute a score and print it as a signed passport",
 		Long: `Compute the score from the four 90-day counts and print a signed Execution
 Passport for the agent: computed_at is --at (default now, truncated to the
-second), expires_at seven days later, agent_passport_id a fresh UUIDv4.
+second), expires_at seven days later, agent_passport_id a fresh UUIDv4. The
+score is formula --formula's (default 1.0, the only one this build implements;
+an unknown version exits with status 2).
 
 The key is SWARMSCORE_SIGNING_KEY, named in issuer.kid (hs256- and its
 fingerprint, as a server with that key names it); a missing or short key, or
@@ -112,6 +116,21 @@ one with almost no entropy, exits with status 2.`,
 			if err != nil {
 				return err
 			}
+			issueWith := score.V1
+			if formula != score.FormulaVersion {
+				known := process(cmd).Formulas
+				if known == nil {
+					known = score.Builtin()
+				}
+				f, ok := known.Lookup(formula)
+				if !ok {
+					return usageErrorf("--formula: unknown formula version %q (this build implements %s)", formula, strings.Join(known.Versions(), ", "))
+				}
+				if r, err = f.Compute(r.Counts); err != nil {
+					return err
+				}
+				issueWith = f
+			}
 			key, _, err := signingKeys(cmd)
 			if err != nil {
 				return err
@@ -122,7 +141,7 @@ one with almost no entropy, exits with status 2.`,
 			if platform == "" {
 				platform = "swarmscore"
 			}
-			p, err := passport.New(agentID, platform, r, at.time())
+			p, err := passport.NewWith(issueWith, agentID, platform, r, at.time())
 			if err != nil {
 				return passportError(err)
 			}
@@ -138,6 +157,7 @@ one with almost no entropy, exits with status 2.`,
 	cmd.Flags().StringVar(&agentID, "agent-id", "", "the agent the passport is for (1-128 of A-Z a-z 0-9 . _ : -)")
 	cmd.Flags().StringVar(&platform, "platform", "", "issuer.platform (default $"+platformEnv+", else swarmscore)")
 	cmd.Flags().Var(&at, "at", "computed_at as RFC 3339 (default now)")
+	cmd.Flags().StringVar(&formula, "formula", score.FormulaVersion, "the formula version to compute the score with")
 	return cmd
 }
 
@@ -154,6 +174,7 @@ func newPassportVerifyCmd() *cobra.Command {
 		at      atFlag
 		agentID string
 		keySet  string
+		formula formulaFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [FILE|-]",
@@ -177,8 +198,11 @@ expires_at), agent "ok", "mismatch" or "not_applicable" (no --agent-id), and
 ledger always "not_applicable" here: only a server holding the agent's ledger
 (POST /swarmscore/verify) can confirm the counts.
 
+` + formulaHelp + `
+
 Exit status: 0 valid, 1 not valid, 2 usage error, missing or short key,
-unreadable input or key set, 4 a key set URL that cannot be reached.`,
+unreadable input or key set, unknown formula version, 4 a key set URL that
+cannot be reached.`,
 		Example: `  swarmscore passport verify passport.json
   swarmscore passport issue ... | swarmscore passport verify --at 2026-03-20T00:00:00Z -
   swarmscore passport verify cert.json --keys https://scores.example.com`,
@@ -189,8 +213,11 @@ unreadable input or key set, 4 a key set URL that cannot be reached.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			_, acc, err := formula.acceptance(process(cmd).Formulas)
+			if err != nil {
+				return err
+			}
 			var keys []passport.Key
-			var err error
 			if keySet != "" {
 				keys, err = readKeySet(cmd, keySet)
 			} else {
@@ -207,7 +234,7 @@ unreadable input or key set, 4 a key set URL that cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			v := passport.Verify(doc, keys, at.time())
+			v := acc.Verify(doc, keys, at.time())
 			checks := service.L1Checks(v)
 			if agentID != "" && v.Passport != nil {
 				switch v.Passport.AgentID {
@@ -240,6 +267,7 @@ unreadable input or key set, 4 a key set URL that cannot be reached.`,
 	cmd.Flags().Var(&at, "at", "verify as of this RFC 3339 instant (default now)")
 	cmd.Flags().StringVar(&agentID, "agent-id", "", "also require the passport to be for this agent")
 	cmd.Flags().StringVar(&keySet, "keys", "", "verify with the public keys of this JWK set (FILE or URL) instead of SWARMSCORE_SIGNING_KEY")
+	formula.register(cmd.Flags())
 	return cmd
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/swarmscore/swarmscore/score"
 )
 
 // commands lists the top-level subcommands. Adding a command is one line
@@ -92,6 +93,10 @@ type Process struct {
 	// Drivers are the database back ends by DSN scheme; a command given a
 	// DSN of another scheme fails with a usage error.
 	Drivers Drivers
+	// Formulas are the formula versions this binary implements, which
+	// --formula and --accept-formula may name; nil means score.Builtin()
+	// (V1 only). Tests add formulas of their own here.
+	Formulas score.Formulas
 	// Now is the clock of the use cases (service.UseCases.Now: deadlines,
 	// corrections, checkpoints, passports); nil means time.Now.
 	Now func() time.Time

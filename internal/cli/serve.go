@@ -21,6 +21,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/score"
 )
 
 // Server timeouts. ReadTimeout covers the largest request (8 MiB of events)
@@ -79,7 +80,11 @@ once; past either, the answer is 503 with Retry-After, and the service
 recovers by itself when the database does. /readyz answers within 2 s. The
 rate limit counts IPv6 clients per network of --rate-ipv6-prefix bits (a /64);
 failed operator authentications are throttled per client (10, then one per
-6 s).`
+6 s).
+
+` + formulaHelp + ` The server issues
+formula 1.0, the version its store computes; --formula names another only to
+date 1.0 with @EFFECTIVE.`
 
 func newServeCmd() *cobra.Command {
 	var cfg serveConfig
@@ -111,6 +116,7 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.dbMax, "db-max-requests", httpapi.DefaultDBMaxRequests, "most requests using or waiting on the database at once; more are answered 503 at once")
 	f.IntVar(&cfg.v6Prefix, "rate-ipv6-prefix", 64, "IPv6 clients in one network of this prefix length share a rate-limit bucket (1-128)")
 	cfg.rights.flags(f)
+	cfg.formula.register(f)
 	return cmd
 }
 
@@ -131,6 +137,7 @@ type serveConfig struct {
 	dbMax              int
 	v6Prefix           int
 	rights             rightsConfig
+	formula            formulaFlags
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -196,6 +203,23 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if err := cfg.rights.validate(); err != nil {
 		return err
 	}
+	current, formulas, err := cfg.formula.acceptance(process(cmd).Formulas)
+	if err != nil {
+		return err
+	}
+	if current != score.V1 {
+		// The store computes and caches V1 scores (its columns, the
+		// ranking's SQL); issuing another version needs it to compute that.
+		return usageErrorf("--formula %s: this server issues formula %s only, the version its store computes; other versions can be accepted with --accept-formula", cfg.formula.current, score.FormulaVersion)
+	}
+	now := time.Now()
+	if clock := process(cmd).Now; clock != nil {
+		now = clock()
+	}
+	if from := formulas.Windows()[0].From; from.After(now) {
+		// Its own passports, computed now, would be out of the window.
+		return usageErrorf("--formula %s: the server issues %s passports now, so the version's effective date cannot be later than now", cfg.formula.current, score.FormulaVersion)
+	}
 	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
 	if err != nil {
 		return err
@@ -247,7 +271,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		l.SetLogger(log)
 	}
 	u := &service.UseCases{Store: st, Platform: cfg.platform, MaxClockSkew: cfg.skew,
-		Environment: cfg.keys.env(cmd), Now: process(cmd).Now}
+		Environment: cfg.keys.env(cmd), Now: process(cmd).Now, Formulas: formulas}
 	if _, err := u.Migrate(ctx); err != nil {
 		return err
 	}
@@ -288,7 +312,8 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "db", drivers.redact(dsn), "platform", cfg.platform,
-		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(scrapers), "db_timeout", cfg.dbTimeout.String())
+		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(scrapers), "db_timeout", cfg.dbTimeout.String(),
+		"formulas", formulas.String())
 
 	errc := make(chan error, 1)
 	// net/http's own answers (a malformed request, headers too large) are

@@ -70,7 +70,8 @@ func TestRoutePermissions(t *testing.T) {
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "swarmscore.db")
 	s := start(t, dsn, "SWARMSCORE_ADMIN_TOKEN="+adminToken)
 	op := s.client(adminToken)
-	for _, a := range []string{"agent-1", "agent-2"} {
+	// agent-3 is the one the operator's call of the erase route erases.
+	for _, a := range []string{"agent-1", "agent-2", "agent-3"} {
 		if _, err := op.IngestEvents(ctx, history(a)); err != nil {
 			t.Fatal(err)
 		}
@@ -95,6 +96,9 @@ func TestRoutePermissions(t *testing.T) {
 	for path, ops := range api.Paths {
 		for method, o := range ops {
 			target := param.ReplaceAllStringFunc(path, func(p string) string {
+				if p == "{agent_id}" && path == "/swarmscore/{agent_id}/erase" {
+					return "agent-3"
+				}
 				if p == "{agent_id}" {
 					return "agent-1"
 				}
@@ -136,7 +140,7 @@ func TestRoutePermissions(t *testing.T) {
 	for _, must := range []string{"GET /swarmscore/{agent_id}/certificate", "GET /swarmscore/{agent_id}", "POST /swarmscore/events",
 		"POST /swarmscore/{agent_id}/escrow", "GET /swarmscore/agents", "GET /swarmscore/disclosure", "GET /swarmscore/{agent_id}/consent",
 		"PUT /swarmscore/{agent_id}/consent", "PUT /swarmscore/{agent_id}/visibility", "GET /swarmscore/{agent_id}/records",
-		"GET /swarmscore/{agent_id}/signals", "GET /swarmscore/signals", "POST /swarmscore/appeals", "GET /swarmscore/appeals",
+		"GET /swarmscore/{agent_id}/signals", "GET /swarmscore/signals", "POST /swarmscore/{agent_id}/erase", "GET /swarmscore/erasures", "POST /swarmscore/appeals", "GET /swarmscore/appeals",
 		"GET /swarmscore/appeals/{id}", "POST /swarmscore/appeals/{id}/ack", "POST /swarmscore/appeals/{id}/uphold",
 		"POST /swarmscore/appeals/{id}/reject", "POST /swarmscore/appeals/{id}/escalate"} {
 		if !slices.Contains(checked, must) {

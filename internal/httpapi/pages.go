@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
@@ -81,4 +83,19 @@ func (s *Server) SecureRequest(r *http.Request) bool {
 // so that caches keep it exactly as long as they keep the certificate.
 func (s *Server) CertificateCaching(h http.Header, c *service.Certificate) {
 	h["Cache-Control"] = noCache
+}
+
+// EnterDB takes one of the server's database slots for a page, as every
+// API route that reads the database does: it returns r bounded by the
+// server's database timeout (Options.DBTimeout) and the function that
+// gives the slot back. With every slot taken it takes none and returns an
+// error matching errkind.ErrUnavailable (logged as the API's refusals
+// are), so a page under load fails fast with a 503 rather than queueing.
+func (s *Server) EnterDB(r *http.Request) (*http.Request, func(), error) {
+	ctx, done, err := s.gate.enter(r.Context())
+	if err != nil {
+		s.logBusy(r)
+		return r, nil, fmt.Errorf("%w: %v", errkind.ErrUnavailable, err)
+	}
+	return r.WithContext(ctx), done, nil
 }

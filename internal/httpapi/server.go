@@ -64,6 +64,8 @@ type Service interface {
 	KeyringStats() service.KeyringStats
 	// Agents' rights and gaming signals (rights.go).
 	RightsService
+	// Erasure (erasure.go).
+	ErasureService
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -192,6 +194,7 @@ func New(svc Service, opt Options) *Server {
 	s.correctionRoutes()
 	s.auditRoutes()
 	s.rightsRoutes()
+	s.erasureRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)

@@ -60,6 +60,8 @@ type fake struct {
 	// RightsService is nil: rights_test.go gives the fake the methods the
 	// certificate, score and metrics routes call; the others would panic.
 	RightsService
+	// ErasureService is nil (erasure_test.go uses real use cases).
+	ErasureService
 }
 
 func (f *fake) enter(agent string) error {

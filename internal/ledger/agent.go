@@ -10,9 +10,12 @@ import (
 type AgentInfo struct {
 	ID           string
 	RegisteredAt time.Time // when its first event was recorded
-	ChainLength  int64     // records in its hash chain (accepted reports)
-	ChainHead    Hash
-	Visibility   Visibility
+	ChainLength  int64     // its head's seq: records ever appended to its hash chain
+	// PrunedThrough is the seq of the last record a prune removed (its
+	// anchor), 0 when none was.
+	PrunedThrough int64
+	ChainHead     Hash
+	Visibility    Visibility
 }
 
 // Visibility is an agent's consent choice for public display (§11.1, §8.4).

@@ -99,8 +99,18 @@ func (s *Summary) AppendCanonical(dst []byte) []byte {
 	dst = appendJSONTime(dst, s.At)
 	dst = append(dst, `,"pruned_through":`...)
 	dst = strconv.AppendInt(dst, s.PrunedThrough, 10)
-	dst = append(dst, `,"rows":[`...)
-	for i, r := range s.Rows {
+	dst = append(dst, `,"rows":`...)
+	dst = AppendSummaryRows(dst, s.Rows)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, s.Seq, 10)
+	return append(dst, `,"type":"summary"}`...)
+}
+
+// AppendSummaryRows appends rows as a summary record's canonical "rows"
+// member: an array of objects, members in byte order of their names.
+func AppendSummaryRows(dst []byte, rows []SummaryRow) []byte {
+	dst = append(dst, '[')
+	for i, r := range rows {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -118,9 +128,7 @@ func (s *Summary) AppendCanonical(dst []byte) []byte {
 		dst = strconv.AppendBool(dst, r.Voided)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `],"seq":`...)
-	dst = strconv.AppendInt(dst, s.Seq, 10)
-	return append(dst, `,"type":"summary"}`...)
+	return append(dst, ']')
 }
 
 // LinkSummary returns the chain hash of a summary record whose
@@ -264,4 +272,17 @@ func days(d time.Duration) string {
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
 	}
 	return d.String()
+}
+
+// AttachPruned gives the rows of one agent's chain (a one-chain read) what
+// a prune left beside them: the anchor on every row, and each summary
+// record's content from summaries (by seq).
+func AttachPruned(rows []ChainRow, anchor Anchor, summaries map[int64]*Summary) {
+	for i := range rows {
+		r := &rows[i]
+		r.Anchor = anchor
+		if r.HasRecord && r.Record.Type == SummaryType {
+			r.Summary = summaries[r.Record.Seq]
+		}
+	}
 }

@@ -34,9 +34,13 @@ type ChainRow struct {
 	// (Record.CorrectionID) that has no row; Correction is that row.
 	HasCorrection bool
 	Correction    Correction
-	// Summary is a summary record's content (SummaryType), as the walk or
-	// an erasure's scope finds it; nil otherwise.
+	// Summary is a summary record's content (SummaryType), as the walk,
+	// an erasure's scope or a one-chain read finds it; nil otherwise.
 	Summary *Summary
+	// Anchor is the chain's anchor when a prune removed its first records
+	// (Seq 0 otherwise), set by a one-chain read (CheckpointStore.Chain):
+	// the first row's record then follows Anchor.Hash.
+	Anchor Anchor
 }
 
 // EventLink is an event row with the chain record its seq names, as a back

@@ -112,9 +112,24 @@ func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Ti
 	if head := &src.Chain[0]; head.HeadSeq != before.ChainLength || !bytes.Equal(head.HeadHash, before.ChainHead[:]) {
 		return src, true, nil
 	}
+	read := [][]ledger.ChainRow{src.Chain}
 	for _, o := range audit.OriginAgents(agentID, src.Chain) {
 		if src.Origins[o], err = u.Store.Chain(ctx, o); err != nil {
 			return src, false, fmt.Errorf("reading the chain of agent %q, which events moved to %q came from: %w", o, agentID, err)
+		}
+		read = append(read, src.Origins[o])
+	}
+	// Records an erasure sealed are checked against its digests, which its
+	// record (in the erased agent's chain) commits to.
+	if audit.NeedsErasures(read...) {
+		if src.Erasures, err = u.Store.Erasures(ctx); err != nil {
+			return src, false, err
+		}
+		src.Sealers = map[string][]ledger.ChainRow{}
+		for _, p := range audit.SealerAgents(src.Erasures, read...) {
+			if src.Sealers[p], err = u.Store.Chain(ctx, p); err != nil {
+				return src, false, fmt.Errorf("reading the chain of erased agent %q, whose erasure sealed records of %q: %w", p, agentID, err)
+			}
 		}
 	}
 	return src, false, nil

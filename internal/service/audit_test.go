@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,88 @@ func TestAuditBundleMovingChain(t *testing.T) {
 	}
 	if b := exportBundle(t, u, "a", AuditQuery{}); !audit.Verify(b, auditKeys(t)).Valid {
 		t.Fatal("the bundle after the writes does not verify")
+	}
+}
+
+func TestAuditPrunedChainSQLite(t *testing.T)   { testAuditPrunedChain(t, sqliteAudit(t)) }
+func TestAuditPrunedChainPostgres(t *testing.T) { testAuditPrunedChain(t, postgresAudit(t)) }
+
+// testAuditPrunedChain audits a chain whose first records a prune removed:
+// the bundle starts at the anchor, holds the summary record, verifies, and
+// is caught when the summary or the anchor is altered; an as_of whose
+// window reaches the pruned months is refused.
+func testAuditPrunedChain(t *testing.T, be auditBackend) {
+	ctx := t.Context()
+	if _, err := be.store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, err := passport.NewKey([]byte(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t0.Add(400 * 24 * time.Hour)}
+	ck, err := NewCheckpointKey([]byte(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &UseCases{Store: be.store, Key: key, CheckpointKey: ck, Platform: "test.example", Now: c.now}
+	now, day := c.t, 24*time.Hour
+	ingest(t, u, []ledger.Event{
+		audittest.Conduit("old-1", "p", ledger.Verified, now.Add(-200*day)),
+		audittest.Conduit("old-2", "p", ledger.Failed, now.Add(-199*day)),
+		audittest.AP2("old-3", "p", "buyer-x", ledger.Settled, now.Add(-198*day)),
+		audittest.Conduit("new-1", "p", ledger.Verified, now.Add(-2*day)),
+		audittest.Conduit("new-2", "p", ledger.Running, now.Add(-day)),
+	})
+	res, err := u.Prune(ctx, 90*day)
+	if err != nil || res.Events != 3 {
+		t.Fatalf("prune: %+v, %v", res, err)
+	}
+	ingest(t, u, []ledger.Event{audittest.Conduit("new-2", "p", ledger.Verified, now.Add(-day))})
+	makeCheckpoint(t, u, 2)
+	keys := auditKeys(t)
+	b := exportBundle(t, u, "p", AuditQuery{})
+	r := audit.Verify(b, keys)
+	if !r.Valid {
+		t.Fatalf("pruned bundle: %v", r.Discrepancy)
+	}
+	if ch := &b.Chains[0]; ch.FromSeq != 4 || ch.Prev == (ledger.Hash{}) || r.Counts.ConduitTotal != 2 || r.Events[audit.Counted] != 2 {
+		t.Fatalf("chain from %d, report %+v", ch.FromSeq, r)
+	}
+	if !slices.ContainsFunc(r.Warnings, func(f audit.Finding) bool { return f.Code == audit.WarnPruned }) {
+		t.Fatalf("no pruned warning: %+v", r.Warnings)
+	}
+	t.Run("tamper", func(t *testing.T) { audittest.Run(t, b, keys) })
+	doc := string(b.AppendJSON(nil))
+	for _, tc := range []struct{ name, from, to, code string }{
+		{"summary count", `"count":1,`, `"count":2,`, audit.CodeChainLink},
+		{"anchor", `"from_seq":4,"prev":"`, `"from_seq":4,"prev":"0`, audit.CodeMalformed},
+		{"from seq", `"from_seq":4,`, `"from_seq":3,`, audit.CodeChainSeq},
+	} {
+		if !strings.Contains(doc, tc.from) {
+			t.Fatalf("%s: %q not in the bundle", tc.name, tc.from)
+		}
+		r := audit.VerifyDocument([]byte(strings.Replace(doc, tc.from, tc.to, 1)), keys)
+		if r.Valid || r.Discrepancy == nil || r.Discrepancy.Code != tc.code {
+			t.Errorf("%s: want %s, got %+v", tc.name, tc.code, r.Discrepancy)
+		}
+	}
+	_, _, err = u.AuditBundle(ctx, "p", AuditQuery{AsOf: now.Add(-150 * day)})
+	if !errors.Is(err, errkind.ErrInvalid) {
+		t.Fatalf("as_of reaching pruned months: %v", err)
+	}
+
+	// Erased after the prune: the summary record is sealed with the rest,
+	// and the pseudonym's bundle still verifies.
+	er, err := u.EraseAgent(ctx, OperatorCaller("op-1"), "p", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb := exportBundle(t, u, er.Pseudonym, AuditQuery{})
+	if r := audit.Verify(eb, keys); !r.Valid || r.Counts.ConduitTotal != 2 {
+		t.Fatalf("the pseudonym's pruned and sealed bundle: %+v", r)
+	}
+	if strings.Contains(string(eb.AppendJSON(nil)), `"p"`) {
+		t.Fatal("the erased id is in the pseudonym's bundle")
 	}
 }

@@ -172,6 +172,14 @@ func (m *certMemo) remember(agentID string, e *ledger.ScoreEntry, ck check) *mem
 	return c
 }
 
+// forget drops the agent's certificate (an erasure: the erased id must
+// serve nothing from memory).
+func (m *certMemo) forget(agentID string) {
+	m.mu.Lock()
+	delete(m.m, agentID)
+	m.mu.Unlock()
+}
+
 func (m *certMemo) put(agentID string, c *memoCert) {
 	limit := m.max
 	if limit <= 0 {

@@ -72,3 +72,11 @@ func (h *historyMemo) store(agentID string, head ledger.Hash, newest int64, coun
 	}
 	h.m[agentID] = p
 }
+
+// forget drops the agent's past days (an erasure: nothing of the erased id
+// may stay in memory).
+func (h *historyMemo) forget(agentID string) {
+	h.mu.Lock()
+	delete(h.m, agentID)
+	h.mu.Unlock()
+}

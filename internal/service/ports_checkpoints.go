@@ -34,7 +34,8 @@ type CheckpointStore interface {
 	RecordHashes(ctx context.Context, want []checkpoint.Leaf) ([]checkpoint.Leaf, error)
 	// Chain returns one agent's chain as VerifyChains reads it: its
 	// records in order, each with its event row and correction (or a
-	// single row without a record for an agent that has none).
-	// ErrNotFound for an agent with neither records nor a registration.
+	// single row without a record for an agent that has none), read in
+	// one snapshot with what a prune left (ledger.AttachPruned: the anchor
+	// and the summary records' contents). ErrNotFound for an agent with neither records nor a registration.
 	Chain(ctx context.Context, agentID string) ([]ledger.ChainRow, error)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -84,7 +83,7 @@ func (u *UseCases) PublicProfile(ctx context.Context, agentID string, history bo
 		return Profile{}, err
 	}
 	now := u.now()
-	v := passport.Verify(c.Passport, u.keys(ctx).keys, now)
+	v := u.Formulas.Verify(c.Passport, u.keys(ctx).keys, now)
 	if v.Passport == nil {
 		// Certificate returns what this server signed and stored; a
 		// document that does not even parse is a fault, not a finding.

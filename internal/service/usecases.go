@@ -36,6 +36,11 @@ type UseCases struct {
 	Key passport.Key
 	// Platform is the issuer.platform of new passports.
 	Platform string
+	// Formulas are the formula versions presented passports are accepted
+	// with, each in its window (§10.3; passport.Acceptance); the zero value
+	// accepts V1 at all times. New passports are V1's, the formula the
+	// store computes and caches.
+	Formulas passport.Acceptance
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// MaxClockSkew is how far past this clock a reported event may be

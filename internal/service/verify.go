@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
@@ -54,6 +56,11 @@ const (
 	// passport names none (spec §6.1 has no agent_id member), so nothing
 	// binds it to that agent.
 	CodeAgentUnbound = "agent_unbound"
+	// CodePassportRevoked: this server issued the passport and has revoked
+	// it, because its agent was erased (GDPR Art. 17, §11.4). The document
+	// may be genuine and unexpired; it is refused all the same. The
+	// message does not name the agent's pseudonym.
+	CodePassportRevoked = "passport_revoked"
 )
 
 // CheckResult is what one level of verification found.
@@ -69,6 +76,9 @@ const (
 	CheckConfirmed     CheckResult = "confirmed"
 	CheckMismatch      CheckResult = "mismatch"
 	CheckNotApplicable CheckResult = "not_applicable"
+	// CheckRevoked: the ledger check of a passport this server revoked
+	// (CodePassportRevoked); the ledger is not consulted.
+	CheckRevoked CheckResult = "revoked"
 )
 
 // The checks, in the order they are reported.
@@ -87,7 +97,8 @@ const (
 	// CheckLedger (L2): confirmed when this server's ledger gives the
 	// passport's counts as of its computed_at, changed_since_issue when it
 	// gave them as it stood at issue and reports received since changed
-	// them (CheckChangedSinceIssue), mismatch when neither,
+	// them (CheckChangedSinceIssue), mismatch when neither, revoked
+	// when the server revoked the passport (its agent erased),
 	// not_applicable when the server has no ledger for the agent (an agent
 	// it has never seen, an offline verification, a document that names no
 	// agent or could not be read).
@@ -166,21 +177,24 @@ func L1Checks(v *passport.Verification) Checks {
 // agent when agentID is ""), as of now (to the second).
 //
 // L1 is passport.Verify: the signature (against the server's keyring), the
-// document's internal consistency, and expiry. L2 runs when this server
+// document's internal consistency under the formula versions Formulas
+// accepts, and expiry. L2 runs when this server
 // holds the ledger of the passport's agent: the counts recomputed from it
 // as of the passport's computed_at must equal the passport's, or have
 // equalled them as the ledger stood when it was issued (a report received
 // since is ledger_changed_since_issue, a warning), else score_valid is
 // false (ledger_mismatch). A passport true when issued whose agent's
 // counts have changed since is superseded (a warning), and Current has
-// the agent's score now (verify_policy.go). A passport for another agent
+// the agent's score now (verify_policy.go). A genuine passport this server
+// revoked (its agent erased) is passport_revoked, the ledger check
+// revoked. A passport for another agent
 // than agentID is detected_tampering. Checks says what each level found: a passport for an
 // agent this server has never seen is valid on L1 alone, with the ledger
 // check not_applicable rather than confirmed. An unreadable document is
 // not an error: it is a Verification with valid false and the reasons.
 // Errors: ErrUnavailable when the ledger cannot be read.
 func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := passport.Verify(doc, u.keys(ctx).keys, u.now())
+	v := u.Formulas.Verify(doc, u.keys(ctx).keys, u.now())
 	checks := L1Checks(v)
 	var current *CurrentScore
 	var changed []ledger.EventKey
@@ -195,8 +209,11 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 		default:
 			checks.Set(CheckAgent, CheckOK)
 		}
-		if p.AgentID != "" {
-			var err error
+		revoked, err := u.revoked(ctx, p, v, checks)
+		if err != nil {
+			return Verification{}, err
+		}
+		if p.AgentID != "" && !revoked {
 			current, changed, err = u.ledgerLevel(ctx, p, v, checks)
 			if err != nil {
 				return Verification{}, err
@@ -218,6 +235,32 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 		out.ExpiresAt = *v.ExpiresAt
 	}
 	return out, nil
+}
+
+// revoked refuses a passport whose stored record this server revoked
+// (CodePassportRevoked) and reports whether it did. Only a passport whose
+// signature checked is looked up: a forgery needs no query to be refused,
+// and a revoked id must not be learnt by presenting made-up documents. The
+// ledger level is then skipped: the erased id has no ledger here, and if
+// it were registered again, that agent's ledger would say nothing about
+// this passport.
+func (u *UseCases) revoked(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (bool, error) {
+	if !v.SignatureValid || p.AgentPassportID == "" {
+		return false, nil
+	}
+	ip, err := u.Store.Passport(ctx, p.AgentPassportID)
+	switch {
+	case errors.Is(err, errkind.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	case ip.RevokedAt.IsZero():
+		return false, nil
+	}
+	checks.Set(CheckLedger, CheckRevoked)
+	v.Fail(CodePassportRevoked, fmt.Sprintf("passport %s was revoked at %s: its agent's data was erased at its request (GDPR Art. 17)",
+		p.AgentPassportID, rfc3339(ip.RevokedAt)), false)
+	return true, nil
 }
 
 // ledgerCounts are the agent's counts as of asOf. A cache entry that

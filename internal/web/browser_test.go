@@ -23,7 +23,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/web/webtest"
-	"github.com/swarmscore/swarmscore/passport"
 )
 
 // The browser tests drive Debian's Chromium, headless, against the real
@@ -39,8 +38,10 @@ import (
 var screenshotDir = flag.String("screenshots", "", "save desktop and phone screenshots of the pages into this directory")
 
 const (
-	browserKey   = "0123456789abcdef0123456789abcdef-browser-key"
-	browserToken = "browser-admin-token-0123456789abcdef"
+	// browserMaster seals the keyring in the database, so that the console
+	// can rotate its keys.
+	browserMaster = "a0b1c2d3e4f5061728394a5b6c7d8e9ff9e8d7c6b5a4938271605f4e3d2c1b0a"
+	browserToken  = "browser-admin-token-0123456789abcdef"
 )
 
 // chromium finds the browser, or skips (fails under CI=true) without one.
@@ -66,6 +67,8 @@ func chromium(t *testing.T) string {
 type served struct {
 	base string
 	logs *syncLog
+	// appeals are the seeded appeals, oldest first.
+	appeals []service.AppealStatus
 }
 
 type syncLog struct {
@@ -85,9 +88,10 @@ func (l *syncLog) String() string {
 	return l.b.String()
 }
 
-// serve seeds a fresh SQLite ledger as of now, starts `swarmscore serve`
-// on it and posts a batch with two bad events through the API, so that
-// the console has something to show.
+// serve seeds a fresh SQLite ledger as of now, with a keyring sealed
+// under browserMaster and two appeals of agent-7's passport, starts
+// `swarmscore serve` on it and posts a batch with two bad events through
+// the API, so that the console has something to show.
 func serve(t *testing.T) *served {
 	t.Helper()
 	ctx := context.Background()
@@ -99,17 +103,26 @@ func serve(t *testing.T) *served {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	key, err := passport.NewKey([]byte(browserKey))
+	keys, err := service.OpenKeyring(ctx, st, service.KeyConfig{MasterKey: browserMaster})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	if err := webtest.Seed(ctx, &service.UseCases{Store: st, Key: key, Platform: "swarmscore"}, now); err != nil {
+	u := &service.UseCases{Store: st, Keys: keys, Platform: "swarmscore"}
+	if err := webtest.Seed(ctx, u, now); err != nil {
 		t.Fatal(err)
+	}
+	var appeals []service.AppealStatus
+	for range 2 {
+		a, err := webtest.SeedAppeal(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appeals = append(appeals, a)
 	}
 	st.Close()
 
-	env := map[string]string{"SWARMSCORE_SIGNING_KEY": browserKey, "SWARMSCORE_ADMIN_TOKEN": browserToken}
+	env := map[string]string{"SWARMSCORE_MASTER_KEY": browserMaster, "SWARMSCORE_ADMIN_TOKEN": browserToken}
 	sctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
@@ -120,7 +133,7 @@ func serve(t *testing.T) *served {
 		})
 		pw.Close()
 	}()
-	s := &served{logs: &syncLog{}}
+	s := &served{logs: &syncLog{}, appeals: appeals}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -426,8 +439,69 @@ func TestBrowser(t *testing.T) {
 		b.do(chromedp.SendKeys(chromedp.CSS("#q"), "shy-agent"), chromedp.Submit(chromedp.CSS("#q")), chromedp.WaitVisible(chromedp.CSS("#found-caption")))
 		b.sees("main", "unlisted (not shown publicly)", "100 verified of 100")
 		b.shot("operator-agents")
-		// Acting on an appeal is tested when appeals exist (issue 15 asks
-		// for it; the console has no appeals page yet).
+
+		// The appeals queue, then one appeal: acknowledged, then upheld with
+		// a status correction of one of its events.
+		b.do(chromedp.Click(chromedp.CSS(`.console-bar a[href="/operator/appeals"]`)), chromedp.WaitVisible(chromedp.CSS("#appeals-caption")))
+		b.sees("#appeals-caption", "2 appeals")
+		if n := b.count("table.appeals tbody tr"); n != 2 {
+			t.Fatalf("%d appeals in the queue", n)
+		}
+		b.sees("table.appeals tbody tr:first-child", "agent-7", "incorrect_status", "submitted", "acknowledge by", "(in 6 days)",
+			"conduit_session agent-7-c19", "Session agent-7-c19 was verified by the buyer")
+		b.fitsPhone(s.base + "/operator/appeals")
+		b.shot("operator-appeals")
+		id := s.appeals[0].ID
+		b.do(chromedp.Navigate(s.base+"/operator/appeals"), chromedp.Click(chromedp.CSS(`a[href="/operator/appeals/`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS(`form[action$="/ack"]`)))
+		b.sees("h1", "Appeal "+id)
+		b.sees("main", webtest.AppealStatement, "acknowledge\t7 days after filing", "decide\t21 days after filing")
+		b.do(chromedp.Click(chromedp.CSS(`form[action$="/ack"] button`)), chromedp.WaitVisible(chromedp.CSS(".notice")))
+		b.sees(".notice", "You acknowledged appeal "+id+". Decide it by")
+		b.sees("main .state", "acknowledged")
+		if n := b.count(`form[action$="/ack"]`); n != 0 {
+			t.Fatal("an acknowledged appeal still offers to acknowledge")
+		}
+		// Upheld without choosing a correction: said, and nothing changes.
+		b.do(chromedp.SendKeys(chromedp.CSS("#uphold-reason"), "The buyer's logs show the session verified."),
+			chromedp.Click(chromedp.CSS(`form[action$="/uphold"] button`)), chromedp.WaitVisible(chromedp.CSS(".error")))
+		b.sees(".error", "Choose a correction for at least one disputed event")
+		b.sees("main .state", "acknowledged")
+		if got := run(b, chromedp.Value(chromedp.CSS("#uphold-reason"))); got != "The buyer's logs show the session verified." {
+			t.Fatalf("the reason was not kept: %q", got)
+		}
+		// Keyboard: the correction's controls are reachable with Tab.
+		b.do(chromedp.Focus(chromedp.CSS("#action-1")), chromedp.KeyEvent(kb.Tab))
+		if got := b.eval("document.activeElement.id"); got != "status-1" {
+			t.Fatalf("Tab from the correction went to %q", got)
+		}
+		b.do(chromedp.SetValue(chromedp.CSS("#action-1"), "status"), chromedp.SetValue(chromedp.CSS("#status-1"), "VERIFIED"))
+		b.shot("operator-appeal")
+		b.do(chromedp.Click(chromedp.CSS(`form[action$="/uphold"] button`)), chromedp.WaitVisible(chromedp.CSS(".notice")))
+		b.sees(".notice", "You upheld appeal "+id+": 1 correction recorded, and the affected passports re-issued")
+		b.sees("main .state", "upheld")
+		b.sees("main", "Decision's reason", "The buyer's logs show the session verified.", "re-issue\t7 days after upholding")
+		b.fitsPhone(s.base + "/operator/appeals/" + id)
+		b.do(chromedp.Navigate(s.base + "/operator/agents?q=agent-7"))
+		b.sees("main", "77 verified of 80")
+
+		// The keys: the keyring, a confirmation, the rotation.
+		b.do(chromedp.Click(chromedp.CSS(`.console-bar a[href="/operator/keys"]`)), chromedp.WaitVisible(chromedp.CSS("#keys-caption")))
+		b.sees("main", "HS256", "production", "active", "(signs here)")
+		if strings.Contains(b.text("main"), "Rotation due") {
+			t.Fatal("a new key is due for rotation")
+		}
+		b.do(chromedp.Click(chromedp.CSS(`form[action="/operator/keys/rotate"] button`)), chromedp.WaitVisible(chromedp.CSS("#alg")))
+		b.sees("h1", "Rotate the signing key?")
+		b.fitsPhone(s.base + "/operator/keys/rotate")
+		b.do(chromedp.SetValue(chromedp.CSS("#alg"), "EdDSA"), chromedp.Click(chromedp.CSS(`form[action="/operator/keys/rotate"] button`)),
+			chromedp.WaitVisible(chromedp.CSS(".notice")))
+		b.sees(".notice", "Rotated: ", "(EdDSA) signs new passports from now on", "Re-issued ")
+		if n := b.count("#keys-caption ~ tbody tr"); n != 2 {
+			t.Fatalf("%d keys after a rotation", n)
+		}
+		b.sees("main table", "verify-only", "EdDSA")
+		b.shot("operator-keys")
+		b.fitsPhone(s.base + "/operator/keys")
 		b.do(chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.CSS(".notice")))
 		b.sees(".notice", "You are signed out.")
 		b.do(chromedp.Navigate(s.base + "/operator/ingest"))
@@ -450,8 +524,10 @@ func TestBrowser(t *testing.T) {
 	defer b.mu.Unlock()
 	for _, m := range b.console {
 		if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException || strings.Contains(m.Text, "Content Security Policy") {
-			// The two 401s are the failed sign-in, on purpose.
-			if strings.Contains(m.Text, "status of 401") || strings.Contains(m.Text, "status of 404") {
+			// The two 401s are the failed sign-in, on purpose, and the 400
+			// the uphold without a correction.
+			if strings.Contains(m.Text, "status of 401") || strings.Contains(m.Text, "status of 404") ||
+				strings.Contains(m.Text, "status of 400") && strings.HasSuffix(m.URL, "/uphold") {
 				continue
 			}
 			t.Errorf("console: %s %s (%s)", m.Type, m.Text, m.URL)

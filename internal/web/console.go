@@ -34,6 +34,8 @@ var consolePages = []consolePage{
 	{Path: "/operator/ingest", Title: "Ingest activity", Name: "ingest", Load: (*Pages).loadIngest},
 	{Path: "/operator/agents", Title: "Agents", Name: "agents", Load: (*Pages).loadAgents},
 	{Path: "/operator/signals", Title: "Gaming flags", Name: "signals", Load: (*Pages).loadSignals},
+	{Path: "/operator/appeals", Title: "Appeals", Name: "appeals", Load: (*Pages).loadAppeals},
+	{Path: "/operator/keys", Title: "Signing keys", Name: "keys", Load: (*Pages).loadKeys},
 }
 
 // badRequest is a console query that makes no sense, in words for the
@@ -65,12 +67,36 @@ func (p *Pages) consolePage(cp consolePage) func(http.ResponseWriter, *http.Requ
 			p.fail(w, r, err, "")
 			return
 		}
-		cv := &consoleView{Operator: s.operator, CSRF: s.csrf}
-		for _, e := range consolePages {
-			cv.Nav = append(cv.Nav, navEntry{e.Path, e.Title, e.Path == cp.Path})
-		}
-		p.render(w, r, http.StatusOK, cp.Name, view{Title: cp.Title + " · SwarmScore console", Section: "operator", Console: cv, Data: data})
+		p.renderConsole(w, r, s, http.StatusOK, cp.Path, cp.Name, cp.Title, data)
 	}
+}
+
+// renderConsole renders template name as a console page titled title,
+// with the navigation entry of path marked current (a sub-page marks its
+// page's).
+func (p *Pages) renderConsole(w http.ResponseWriter, r *http.Request, s session, status int, path, name, title string, data any) {
+	cv := &consoleView{Operator: s.operator, CSRF: s.csrf}
+	for _, e := range consolePages {
+		cv.Nav = append(cv.Nav, navEntry{e.Path, e.Title, e.Path == path})
+	}
+	p.render(w, r, status, name, view{Title: title + " · SwarmScore console", Section: "operator", Console: cv, Data: data})
+}
+
+// consoleAction is a console route other than a page: a sub-page (GET) or
+// what a form does (POST). Mount puts it behind the session check, which
+// refuses a POST without the session's CSRF token, and the database
+// bound.
+type consoleAction struct {
+	Pattern string // a ServeMux pattern under /operator/
+	Handle  func(p *Pages, w http.ResponseWriter, r *http.Request, s session)
+}
+
+// consoleActions are the console's sub-pages and form actions.
+var consoleActions = []consoleAction{
+	{Pattern: "GET /operator/appeals/{id}", Handle: (*Pages).appealPage},
+	{Pattern: "POST /operator/appeals/{id}/{action}", Handle: (*Pages).actOnAppeal},
+	{Pattern: "GET /operator/keys/rotate", Handle: (*Pages).rotateKeyForm},
+	{Pattern: "POST /operator/keys/rotate", Handle: (*Pages).rotateKey},
 }
 
 type ingestView struct {

@@ -38,6 +38,10 @@ const (
 	// maxTokenLen bounds what is hashed and looked up, as the API does.
 	maxTokenLen    = 256
 	maxConsoleForm = 4 << 10
+	// maxActionForm bounds a signed-in operator's form: an appeal's
+	// decision carries up to 4,000 bytes of reason, percent-encoded up to
+	// three times over, and its corrections.
+	maxActionForm = 64 << 10
 )
 
 // session is one signed-in operator.
@@ -346,8 +350,18 @@ func (p *Pages) signedIn(h func(http.ResponseWriter, *http.Request, session)) ht
 			return
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxConsoleForm)
-			if err := r.ParseForm(); err != nil || !sameSecret(r.PostFormValue("csrf"), s.csrf) {
+			r.Body = http.MaxBytesReader(w, r.Body, maxActionForm)
+			err := r.ParseForm()
+			var tooLarge *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooLarge):
+				p.errorPage(w, r, http.StatusRequestEntityTooLarge, "Form too large", "That form holds more than "+itoa(maxActionForm>>10)+" KB. Shorten its text and try again.")
+				return
+			case err != nil:
+				p.errorPage(w, r, http.StatusBadRequest, "Form not readable", "That form could not be read. Reload the page and try again.")
+				return
+			}
+			if !sameSecret(r.PostFormValue("csrf"), s.csrf) {
 				p.errorPage(w, r, http.StatusForbidden, "Form expired", "That form is not from this session. Reload the page and try again.")
 				return
 			}

@@ -81,8 +81,9 @@ func (s *syncBuffer) String() string {
 }
 
 // newSite opens a fresh store, seeds it (seed) as of now and mounts the
-// pages on the API server.
-func newSite(t testing.TB, now time.Time, opt httpapi.Options) *site {
+// pages on the API server. setup, if any, changes the use cases (and the
+// clock they were given) before anything is recorded.
+func newSite(t testing.TB, now time.Time, opt httpapi.Options, setup ...func(*service.UseCases, *clock)) *site {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "web.db"))
@@ -99,6 +100,9 @@ func newSite(t testing.TB, now time.Time, opt httpapi.Options) *site {
 	}
 	c := &clock{t: now}
 	u := &service.UseCases{Store: st, Key: key, Platform: "test.example", Now: c.now}
+	for _, f := range setup {
+		f(u, c)
+	}
 	if _, err := u.BootstrapAdminToken(ctx, testToken); err != nil {
 		t.Fatal(err)
 	}

@@ -147,15 +147,17 @@ var checkGroup = map[string]string{
 
 	passport.CodeWrongType: service.CheckConsistency, passport.CodeMissingField: service.CheckConsistency,
 	passport.CodeInvalidValue: service.CheckConsistency, passport.CodeUnsupportedVersion: service.CheckConsistency,
-	passport.CodeUnsupportedFormulaVersion: service.CheckConsistency, passport.CodeInvalidCounts: service.CheckConsistency,
+	passport.CodeUnsupportedFormulaVersion: service.CheckConsistency, passport.CodeFormulaOutOfWindow: service.CheckConsistency,
+	passport.CodeInvalidCounts: service.CheckConsistency,
 	passport.CodeScoreMismatch: service.CheckConsistency, passport.CodeTierMismatch: service.CheckConsistency,
 	passport.CodeContributionMismatch: service.CheckConsistency, passport.CodeRateMismatch: service.CheckConsistency,
 	passport.CodeVolumeFactorMismatch: service.CheckConsistency, passport.CodeEscrowMismatch: service.CheckConsistency,
 	passport.CodeGapsMismatch: service.CheckConsistency, passport.CodeInvalidExpiry: service.CheckConsistency,
 
-	passport.CodeExpired:       service.CheckExpiry,
-	service.CodeLedgerMismatch: service.CheckLedger,
-	service.CodeAgentMismatch:  service.CheckAgent,
+	passport.CodeExpired:        service.CheckExpiry,
+	service.CodeLedgerMismatch:  service.CheckLedger,
+	service.CodeAgentMismatch:   service.CheckAgent,
+	service.CodePassportRevoked: service.CheckLedger,
 }
 
 // checkNames are the checks' names for people.

@@ -49,6 +49,10 @@ type Service interface {
 	IngestActivity() service.IngestActivity
 	// The gaming flags page (signals.go).
 	SignalsService
+	// The appeals pages (appeals.go).
+	AppealsService
+	// The signing keys pages (keys.go).
+	KeysService
 }
 
 // Host is the HTTP server the pages are mounted on (*httpapi.Server).
@@ -65,6 +69,10 @@ type Host interface {
 	// CertificateCaching sets the caching headers, but the ETag, that the
 	// certificate route sends with c.
 	CertificateCaching(h http.Header, c *service.Certificate)
+	// EnterDB takes one of the server's database slots: r bounded by its
+	// database timeout, and the function giving the slot back; with none
+	// free, an error matching errkind.ErrUnavailable.
+	EnterDB(r *http.Request) (*http.Request, func(), error)
 }
 
 // Options tunes the pages. The zero value is usable.
@@ -104,6 +112,7 @@ type Pages struct {
 //	GET  /operator                sign-in, or the console
 //	POST /operator/sign-in, POST /operator/sign-out
 //	GET  /operator/…              the console pages (consolePages)
+//	…    /operator/…              their actions and sub-pages (consoleActions)
 func Mount(host Host, svc Service, opt Options) *Pages {
 	p := &Pages{svc: svc, host: host, log: opt.Logger, now: opt.Now}
 	if p.log == nil {
@@ -123,17 +132,20 @@ func Mount(host Host, svc Service, opt Options) *Pages {
 	rand.Read(p.signinKey[:])
 
 	handle := func(pattern string, h http.HandlerFunc) { host.HandlePage(pattern, p.secure(h)) }
-	handle("GET /{$}", p.public(p.home))
-	handle("GET /agents/{agent_id}", p.public(p.agent))
+	handle("GET /{$}", p.public(p.bounded(p.home)))
+	handle("GET /agents/{agent_id}", p.public(p.bounded(p.agent)))
 	handle("GET /verify", p.public(p.verifyForm))
-	handle("POST /verify", p.public(p.verify))
-	handle("GET /badge/{file}", p.public(p.badge))
+	handle("POST /verify", p.public(p.bounded(p.verify)))
+	handle("GET /badge/{file}", p.public(p.bounded(p.badge)))
 	handle("GET /assets/{name}", p.asset)
 	handle("GET /operator", p.signInPage)
-	handle("POST /operator/sign-in", p.signIn)
+	handle("POST /operator/sign-in", p.bounded(p.signIn))
 	handle("POST /operator/sign-out", p.signedIn(p.signOut))
 	for _, cp := range consolePages {
-		handle("GET "+cp.Path, p.signedIn(p.consolePage(cp)))
+		handle("GET "+cp.Path, p.signedIn(p.boundedConsole(p.consolePage(cp))))
+	}
+	for _, a := range consoleActions {
+		handle(a.Pattern, p.signedIn(p.boundedConsole(func(w http.ResponseWriter, r *http.Request, s session) { a.Handle(p, w, r, s) })))
 	}
 	// Anything else under /operator/ is a page that does not exist, shown
 	// as one rather than as an API problem.
@@ -141,6 +153,31 @@ func Mount(host Host, svc Service, opt Options) *Pages {
 		p.errorPage(w, r, http.StatusNotFound, "Page not found", "There is no console page at this address.")
 	})
 	return p
+}
+
+// bounded runs a page that reads the database in one of the server's
+// database slots, under its timeout, as the API's routes run: a flood of
+// page views cannot hold every connection, and a database that does not
+// answer is a 503 page within the timeout rather than a hung request.
+// Without a free slot the page is a 503 at once.
+func (p *Pages) bounded(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r2, done, err := p.host.EnterDB(r)
+		if err != nil {
+			p.fail(w, r, err, "")
+			return
+		}
+		defer done()
+		h(w, r2)
+	}
+}
+
+// boundedConsole is bounded for a console handler, after its session
+// check (which needs no database).
+func (p *Pages) boundedConsole(h func(http.ResponseWriter, *http.Request, session)) func(http.ResponseWriter, *http.Request, session) {
+	return func(w http.ResponseWriter, r *http.Request, s session) {
+		p.bounded(func(w http.ResponseWriter, r *http.Request) { h(w, r, s) })(w, r)
+	}
 }
 
 // public puts a page behind the public routes' per-client rate limit.

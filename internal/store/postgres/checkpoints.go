@@ -167,6 +167,15 @@ func (s *Store) Chain(ctx context.Context, agentID string) ([]ledger.ChainRow, e
 			c.HeadHash, c.StoredHash = append([]byte(nil), r.HeadHash...), append([]byte(nil), r.StoredHash...)
 			out = append(out, c)
 		}
+		as, err := anchors(ctx, tx, ` WHERE agent_id = $1`, agentID)
+		if err != nil {
+			return err
+		}
+		ss, err := summaries(ctx, tx, ` WHERE agent_id = $1`, agentID)
+		if err != nil {
+			return err
+		}
+		ledger.AttachPruned(out, as[agentID], ss[agentID])
 		return nil
 	})
 	if err != nil {

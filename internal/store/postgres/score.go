@@ -406,8 +406,9 @@ func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, er
 		vis  string
 		reg  time.Time
 	)
-	err := s.pool.QueryRow(ctx, `SELECT a.created_at, a.head_seq, a.head_hash, coalesce(v.visibility, 'public')
-		FROM agents a LEFT JOIN consent v ON v.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&reg, &info.ChainLength, &hash, &vis)
+	err := s.pool.QueryRow(ctx, `SELECT a.created_at, a.head_seq, a.head_hash, coalesce(v.visibility, 'public'), coalesce(x.seq, 0)
+		FROM agents a LEFT JOIN consent v ON v.agent_id = a.id LEFT JOIN chain_anchors x ON x.agent_id = a.id
+		WHERE a.id = $1`, agentID).Scan(&reg, &info.ChainLength, &hash, &vis, &info.PrunedThrough)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return info, fmt.Errorf("postgres: agent: %w", notFound(agentID))
 	}

@@ -77,6 +77,13 @@ func testPrune(t *testing.T, h Harness) {
 	if err != nil || len(as) != 2 || as["a"].Seq != 2 || as["b"].Seq != 1 {
 		t.Errorf("anchors %+v %v", as, err)
 	}
+	if a, err := s.Agent(ctx(t), "a"); err != nil || a.PrunedThrough != 2 {
+		t.Errorf("agent a: pruned through %d, want 2 (%v)", a.PrunedThrough, err)
+	}
+	rows, err := s.Chain(ctx(t), "a")
+	if err != nil || rows[0].Anchor != as["a"] || rows[0].Record.Seq != 3 || rows[len(rows)-1].Summary == nil {
+		t.Errorf("chain of a after the prune: starts at %d, anchor %+v (want %+v), %v", rows[0].Record.Seq, rows[0].Anchor, as["a"], err)
+	}
 	dump := h.Tamper.Dump(t, s)
 	for _, gone := range []string{"a-old-1", "a-old-2", "b-old-1"} {
 		if strings.Contains(dump, gone) {

@@ -4,10 +4,12 @@ package webtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
@@ -85,4 +87,28 @@ func Rejected(now time.Time) string {
 	return fmt.Sprintf(`{"type":"conduit_session","id":"s-bad","agent_id":"agent-7","status":"DONE","started_at":"%sT10:00:00Z"}
 {"type":"ap2_transaction","id":"t-bad","provider_id":"agent-7","buyer_id":"buyer-1","status":"SETTLED","escrow_amount_cents":99.5,"started_at":"%sT08:00:00Z","settled_at":"%sT09:00:00Z"}
 `, day, day, day)
+}
+
+// AppealStatement is the statement of the appeal SeedAppeal files.
+const AppealStatement = "Session agent-7-c19 was verified by the buyer the same day; the ledger counts it as failed. Transaction agent-7-t19 was settled, not disputed."
+
+// SeedAppeal files, through u as the operator Operator, an appeal of
+// agent-7's current passport (issuing it if need be) on incorrect_status
+// grounds, disputing its session agent-7-c19 and its transaction
+// agent-7-t19, and returns it. Seed must have run.
+func SeedAppeal(ctx context.Context, u *service.UseCases) (service.AppealStatus, error) {
+	c, err := u.Certificate(ctx, "agent-7")
+	if err != nil {
+		return service.AppealStatus{}, err
+	}
+	var doc struct {
+		ID string `json:"agent_passport_id"`
+	}
+	if err := json.Unmarshal(c.Passport, &doc); err != nil {
+		return service.AppealStatus{}, fmt.Errorf("seed: reading agent-7's passport: %w", err)
+	}
+	return u.FileAppeal(ctx, service.OperatorCaller(Operator), service.AppealFiling{
+		PassportID: doc.ID, Grounds: appeal.IncorrectStatus, Statement: AppealStatement,
+		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "agent-7-c19"}, {Type: ledger.AP2Transaction, ID: "agent-7-t19"}},
+	})
 }
