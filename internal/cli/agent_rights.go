@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 // Agents' rights and gaming signals on the command line. The CLI holds the
@@ -177,33 +177,6 @@ func parseAsOf(s string) (time.Time, error) {
 	return t, nil
 }
 
-type recordJSON struct {
-	Type              ledger.Type   `json:"type"`
-	ID                string        `json:"id"`
-	AgentID           string        `json:"agent_id"`
-	BuyerID           *string       `json:"buyer_id"`
-	Status            ledger.Status `json:"status"`
-	ReportedStatus    ledger.Status `json:"reported_status,omitempty"`
-	ReportedAgentID   string        `json:"reported_agent_id,omitempty"`
-	EscrowAmountCents *int64        `json:"escrow_amount_cents,omitempty"`
-	StartedAt         string        `json:"started_at"`
-	CompletedAt       string        `json:"completed_at,omitempty"`
-	SettledAt         string        `json:"settled_at,omitempty"`
-	Operator          string        `json:"operator"`
-	Seq               int64         `json:"seq"`
-	Corrected         bool          `json:"corrected"`
-}
-
-type passportJSON struct {
-	ID         string          `json:"agent_passport_id"`
-	ComputedAt string          `json:"computed_at"`
-	ExpiresAt  string          `json:"expires_at"`
-	KeyID      *string         `json:"key_id"`
-	Passport   json.RawMessage `json:"passport"`
-}
-
-func micros(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
 func newAgentRecordsCmd() *cobra.Command {
 	var db, asOf string
 	var asJSON bool
@@ -229,7 +202,7 @@ With --json: the route's shape, {"agent_id","as_of","buyer_ids_masked","events":
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd, recordsJSON(&rec))
+					return printJSON(cmd, wire.RecordsOf(&rec))
 				}
 				return printRecords(cmd, &rec)
 			})
@@ -242,45 +215,9 @@ With --json: the route's shape, {"agent_id","as_of","buyer_ids_masked","events":
 	return cmd
 }
 
-func recordsJSON(rec *service.AgentRecords) any {
-	out := struct {
-		AgentID   string         `json:"agent_id"`
-		AsOf      string         `json:"as_of"`
-		Masked    bool           `json:"buyer_ids_masked"`
-		Events    []recordJSON   `json:"events"`
-		Passports []passportJSON `json:"passports"`
-	}{rec.AgentID, micros(rec.AsOf), rec.Masked, make([]recordJSON, 0, len(rec.Events)), make([]passportJSON, 0, len(rec.Passports))}
-	for i := range rec.Events {
-		e := &rec.Events[i]
-		j := recordJSON{Type: e.Type, ID: e.ID, AgentID: e.AgentID, Status: e.Status, ReportedAgentID: e.ReportedAgentID,
-			StartedAt: micros(e.StartedAt), Operator: e.Operator, Seq: e.Seq, Corrected: e.Corrected}
-		if e.BuyerID != "" {
-			j.BuyerID = &e.BuyerID
-		}
-		if e.ReportedStatus != e.Status {
-			j.ReportedStatus = e.ReportedStatus
-		}
-		if e.Type == ledger.AP2Transaction {
-			j.EscrowAmountCents, j.SettledAt = &e.EscrowAmountCents, micros(e.EndedAt)
-		} else {
-			j.CompletedAt = micros(e.EndedAt)
-		}
-		out.Events = append(out.Events, j)
-	}
-	for i := range rec.Passports {
-		p := &rec.Passports[i]
-		j := passportJSON{ID: p.ID, ComputedAt: ledger.FormatTime(p.ComputedAt), ExpiresAt: ledger.FormatTime(p.ExpiresAt), Passport: p.Document}
-		if p.KeyID != "" {
-			j.KeyID = &p.KeyID
-		}
-		out.Passports = append(out.Passports, j)
-	}
-	return out
-}
-
 func printRecords(cmd *cobra.Command, rec *service.AgentRecords) error {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "%s as of %s: %s counting, %s issued\n", rec.AgentID, micros(rec.AsOf),
+	fmt.Fprintf(w, "%s as of %s: %s counting, %s issued\n", rec.AgentID, wire.Micros(rec.AsOf),
 		countOf(len(rec.Events), "event"), countOf(len(rec.Passports), "passport"))
 	if len(rec.Events) > 0 {
 		fmt.Fprintln(w, "\nTYPE\tID\tSTATUS\tBUYER\tENDED\tCENTS\tOPERATOR\tSEQ")
@@ -297,7 +234,7 @@ func printRecords(cmd *cobra.Command, rec *service.AgentRecords) error {
 			if e.Type == ledger.AP2Transaction {
 				cents = strconv.FormatInt(e.EscrowAmountCents, 10)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Type, e.ID, status, orDash(e.BuyerID), micros(e.EndedAt), cents, e.Operator, e.Seq)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Type, e.ID, status, orDash(e.BuyerID), wire.Micros(e.EndedAt), cents, e.Operator, e.Seq)
 		}
 	}
 	if len(rec.Passports) > 0 {
@@ -382,10 +319,10 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 						AgentID string          `json:"agent_id"`
 						AsOf    string          `json:"as_of"`
 						Signals []signal.Signal `json:"signals"`
-					}{a.AgentID, micros(a.AsOf), a.Signals})
+					}{a.AgentID, wire.Micros(a.AsOf), a.Signals})
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\tNOTE\n", a.AgentID, micros(a.AsOf))
+				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\tNOTE\n", a.AgentID, wire.Micros(a.AsOf))
 				printSignals(w, a.Signals, "")
 				return w.Flush()
 			})
@@ -419,14 +356,14 @@ func printFlagged(cmd *cobra.Command, list *service.Flagged, asJSON bool) error 
 		out := struct {
 			AsOf   string  `json:"as_of"`
 			Agents []agent `json:"agents"`
-		}{micros(list.AsOf), make([]agent, 0, len(list.Agents))}
+		}{wire.Micros(list.AsOf), make([]agent, 0, len(list.Agents))}
 		for _, a := range list.Agents {
 			out.Agents = append(out.Agents, agent{a.AgentID, a.Signals})
 		}
 		return printJSON(cmd, out)
 	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "%s flagged as of %s\n", countOf(len(list.Agents), "agent"), micros(list.AsOf))
+	fmt.Fprintf(w, "%s flagged as of %s\n", countOf(len(list.Agents), "agent"), wire.Micros(list.AsOf))
 	for _, a := range list.Agents {
 		var names []string
 		for _, s := range a.Signals {

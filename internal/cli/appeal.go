@@ -15,6 +15,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 const appealLong = `Appeals (spec §11.3): an agent disputes the data behind an issued passport,
@@ -46,7 +47,7 @@ func newAppealCmd() *cobra.Command {
 	pf.BoolVar(&asJSON, "json", false, "print the appeal(s) as JSON, as the HTTP API does")
 	show := func(cmd *cobra.Command, a *service.AppealStatus) error {
 		if asJSON {
-			return printJSON(cmd, appealOut(a))
+			return printJSON(cmd, wire.AppealOf(a))
 		}
 		printAppeal(cmd.OutOrStdout(), a)
 		return nil
@@ -94,10 +95,10 @@ func newAppealCmd() *cobra.Command {
 				}
 				if asJSON {
 					out := struct {
-						Appeals []appealJSON `json:"appeals"`
-					}{make([]appealJSON, len(list))}
+						Appeals []wire.Appeal `json:"appeals"`
+					}{make([]wire.Appeal, len(list))}
 					for i := range list {
-						out.Appeals[i] = appealOut(&list[i])
+						out.Appeals[i] = wire.AppealOf(&list[i])
 					}
 					return printJSON(cmd, out)
 				}
@@ -185,7 +186,7 @@ A correction's reason defaults to the decision's. Needs the signing key, as
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd, appealOut(&a))
+				return printJSON(cmd, wire.AppealOf(&a))
 			}
 			for i := range done {
 				printCorrection(cmd.OutOrStdout(), &done[i], true)
@@ -274,66 +275,6 @@ func readCorrections(cmd *cobra.Command, file string) ([]ledger.CorrectionReques
 			Status: ledger.Status(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID}
 	}
 	return out, nil
-}
-
-// appealJSON is an appeal as the CLI and the HTTP API print it.
-type appealJSON struct {
-	ID                 string         `json:"id"`
-	AgentID            string         `json:"agent_id"`
-	PassportID         string         `json:"agent_passport_id"`
-	PassportComputedAt string         `json:"passport_computed_at"`
-	Grounds            string         `json:"grounds"`
-	Statement          string         `json:"statement"`
-	Events             []eventKeyJSON `json:"events"`
-	State              string         `json:"state"`
-	FiledBy            string         `json:"filed_by"`
-	FiledAt            string         `json:"filed_at"`
-	AcknowledgedAt     *string        `json:"acknowledged_at"`
-	DecidedAt          *string        `json:"decided_at"`
-	EscalatedAt        *string        `json:"escalated_at"`
-	Decision           string         `json:"decision,omitempty"`
-	Corrections        []string       `json:"corrections"`
-	ReissuedAt         *string        `json:"reissued_at"`
-	NextDeadline       *deadlineJSON  `json:"next_deadline"`
-	Overdue            bool           `json:"overdue"`
-	History            []historyJSON  `json:"history"`
-}
-
-type eventKeyJSON struct {
-	EventType string `json:"event_type"`
-	EventID   string `json:"event_id"`
-}
-
-type deadlineJSON struct {
-	Duty string `json:"duty"`
-	Due  string `json:"due"`
-}
-
-type historyJSON struct {
-	Action string `json:"action"`
-	By     string `json:"by"`
-	At     string `json:"at"`
-	Note   string `json:"note,omitempty"`
-}
-
-func appealOut(s *service.AppealStatus) appealJSON {
-	a := &s.Appeal
-	out := appealJSON{ID: a.ID, AgentID: a.AgentID, PassportID: a.PassportID, PassportComputedAt: ledger.FormatTime(a.PassportComputedAt),
-		Grounds: string(a.Grounds), Statement: a.Statement, Events: make([]eventKeyJSON, len(a.Events)), State: string(a.State),
-		FiledBy: a.FiledBy, FiledAt: ledger.FormatTime(a.FiledAt), AcknowledgedAt: optTime(a.AcknowledgedAt),
-		DecidedAt: optTime(a.DecidedAt), EscalatedAt: optTime(a.EscalatedAt), Decision: a.Decision,
-		Corrections: append([]string{}, a.Corrections...), ReissuedAt: optTime(a.ReissuedAt), Overdue: s.Overdue,
-		History: make([]historyJSON, len(a.History))}
-	for i, e := range a.Events {
-		out.Events[i] = eventKeyJSON{string(e.Type), e.ID}
-	}
-	for i, h := range a.History {
-		out.History[i] = historyJSON{Action: string(h.Action), By: h.By, At: ledger.FormatTime(h.At), Note: h.Note}
-	}
-	if s.Next.Duty != "" {
-		out.NextDeadline = &deadlineJSON{Duty: s.Next.Duty, Due: ledger.FormatTime(s.Next.Due)}
-	}
-	return out
 }
 
 func printAppeal(w io.Writer, s *service.AppealStatus) {

@@ -5,12 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 // withSigning is withUseCases for commands that sign: the passports a
@@ -84,7 +84,7 @@ func newCorrectCmd() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd, correctionOut(&c))
+					return printJSON(cmd, wire.CorrectionOf(&c))
 				}
 				printCorrection(cmd.OutOrStdout(), &c, created)
 				return nil
@@ -148,40 +148,4 @@ func printCorrection(w io.Writer, c *ledger.Correction, created bool) {
 		}
 		fmt.Fprintf(w, "passports of %s re-issued at %s\n", agents, ledger.FormatTime(c.ReissuedAt))
 	}
-}
-
-// correctionJSON is a correction as the CLI and POST /swarmscore/corrections
-// print it.
-type correctionJSON struct {
-	ID         string  `json:"id"`
-	EventType  string  `json:"event_type"`
-	EventID    string  `json:"event_id"`
-	Action     string  `json:"action"`
-	Status     string  `json:"status,omitempty"`
-	AgentID    string  `json:"agent_id,omitempty"`
-	Reason     string  `json:"reason"`
-	AppealID   string  `json:"appeal_id,omitempty"`
-	By         string  `json:"by"`
-	At         string  `json:"at"`
-	FromAgent  string  `json:"from_agent"`
-	ToAgent    string  `json:"to_agent"`
-	FromStatus string  `json:"from_status"`
-	ToStatus   string  `json:"to_status"`
-	ReissuedAt *string `json:"reissued_at"`
-}
-
-func correctionOut(c *ledger.Correction) correctionJSON {
-	return correctionJSON{ID: c.ID, EventType: string(c.EventType), EventID: c.EventID, Action: string(c.Action),
-		Status: string(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID, By: c.By,
-		At: ledger.FormatTime(c.At), FromAgent: c.FromAgent, ToAgent: c.ToAgent, FromStatus: string(c.FromStatus),
-		ToStatus: string(c.ToStatus), ReissuedAt: optTime(c.ReissuedAt)}
-}
-
-// optTime is t in JSON, or null when it has not happened.
-func optTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := ledger.FormatTime(t)
-	return &s
 }

@@ -10,32 +10,11 @@ import (
 	"github.com/swarmscore/swarmscore/internal/audit"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 // Erasure (GDPR Art. 17, spec §11.4) on the command line: the CLI holds
 // the database, so it erases as an operator (--operator, default "cli").
-
-type erasureOpeningJSON struct {
-	Category audit.Category `json:"category"`
-	Salt     string         `json:"salt"`
-}
-
-// erasureJSON is the API's erasure (httpapi): never the erased id.
-type erasureJSON struct {
-	ID        string              `json:"erasure_id"`
-	Pseudonym string              `json:"pseudonym"`
-	ErasedAt  string              `json:"erased_at"`
-	ErasedBy  string              `json:"erased_by"`
-	Identity  string              `json:"identity"`
-	Sealed    int                 `json:"sealed_records"`
-	Opening   *erasureOpeningJSON `json:"opening,omitempty"`
-	Reason    *string             `json:"reason,omitempty"`
-}
-
-func erasureToJSON(e *ledger.Erasure) erasureJSON {
-	return erasureJSON{ID: e.ID, Pseudonym: e.Pseudonym, ErasedAt: ledger.FormatTime(e.At), ErasedBy: e.By,
-		Identity: e.Identity, Sealed: len(e.Digests)}
-}
 
 // openingWarning is printed on stderr with every erasure: the opening is
 // nowhere else.
@@ -71,15 +50,10 @@ id is itself a pseudonym or a record to seal is broken (run 'ledger verify').`,
 					return err
 				}
 				fmt.Fprint(cmd.ErrOrStderr(), openingWarning)
-				salt := hex.EncodeToString(r.Opening[:])
 				if asJSON {
-					j := erasureToJSON(&r.Erasure)
-					j.Opening = &erasureOpeningJSON{Category: audit.Agents, Salt: salt}
-					if r.Reason != "" {
-						j.Reason = &r.Reason
-					}
-					return printJSON(cmd, j)
+					return printJSON(cmd, wire.ErasureResultOf(&r))
 				}
+				salt := hex.EncodeToString(r.Opening[:])
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintf(w, "pseudonym\t%s\n", r.Pseudonym)
 				fmt.Fprintf(w, "erasure\t%s, %s, by %s\n", r.ID, ledger.FormatTime(r.At), r.By)
@@ -118,11 +92,11 @@ stored, so neither is shown.`,
 					return err
 				}
 				if asJSON {
-					out := make([]erasureJSON, 0, len(es))
+					out := make([]wire.Erasure, 0, len(es))
 					for i := range es {
-						out = append(out, erasureToJSON(&es[i]))
+						out = append(out, wire.ErasureOf(&es[i]))
 					}
-					return printJSON(cmd, map[string][]erasureJSON{"erasures": out})
+					return printJSON(cmd, map[string][]wire.Erasure{"erasures": out})
 				}
 				if len(es) == 0 {
 					_, err := fmt.Fprintln(cmd.OutOrStdout(), "no erasures")

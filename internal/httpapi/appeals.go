@@ -12,66 +12,8 @@ import (
 	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
-
-type eventKeyJSON struct {
-	EventType string `json:"event_type"`
-	EventID   string `json:"event_id"`
-}
-
-type deadlineJSON struct {
-	Duty string `json:"duty"`
-	Due  string `json:"due"`
-}
-
-type historyJSON struct {
-	Action string `json:"action"`
-	By     string `json:"by"`
-	At     string `json:"at"`
-	Note   string `json:"note,omitempty"`
-}
-
-type appealJSON struct {
-	ID                 string         `json:"id"`
-	AgentID            string         `json:"agent_id"`
-	PassportID         string         `json:"agent_passport_id"`
-	PassportComputedAt string         `json:"passport_computed_at"`
-	Grounds            string         `json:"grounds"`
-	Statement          string         `json:"statement"`
-	Events             []eventKeyJSON `json:"events"`
-	State              string         `json:"state"`
-	FiledBy            string         `json:"filed_by"`
-	FiledAt            string         `json:"filed_at"`
-	AcknowledgedAt     *string        `json:"acknowledged_at"`
-	DecidedAt          *string        `json:"decided_at"`
-	EscalatedAt        *string        `json:"escalated_at"`
-	Decision           string         `json:"decision,omitempty"`
-	Corrections        []string       `json:"corrections"`
-	ReissuedAt         *string        `json:"reissued_at"`
-	NextDeadline       *deadlineJSON  `json:"next_deadline"`
-	Overdue            bool           `json:"overdue"`
-	History            []historyJSON  `json:"history"`
-}
-
-func appealOut(s *service.AppealStatus) appealJSON {
-	a := &s.Appeal
-	out := appealJSON{ID: a.ID, AgentID: a.AgentID, PassportID: a.PassportID, PassportComputedAt: ledger.FormatTime(a.PassportComputedAt),
-		Grounds: string(a.Grounds), Statement: a.Statement, Events: make([]eventKeyJSON, len(a.Events)), State: string(a.State),
-		FiledBy: a.FiledBy, FiledAt: ledger.FormatTime(a.FiledAt), AcknowledgedAt: optTime(a.AcknowledgedAt),
-		DecidedAt: optTime(a.DecidedAt), EscalatedAt: optTime(a.EscalatedAt), Decision: a.Decision,
-		Corrections: append([]string{}, a.Corrections...), ReissuedAt: optTime(a.ReissuedAt), Overdue: s.Overdue,
-		History: make([]historyJSON, len(a.History))}
-	for i, e := range a.Events {
-		out.Events[i] = eventKeyJSON{string(e.Type), e.ID}
-	}
-	for i, h := range a.History {
-		out.History[i] = historyJSON{Action: string(h.Action), By: h.By, At: ledger.FormatTime(h.At), Note: h.Note}
-	}
-	if s.Next.Duty != "" {
-		out.NextDeadline = &deadlineJSON{Duty: s.Next.Duty, Due: ledger.FormatTime(s.Next.Due)}
-	}
-	return out
-}
 
 // fileAppeal files an appeal, by the agent's own token or an operator on
 // its behalf: 201 with the appeal.
@@ -107,7 +49,7 @@ func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Location", "/swarmscore/appeals/"+a.ID)
-	writeJSON(w, http.StatusCreated, marshal(appealOut(&a)))
+	writeJSON(w, http.StatusCreated, marshal(wire.AppealOf(&a)))
 }
 
 // eventKeys reads the events member: an array of {"event_type","event_id"}.
@@ -144,7 +86,7 @@ func eventKeys(raw json.RawMessage) ([]ledger.EventKey, error) {
 }
 
 type appealsResponse struct {
-	Appeals []appealJSON `json:"appeals"`
+	Appeals []wire.Appeal `json:"appeals"`
 }
 
 // listAppeals lists appeals: state filters by state, overdue=true keeps
@@ -183,9 +125,9 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := appealsResponse{Appeals: make([]appealJSON, len(list))}
+	resp := appealsResponse{Appeals: make([]wire.Appeal, len(list))}
 	for i := range list {
-		resp.Appeals[i] = appealOut(&list[i])
+		resp.Appeals[i] = wire.AppealOf(&list[i])
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, marshal(resp))
@@ -200,7 +142,7 @@ func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(appealOut(&a)))
+	writeJSON(w, http.StatusOK, marshal(wire.AppealOf(&a)))
 }
 
 // appealAction handles POST /swarmscore/appeals/{id}/<act>: a body with
@@ -241,7 +183,7 @@ func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, marshal(appealOut(&a)))
+		writeJSON(w, http.StatusOK, marshal(wire.AppealOf(&a)))
 	}
 }
 

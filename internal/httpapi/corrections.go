@@ -9,11 +9,11 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 // CorrectionsService lists the use cases of corrections, appeals (spec
@@ -116,7 +116,7 @@ func (s *Server) correct(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, marshal(correctionOut(&c)))
+	writeJSON(w, status, marshal(wire.CorrectionOf(&c)))
 }
 
 // parseCorrection reads one correction object strictly; where prefixes
@@ -134,40 +134,6 @@ func parseCorrection(data []byte, where string) (ledger.CorrectionRequest, error
 	}
 	return ledger.CorrectionRequest{EventType: ledger.Type(f[0]), EventID: f[1], Action: ledger.CorrectionAction(f[2]),
 		Status: ledger.Status(f[3]), AgentID: f[4], Reason: f[5], AppealID: f[6]}, nil
-}
-
-type correctionJSON struct {
-	ID         string  `json:"id"`
-	EventType  string  `json:"event_type"`
-	EventID    string  `json:"event_id"`
-	Action     string  `json:"action"`
-	Status     string  `json:"status,omitempty"`
-	AgentID    string  `json:"agent_id,omitempty"`
-	Reason     string  `json:"reason"`
-	AppealID   string  `json:"appeal_id,omitempty"`
-	By         string  `json:"by"`
-	At         string  `json:"at"`
-	FromAgent  string  `json:"from_agent"`
-	ToAgent    string  `json:"to_agent"`
-	FromStatus string  `json:"from_status"`
-	ToStatus   string  `json:"to_status"`
-	ReissuedAt *string `json:"reissued_at"`
-}
-
-func correctionOut(c *ledger.Correction) correctionJSON {
-	return correctionJSON{ID: c.ID, EventType: string(c.EventType), EventID: c.EventID, Action: string(c.Action),
-		Status: string(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID, By: c.By,
-		At: ledger.FormatTime(c.At), FromAgent: c.FromAgent, ToAgent: c.ToAgent, FromStatus: string(c.FromStatus),
-		ToStatus: string(c.ToStatus), ReissuedAt: optTime(c.ReissuedAt)}
-}
-
-// optTime is t on the wire, or null when it has not happened.
-func optTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := ledger.FormatTime(t)
-	return &s
 }
 
 // readBody reads a whole request body, within the route's limit.

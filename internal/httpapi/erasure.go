@@ -3,14 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 
-	"github.com/swarmscore/swarmscore/internal/audit"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 // ErasureService lists the use cases of erasure (GDPR Art. 17, spec
@@ -32,31 +31,6 @@ const maxEraseBody = 8 << 10
 func (s *Server) erasureRoutes() {
 	s.route("POST /swarmscore/{agent_id}/erase", operator, maxEraseBody, s.erase)
 	s.route("GET /swarmscore/erasures", operator, maxNoBody, s.erasures)
-}
-
-type openingJSON struct {
-	Category audit.Category `json:"category"`
-	Salt     string         `json:"salt"`
-}
-
-// erasureJSON is an erasure as the API shows it. It never names the erased
-// id: the operator who asked knows it, and a response or log that paired
-// it with the pseudonym would undo the erasure.
-type erasureJSON struct {
-	ID        string `json:"erasure_id"`
-	Pseudonym string `json:"pseudonym"`
-	ErasedAt  string `json:"erased_at"`
-	ErasedBy  string `json:"erased_by"`
-	Identity  string `json:"identity"`
-	Sealed    int    `json:"sealed_records"`
-	// Only in the response to the erasure itself.
-	Opening *openingJSON `json:"opening,omitempty"`
-	Reason  *string      `json:"reason,omitempty"`
-}
-
-func erasureOf(e *ledger.Erasure) erasureJSON {
-	return erasureJSON{ID: e.ID, Pseudonym: e.Pseudonym, ErasedAt: ledger.FormatTime(e.At), ErasedBy: e.By,
-		Identity: e.Identity, Sealed: len(e.Digests)}
 }
 
 // erase erases {agent_id}, with an optional body {"reason": "..."}, and
@@ -92,11 +66,7 @@ func (s *Server) erase(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := erasureOf(&res.Erasure)
-	out.Opening = &openingJSON{Category: audit.Agents, Salt: hex.EncodeToString(res.Opening[:])}
-	if res.Reason != "" {
-		out.Reason = &res.Reason
-	}
+	out := wire.ErasureResultOf(&res)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, marshal(out))
 }
@@ -113,10 +83,10 @@ func (s *Server) erasures(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		Erasures []erasureJSON `json:"erasures"`
-	}{Erasures: make([]erasureJSON, 0, len(es))}
+		Erasures []wire.Erasure `json:"erasures"`
+	}{Erasures: make([]wire.Erasure, 0, len(es))}
 	for i := range es {
-		out.Erasures = append(out.Erasures, erasureOf(&es[i]))
+		out.Erasures = append(out.Erasures, wire.ErasureOf(&es[i]))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, marshal(out))

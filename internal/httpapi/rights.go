@@ -13,6 +13,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
+	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
 // RightsService lists the use cases of agents' rights (spec §8.4, §11.1)
@@ -273,43 +274,6 @@ func asOfParam(v map[string]string) (time.Time, error) {
 	return t, nil
 }
 
-// formatMicros renders an instant as the ledger keeps it: UTC, with its
-// microseconds when it has any.
-func formatMicros(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
-type recordJSON struct {
-	Type              ledger.Type   `json:"type"`
-	ID                string        `json:"id"`
-	AgentID           string        `json:"agent_id"`
-	BuyerID           *string       `json:"buyer_id"`
-	Status            ledger.Status `json:"status"`
-	ReportedStatus    ledger.Status `json:"reported_status,omitempty"`
-	ReportedAgentID   string        `json:"reported_agent_id,omitempty"`
-	EscrowAmountCents *int64        `json:"escrow_amount_cents,omitempty"`
-	StartedAt         string        `json:"started_at"`
-	CompletedAt       string        `json:"completed_at,omitempty"`
-	SettledAt         string        `json:"settled_at,omitempty"`
-	Operator          string        `json:"operator"`
-	Seq               int64         `json:"seq"`
-	Corrected         bool          `json:"corrected"`
-}
-
-type passportJSON struct {
-	ID         string          `json:"agent_passport_id"`
-	ComputedAt string          `json:"computed_at"`
-	ExpiresAt  string          `json:"expires_at"`
-	KeyID      *string         `json:"key_id"`
-	Passport   json.RawMessage `json:"passport"`
-}
-
-type recordsResponse struct {
-	AgentID   string         `json:"agent_id"`
-	AsOf      string         `json:"as_of"`
-	Masked    bool           `json:"buyer_ids_masked"`
-	Events    []recordJSON   `json:"events"`
-	Passports []passportJSON `json:"passports"`
-}
-
 // records serves the agent's access to its data: the events counting in
 // its score as of ?as_of= (now by default) and the passports issued.
 func (s *Server) records(w http.ResponseWriter, r *http.Request) {
@@ -333,36 +297,8 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := recordsResponse{AgentID: rec.AgentID, AsOf: formatMicros(rec.AsOf), Masked: rec.Masked,
-		Events: make([]recordJSON, 0, len(rec.Events)), Passports: make([]passportJSON, 0, len(rec.Passports))}
-	for i := range rec.Events {
-		e := &rec.Events[i]
-		j := recordJSON{Type: e.Type, ID: e.ID, AgentID: e.AgentID, Status: e.Status, ReportedAgentID: e.ReportedAgentID,
-			StartedAt: formatMicros(e.StartedAt), Operator: e.Operator, Seq: e.Seq, Corrected: e.Corrected}
-		if e.BuyerID != "" {
-			j.BuyerID = &e.BuyerID
-		}
-		if e.ReportedStatus != e.Status {
-			j.ReportedStatus = e.ReportedStatus
-		}
-		switch e.Type {
-		case ledger.AP2Transaction:
-			j.EscrowAmountCents, j.SettledAt = &e.EscrowAmountCents, formatMicros(e.EndedAt)
-		default:
-			j.CompletedAt = formatMicros(e.EndedAt)
-		}
-		resp.Events = append(resp.Events, j)
-	}
-	for i := range rec.Passports {
-		p := &rec.Passports[i]
-		j := passportJSON{ID: p.ID, ComputedAt: rfc3339(p.ComputedAt), ExpiresAt: rfc3339(p.ExpiresAt), Passport: p.Document}
-		if p.KeyID != "" {
-			j.KeyID = &p.KeyID
-		}
-		resp.Passports = append(resp.Passports, j)
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(resp))
+	writeJSON(w, http.StatusOK, marshal(wire.RecordsOf(&rec)))
 }
 
 type signalsResponse struct {
@@ -405,7 +341,7 @@ func (s *Server) signals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(signalsResponse{a.AgentID, formatMicros(a.AsOf), a.Signals}))
+	writeJSON(w, http.StatusOK, marshal(signalsResponse{a.AgentID, wire.Micros(a.AsOf), a.Signals}))
 }
 
 // flagged lists the agents with a flagged signal (?flagged=true, the
@@ -431,7 +367,7 @@ func (s *Server) flagged(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := flaggedResponse{AsOf: formatMicros(list.AsOf), Agents: make([]flaggedAgent, 0, len(list.Agents))}
+	resp := flaggedResponse{AsOf: wire.Micros(list.AsOf), Agents: make([]flaggedAgent, 0, len(list.Agents))}
 	for _, a := range list.Agents {
 		resp.Agents = append(resp.Agents, flaggedAgent{a.AgentID, a.Signals})
 	}
