@@ -301,5 +301,17 @@ func wordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
+// NamesAgent reports whether r, a record of another agent's chain, names
+// agent x in its content (an erasure of x must seal it): a report whose
+// buyer is x, or a correction that moves an event from or to x or names x
+// in its reason or actor.
+func (r *ChainRow) NamesAgent(x string) bool {
+	if r.Record.CorrectionID != "" {
+		c := &r.Correction
+		return c.FromAgent == x || c.ToAgent == x || NamesID(c.Reason, x) || NamesID(c.By, x)
+	}
+	return r.Event.Event.BuyerID == x
+}
+
 // NamesID reports whether ReplaceID would change s.
 func NamesID(s, id string) bool { return ReplaceID(s, id, "\x00") != s }

@@ -261,3 +261,18 @@ func TestReplaceID(t *testing.T) {
 		}
 	}
 }
+
+func TestChainRowNamesAgent(t *testing.T) {
+	report := ChainRow{Event: StoredEvent{Event: Event{BuyerID: "agent-7"}}}
+	cor := ChainRow{Record: ChainRecord{CorrectionID: "cor-1"}, Correction: Correction{FromAgent: "a", ToAgent: "b",
+		CorrectionRequest: CorrectionRequest{Reason: "asked by agent-7", By: "op"}}}
+	for _, c := range []struct {
+		r    *ChainRow
+		x    string
+		want bool
+	}{{&report, "agent-7", true}, {&report, "agent-70", false}, {&cor, "agent-7", true}, {&cor, "b", true}, {&cor, "op", true}, {&cor, "agent", false}} {
+		if got := c.r.NamesAgent(c.x); got != c.want {
+			t.Errorf("%+v names %q: %v, want %v", c.r.Record, c.x, got, c.want)
+		}
+	}
+}

@@ -52,22 +52,12 @@ func (s *Store) Erasures(ctx context.Context) ([]ledger.Erasure, error) {
 
 // erasureScope is the scope's chain query: the agent's chain, then the
 // records of other chains whose content may name it (filtered exactly in
-// Go, by namesAgent).
+// Go, by ledger.ChainRow.NamesAgent).
 var erasureScope = []string{
 	chainSelect + ` WHERE r.agent_id = $1 ORDER BY r.seq`,
 	chainSelect + ` WHERE r.agent_id <> $1 AND (coalesce(c.buyer_id, t.buyer_id, o.buyer_id) = $1
 	    OR k.from_agent = $1 OR k.to_agent = $1 OR strpos(k.reason, $1) > 0 OR strpos(k.actor, $1) > 0)
 	  ORDER BY r.agent_id, r.seq`,
-}
-
-// namesAgent reports whether a record of another chain names x in its
-// content.
-func namesAgent(r *ledger.ChainRow, x string) bool {
-	if r.Record.CorrectionID != "" {
-		c := &r.Correction
-		return c.FromAgent == x || c.ToAgent == x || ledger.NamesID(c.Reason, x) || ledger.NamesID(c.By, x)
-	}
-	return r.Event.Event.BuyerID == x
 }
 
 // Erase implements service.ErasureStore. It locks agents against new row
@@ -134,7 +124,7 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 			if err != nil {
 				return err
 			}
-			if r.AgentID != x && !namesAgent(r, x) {
+			if r.AgentID != x && !r.NamesAgent(x) {
 				continue
 			}
 			row := *r
