@@ -602,7 +602,7 @@ func TestUnavailableBlip(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{})
 	f := &flaky{fake: h.f}
-	s := New(pinging{f}, Options{Logger: h.s.log, MetricsAllow: h.s.scrapers})
+	s := New(pinging{f}, Options{Logger: h.s.log, MetricsAllow: h.s.scrapers, DBTimeout: 100 * time.Millisecond})
 	defer s.Close()
 	h.s = s
 	down := fmt.Errorf("sqlite: step: %w: database is locked", errkind.ErrUnavailable)
@@ -758,7 +758,8 @@ func TestOutageLoggedOnce(t *testing.T) {
 	h := newHarness(t, Options{})
 	f := &flaky{fake: h.f}
 	logs := &syncLog{}
-	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now, MetricsAllow: h.s.scrapers})
+	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now, MetricsAllow: h.s.scrapers,
+		DBTimeout: 300 * time.Millisecond}) // an outage ends 2.3 s after its last 503
 	defer s.Close()
 	h.s = s
 	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
@@ -785,9 +786,9 @@ func TestOutageLoggedOnce(t *testing.T) {
 
 func waitLog(t *testing.T, logs *syncLog, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 5 s:\n%s", want, logs)
+			t.Fatalf("no %s in 10 s:\n%s", want, logs)
 		}
 	}
 }

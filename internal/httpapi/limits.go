@@ -248,15 +248,18 @@ func (s *Server) dbUnavailable(r *http.Request, err error, level slog.Level) slo
 // a probe fails, or when probes succeed but requests have gone on getting
 // 503s for longer than probeEvery (every slot held by statements that a
 // lock keeps waiting: the database answers, but not the requests). The
-// episode ends at the first probe that succeeds with no 503 in the
-// probeEvery before it, so that a lone 503 is not an outage and the 503s
-// of requests that were still waiting when the database came back are
-// the outage's too. Nothing waits for the probe: requests go on trying
+// episode ends at the first probe that succeeds with no 503 for the
+// Retry-After of a 503 and the database timeout: long enough for a
+// client honouring Retry-After to come back and wait out the timeout
+// again, so that an outage's 503s are not split into episodes of one, a
+// lone 503 is not an outage, and the 503s of requests that were still
+// waiting when the database came back are the outage's too. Nothing waits for the probe: requests go on trying
 // the database, so recovery needs no probe either.
 type health struct {
 	svc     Service
 	log     *slog.Logger
 	timeout time.Duration // of each probe
+	quiet   time.Duration // without a 503 before a successful probe ends an episode
 	// total counts every 503 the database caused since the start, by
 	// reason: swarmscore_db_unavailable_responses_total.
 	total [numReasons]atomic.Uint64
@@ -349,7 +352,7 @@ func (h *health) probe() {
 		}
 		h.mu.Lock()
 		h.probed = start
-		quiet := start.Sub(h.last) >= probeEvery
+		quiet := start.Sub(h.last) >= h.quiet
 		switch {
 		case err != nil:
 			h.upSince = time.Time{}
@@ -447,7 +450,7 @@ func (s *Server) initFaults(opt Options) {
 		clients = 10000
 	}
 	s.authFails = newIPLimiter(float64(time.Second)/float64(every), burst, clients, opt.RateIPv6Prefix)
-	s.health = &health{svc: s.svc, log: s.log, timeout: min(readyTimeout, s.gate.timeout)}
+	s.health = &health{svc: s.svc, log: s.log, timeout: min(readyTimeout, s.gate.timeout), quiet: retryAfterUnavailable*time.Second + s.gate.timeout}
 	for r, name := range reasonNames {
 		s.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "swarmscore_db_unavailable_responses_total",
