@@ -538,7 +538,11 @@ func TestBoundedWaits(t *testing.T) {
 	// for want of a slot.
 	b.up.Store(true)
 	want := map[string]int{"timeout": 3, "refused": 0, "slots": 1}
-	checkOutage(t, s, logs, 4, want)
+	// The outage began when the first requests began to wait, not at
+	// their 503s; it lasted at least until /readyz's.
+	if end := checkOutage(t, s, logs, 4, want); end.OutageMS < 600 {
+		t.Errorf("the outage lasted %d ms, less than its 503s took", end.OutageMS)
+	}
 	if r, _ := serve("/swarmscore/agent-1"); r.code != 200 {
 		t.Fatalf("after the outage: %d", r.code)
 	}
@@ -589,7 +593,7 @@ func TestSlotsHeldByALock(t *testing.T) {
 	if got[2].Load() != 0 || got[0].Load() == 0 || got[1].Load() == 0 {
 		t.Fatalf("answers: %d timeouts, %d refused at once, %d others", got[0].Load(), got[1].Load(), got[2].Load())
 	}
-	waitLog(t, logs, `it answers a probe, but requests have gone on getting 503`)
+	waitLog(t, logs, `it answers a probe, but requests go on getting 503`)
 	b.up.Store(true)
 	timeouts, slots := int(got[0].Load()), int(got[1].Load())
 	checkOutage(t, s, logs, timeouts+slots, map[string]int{"timeout": timeouts, "refused": 0, "slots": slots})
@@ -660,8 +664,8 @@ type outageEnd struct {
 }
 
 // checkOutage waits for the line that ends an outage and checks that it
-// and the metric count total 503s, by reason as want.
-func checkOutage(t *testing.T, s http.Handler, logs *syncLog, total int, want map[string]int) {
+// and the metric count total 503s, by reason as want. It returns the line.
+func checkOutage(t *testing.T, s http.Handler, logs *syncLog, total int, want map[string]int) outageEnd {
 	t.Helper()
 	waitLog(t, logs, `"msg":"database available again"`)
 	var end outageEnd
@@ -678,6 +682,7 @@ func checkOutage(t *testing.T, s http.Handler, logs *syncLog, total int, want ma
 	if got := unavailableResponses(t, s); !maps.Equal(got, want) {
 		t.Errorf("swarmscore_db_unavailable_responses_total %v; the clients got %v", got, want)
 	}
+	return end
 }
 
 // TestReadyzWithinTwoSeconds: a database that never answers gets /readyz

@@ -231,7 +231,19 @@ func (s *Server) dbUnavailable(r *http.Request, err error, level slog.Level) slo
 	if reason == reasonSlots {
 		s.logBusy(r)
 	}
-	return s.health.unavailable(reason, err, level)
+	// A request that timed out found the database unavailable when it
+	// began to wait, a timeout before its deadline.
+	began := time.Now()
+	if dl, ok := r.Context().Deadline(); ok && reason == reasonTimeout {
+		wait := s.gate.timeout
+		if r.Pattern == "GET /readyz" {
+			wait = s.health.timeout
+		}
+		if b := dl.Add(-wait); b.Before(began) {
+			began = b
+		}
+	}
+	return s.health.unavailable(reason, err, level, began)
 }
 
 // health counts the 503s the database causes and follows its outages, so
@@ -245,9 +257,10 @@ func (s *Server) dbUnavailable(r *http.Request, err error, level slog.Level) slo
 // Service.Ready at once, then every probeEvery (never sooner than
 // probeEvery after the previous probe, so that a busy server's bursts of
 // refusals do not become a stream of pings). The outage is confirmed when
-// a probe fails, or when probes succeed but requests have gone on getting
-// 503s for longer than probeEvery (every slot held by statements that a
-// lock keeps waiting: the database answers, but not the requests). The
+// a probe fails, or when probes succeed but, a probe interval or more
+// into the episode, requests still get 503s and either have got them for
+// a probe interval or more, or hold every slot (statements that a lock
+// keeps waiting: the database answers, but not the requests). The
 // episode ends at the first probe that succeeds with no 503 for the
 // Retry-After of a 503 and the database timeout: long enough for a
 // client honouring Retry-After to come back and wait out the timeout
@@ -260,6 +273,7 @@ type health struct {
 	log     *slog.Logger
 	timeout time.Duration // of each probe
 	quiet   time.Duration // without a 503 before a successful probe ends an episode
+	slots   func() (used, max int)
 	// total counts every 503 the database caused since the start, by
 	// reason: swarmscore_db_unavailable_responses_total.
 	total [numReasons]atomic.Uint64
@@ -268,6 +282,7 @@ type health struct {
 	state   healthState
 	count   [numReasons]int64 // the episode's 503s
 	since   time.Time         // the episode's first 503
+	began   time.Time         // when the first request of those that got its 503s began to wait
 	last    time.Time         // its latest
 	lastErr error             // and that one's error
 	upSince time.Time         // the start of the latest run of successful probes, if the latest succeeded
@@ -287,9 +302,10 @@ const (
 )
 
 // unavailable records a 503 the database caused (for reason, answered
-// with err) and returns the level to log it at: level for the first of
-// an episode (which starts the probe), DEBUG for the others.
-func (h *health) unavailable(reason dbReason, err error, level slog.Level) slog.Level {
+// with err, to a request that began to wait at began) and returns the
+// level to log it at: level for the first of an episode (which starts the
+// probe), DEBUG for the others.
+func (h *health) unavailable(reason dbReason, err error, level slog.Level, began time.Time) slog.Level {
 	h.total[reason].Add(1)
 	now := time.Now()
 	h.mu.Lock()
@@ -297,6 +313,9 @@ func (h *health) unavailable(reason dbReason, err error, level slog.Level) slog.
 	if h.state != healthy {
 		h.count[reason]++
 		h.last, h.lastErr = now, err
+		if began.Before(h.began) {
+			h.began = began
+		}
 		return slog.LevelDebug
 	}
 	if h.closed {
@@ -305,7 +324,7 @@ func (h *health) unavailable(reason dbReason, err error, level slog.Level) slog.
 	h.state = suspect
 	h.count = [numReasons]int64{}
 	h.count[reason] = 1
-	h.since, h.last, h.lastErr, h.upSince = now, now, err, time.Time{}
+	h.since, h.began, h.last, h.lastErr, h.upSince = now, began, now, err, time.Time{}
 	if h.ctx == nil {
 		h.ctx, h.stop = context.WithCancel(context.Background())
 	}
@@ -375,9 +394,10 @@ func (h *health) probe() {
 			if h.upSince.IsZero() {
 				h.upSince = start
 			}
-			if h.last.Sub(h.since) >= probeEvery {
-				h.confirm(fmt.Errorf("it answers a probe, but requests have gone on getting 503 for %s; the latest: %w",
-					h.last.Sub(h.since).Round(time.Millisecond), h.lastErr))
+			used, most := h.slots()
+			if start.Sub(h.since) >= probeEvery && (h.last.Sub(h.since) >= probeEvery || used == most) {
+				h.confirm(fmt.Errorf("it answers a probe, but requests go on getting 503 (%d in %s; %d of %d slots taken); the latest: %w",
+					h.total503(), h.last.Sub(h.since).Round(time.Millisecond), used, most, h.lastErr))
 			}
 		}
 		h.mu.Unlock()
@@ -393,16 +413,24 @@ func (h *health) confirm(err error) {
 	}
 }
 
+// total503 is the number of the episode's 503s. h.mu is held.
+func (h *health) total503() int64 {
+	var n int64
+	for _, c := range h.count {
+		n += c
+	}
+	return n
+}
+
 // tally is what the log says of an episode that ended at end: its length
-// and its 503s, in all and by reason. h.mu is held.
+// (from the moment the first request that got one of its 503s began to
+// wait) and its 503s, in all and by reason. h.mu is held.
 func (h *health) tally(end time.Time) []any {
-	var total int64
 	by := make([]any, 0, 2*numReasons)
 	for r, n := range h.count {
-		total += n
 		by = append(by, reasonNames[r], n)
 	}
-	return []any{"outage_ms", end.Sub(h.since).Milliseconds(), "unavailable_responses", total,
+	return []any{"outage_ms", end.Sub(h.began).Milliseconds(), "unavailable_responses", h.total503(),
 		slog.Group("unavailable_by_reason", by...)}
 }
 
@@ -450,7 +478,8 @@ func (s *Server) initFaults(opt Options) {
 		clients = 10000
 	}
 	s.authFails = newIPLimiter(float64(time.Second)/float64(every), burst, clients, opt.RateIPv6Prefix)
-	s.health = &health{svc: s.svc, log: s.log, timeout: min(readyTimeout, s.gate.timeout), quiet: retryAfterUnavailable*time.Second + s.gate.timeout}
+	s.health = &health{svc: s.svc, log: s.log, timeout: min(readyTimeout, s.gate.timeout), quiet: retryAfterUnavailable*time.Second + s.gate.timeout,
+		slots: func() (int, int) { return len(s.gate.slots), cap(s.gate.slots) }}
 	for r, name := range reasonNames {
 		s.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "swarmscore_db_unavailable_responses_total",
