@@ -789,6 +789,27 @@ func TestOutageLoggedOnce(t *testing.T) {
 	checkOutage(t, s, logs, 40, map[string]int{"timeout": 0, "refused": 40, "slots": 0})
 }
 
+// TestStoppingDuringAnOutage: a server closed during an outage logs the
+// 503s it has cost so far, which no other line counts.
+func TestStoppingDuringAnOutage(t *testing.T) {
+	t.Parallel()
+	f := &flaky{fake: newHarness(t, Options{}).f}
+	logs := &syncLog{}
+	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
+	f.down.Store(&down)
+	for range 3 {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "/swarmscore/agent-1", nil))
+	}
+	waitLog(t, logs, `"msg":"database unavailable: answering 503 until it recovers"`)
+	s.Close()
+	if out := logs.String(); !strings.Contains(out, `"msg":"stopping during a database outage"`) ||
+		!strings.Contains(out, `"unavailable_responses":3,"unavailable_by_reason":{"timeout":0,"refused":3,"slots":0}`) {
+		t.Fatalf("closed during an outage:\n%s", out)
+	}
+}
+
 func waitLog(t *testing.T, logs *syncLog, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(10 * time.Millisecond) {
