@@ -16,15 +16,17 @@
 // (and reported as a warning), and no information is lost between what was
 // signed and what is checked.
 //
-// The package imports nothing internal to the module but score; every error it
-// returns matches ErrInvalid except a failure of the system's random source.
+// Of this module the package imports only score and two leaves that import
+// nothing of it: internal/jcsstr (the JCS string escaper) and
+// internal/errkind (which gives ErrInvalid its kind for the server's
+// edges). Every error it returns matches ErrInvalid except a failure of the
+// system's random source.
 package passport
 
 import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 	"unicode"
@@ -32,6 +34,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -61,7 +64,7 @@ const (
 // ErrInvalid is matched (with errors.Is) by every error this package returns
 // for bad input: a short key, an invalid agent ID or platform, an
 // inconsistent score result, or a malformed document.
-var ErrInvalid = errors.New("invalid passport")
+var ErrInvalid = errkind.Sentinel(errkind.ErrInvalid, "invalid passport")
 
 // newUUID is the source of agent_passport_id; tests replace it to make
 // documents reproducible.

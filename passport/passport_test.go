@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -280,5 +282,24 @@ func TestGolden(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from the golden file:\n got %s\nwant %s", name, got, want)
 		}
+	}
+}
+
+// TestErrorKind: the edges classify the package's errors, Problem
+// included, as errkind.Invalid; ErrInvalid keeps its message.
+func TestErrorKind(t *testing.T) {
+	_, short := NewKey([]byte("short"))
+	_, unreadable := Parse([]byte("{"))
+	_, agent := New("bad agent", "swarmsync.ai", score.Result{}, testComputedAt)
+	for _, err := range []error{ErrInvalid, short, unreadable, agent, Problem{CodeMissingField, "no score"}, fmt.Errorf("issue: %w", agent)} {
+		if !errors.Is(err, ErrInvalid) || !errors.Is(err, errkind.ErrInvalid) || errkind.Of(err) != errkind.Invalid {
+			t.Errorf("%v: of kind %v", err, errkind.Of(err))
+		}
+	}
+	if ErrInvalid.Error() != "invalid passport" || !strings.HasPrefix(agent.Error(), "invalid passport: ") {
+		t.Errorf("messages changed: %q, %q", ErrInvalid, agent)
+	}
+	if errors.Is(ErrInvalid, score.ErrInvalid) || errors.Is(score.ErrInvalid, ErrInvalid) {
+		t.Error("the two packages' sentinels match each other")
 	}
 }

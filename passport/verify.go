@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -118,7 +119,7 @@ type Problem struct {
 func (p Problem) Error() string { return p.Code + ": " + p.Message }
 
 // Is makes errors.Is(p, ErrInvalid) true.
-func (p Problem) Is(target error) bool { return target == ErrInvalid }
+func (p Problem) Is(target error) bool { return errors.Is(ErrInvalid, target) }
 
 // Verification is the outcome of Verify, shaped as the §7.3 response plus
 // what each check found and the lists of errors and warnings. Valid is
