@@ -66,10 +66,6 @@ const (
 // inconsistent score result, or a malformed document.
 var ErrInvalid = errkind.Sentinel(errkind.ErrInvalid, "invalid passport")
 
-// newUUID is the source of agent_passport_id; tests replace it to make
-// documents reproducible.
-var newUUID = uuid.NewRandom
-
 // Passport is the Execution Passport of §6.1 plus the top-level agent_id that
 // binds it to an agent (an extension: the spec's document names no agent).
 // Fields are in the §6.1 order, which is json.Marshal's order; Sign
@@ -80,7 +76,11 @@ var newUUID = uuid.NewRandom
 // which Verify checks.
 type Passport struct {
 	SwarmScoreVersion string `json:"swarmscore_version"`
-	AgentPassportID   string `json:"agent_passport_id"`
+	// AgentPassportID is a hyphenated version 4 UUID: a random one from
+	// New, which a caller may replace with its own (a reproducible test
+	// document, an id allocated elsewhere) before Sign, which refuses any
+	// other form.
+	AgentPassportID string `json:"agent_passport_id"`
 	// AgentID is empty when the document has no agent_id (§6.1 has none:
 	// CodeAgentIDMissing).
 	AgentID           string         `json:"agent_id,omitempty"`
@@ -209,7 +209,7 @@ func NewWith(f score.Formula, agentID, platform string, r score.Result, computed
 	if computedAt.Year() < 1 || expiresAt.Year() > 9999 {
 		return nil, fmt.Errorf("%w: computed_at %s is outside the years RFC 3339 can carry", ErrInvalid, computedAt.Format(time.RFC3339))
 	}
-	id, err := newUUID()
+	id, err := uuid.NewRandom()
 	if err != nil {
 		return nil, fmt.Errorf("passport: generating agent_passport_id: %w", err)
 	}

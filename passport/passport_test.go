@@ -234,9 +234,9 @@ func TestSignRefuses(t *testing.T) {
 // -update to regenerate after an intended change to the wire format; the
 // signature is also checked against an HMAC computed here independently.
 func TestGolden(t *testing.T) {
-	fixUUID(t)
 	key := testKey(t)
 	p := newPassport(t, testExample)
+	p.AgentPassportID = testUUID
 	doc, err := p.Sign(key)
 	if err != nil {
 		t.Fatal(err)
@@ -301,5 +301,28 @@ func TestErrorKind(t *testing.T) {
 	}
 	if errors.Is(ErrInvalid, score.ErrInvalid) || errors.Is(score.ErrInvalid, ErrInvalid) {
 		t.Error("the two packages' sentinels match each other")
+	}
+}
+
+// TestPassportID: New draws a fresh version 4 UUID each time; a caller may
+// set its own before signing, which Sign checks.
+func TestPassportID(t *testing.T) {
+	a, b := newPassport(t, testExample), newPassport(t, testExample)
+	if u, err := uuid.Parse(a.AgentPassportID); err != nil || u.Version() != 4 || u.String() != a.AgentPassportID || a.AgentPassportID == b.AgentPassportID {
+		t.Fatalf("ids %q, %q: %v", a.AgentPassportID, b.AgentPassportID, err)
+	}
+	a.AgentPassportID = testUUID
+	doc, err := a.Sign(testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verify(doc, []Key{testKey(t)}, testComputedAt); !v.Valid || v.Passport.AgentPassportID != testUUID {
+		t.Fatalf("caller's id: %+v", v)
+	}
+	for _, id := range []string{"6ba7b810-9dad-11d1-80b4-00c04fd430c8", strings.ReplaceAll(testUUID, "-", "")} { // version 1; not hyphenated
+		b.AgentPassportID = id
+		if _, err := b.Sign(testKey(t)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Sign with id %q: %v", id, err)
+		}
 	}
 }
