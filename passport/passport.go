@@ -16,6 +16,18 @@
 // (and reported as a warning), and no information is lost between what was
 // signed and what is checked.
 //
+// A passport naming a key (issuer.kid) is verified with that key only, which
+// must have the algorithm issuer.alg names and be accepted (KeyAccepted): a
+// signature by a retired or revoked key is CodeKeyRetired or CodeKeyRevoked,
+// not tampering. A passport naming no key is tried against every accepted
+// key of its signature's algorithm (so keys can be rotated by verifying with
+// old and new for a while), then against the others, to tell a retired
+// key's passport from a forgery. Ed25519 keys are never used as HMAC
+// secrets. The score block, dimension contributions, rates, volume factors
+// and escrow modifier must be exactly what the formula gives for the
+// document's own counts; what §6.1 leaves open (an agent_id, the contents of
+// qualification_gaps) is checked too, but only warned about.
+//
 // Of this module the package imports only score and two leaves that import
 // nothing of it: internal/jcsstr (the JCS string escaper) and
 // internal/errkind (which gives ErrInvalid its kind for the server's
