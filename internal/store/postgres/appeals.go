@@ -219,5 +219,6 @@ func (s *Store) SaveAppeal(ctx context.Context, a appeal.Appeal, from appeal.Sta
 	if err != nil {
 		return nil, fmt.Errorf("postgres: save appeal: %w", err)
 	}
+	s.wrote()
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -45,10 +46,16 @@ func (s *Store) Consent(ctx context.Context, agentID string) (ledger.Consent, er
 		vis, version, consentBy *string
 		given                   *time.Time
 	)
-	err := s.pool.QueryRow(ctx, `SELECT c.visibility, c.disclosure_version, c.consent_given_at, c.consent_by
-		FROM agents a LEFT JOIN consent c ON c.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&vis, &version, &given, &consentBy)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return c, fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+	err := s.read(ctx, agentID, func(db *pgxpool.Pool) error {
+		err := db.QueryRow(ctx, `SELECT c.visibility, c.disclosure_version, c.consent_given_at, c.consent_by
+			FROM agents a LEFT JOIN consent c ON c.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&vis, &version, &given, &consentBy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: agent %q", errkind.ErrNotFound, agentID)
+		}
+		return err
+	})
+	if errors.Is(err, errkind.ErrNotFound) {
+		return c, err
 	}
 	if err != nil {
 		return c, fmt.Errorf("postgres: read consent: %w", classify(err))

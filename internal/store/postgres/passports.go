@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -27,9 +28,19 @@ func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 
 // Passport returns an issued passport; see service.PassportStore.
 func (s *Store) Passport(ctx context.Context, id string) (ledger.IssuedPassport, error) {
-	p, err := scanPassport(s.pool.QueryRow(ctx, `SELECT `+passportColumns+` FROM passports WHERE id = $1`, id).Scan)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, fmt.Errorf("%w: no passport with id %q was issued here", errkind.ErrNotFound, id)
+	var p ledger.IssuedPassport
+	// Which agent the passport names is not known yet: the read is held to
+	// every invalidation seen (and a passport the replica does not have
+	// yet is looked up on the primary).
+	err := s.read(ctx, "", func(db *pgxpool.Pool) (err error) {
+		p, err = scanPassport(db.QueryRow(ctx, `SELECT `+passportColumns+` FROM passports WHERE id = $1`, id).Scan)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: no passport with id %q was issued here", errkind.ErrNotFound, id)
+		}
+		return err
+	})
+	if errors.Is(err, errkind.ErrNotFound) {
+		return p, err
 	}
 	if err != nil {
 		return p, fmt.Errorf("postgres: read passport: %w", classify(err))

@@ -37,6 +37,9 @@ type Store struct {
 	pool  *pgxpool.Pool
 	watch watchState // CacheWatch (watch.go)
 	log   *slog.Logger
+	// replica and gate are set by AttachReplica (replica.go).
+	replica *replica
+	gate    *readGate
 }
 
 // SetLogger sends what the store has to say about its connections (the
@@ -118,6 +121,9 @@ func (s *Store) Ready(ctx context.Context) error {
 // Close releases the pool; later calls fail.
 func (s *Store) Close() error {
 	s.watch.close()
+	if s.replica != nil {
+		s.replica.pool.Close()
+	}
 	s.pool.Close()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -73,7 +74,11 @@ func notFound(agentID string) error {
 
 // Counts returns the agent's window counts; see service.LedgerStore.
 func (s *Store) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
-	w, err := queryWindow(ctx, s.pool, agentID, asOf)
+	var w windowResult
+	err := s.read(ctx, agentID, func(db *pgxpool.Pool) (err error) {
+		w, err = queryWindow(ctx, db, agentID, asOf)
+		return err
+	})
 	if err != nil {
 		return score.Counts{}, fmt.Errorf("postgres: counts: %w", classify(err))
 	}
@@ -123,22 +128,31 @@ func scanEntry(row pgx.Row) (ledger.ScoreEntry, error) {
 
 // CachedScore returns the cache entry answering asOf; see service.ScoreStore.
 func (s *Store) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {
-	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+cacheColumns+`
-		FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID))
-	if errors.Is(err, pgx.ErrNoRows) {
+	var (
+		e     ledger.ScoreEntry
+		found bool
+	)
+	err := s.read(ctx, agentID, func(db *pgxpool.Pool) error {
+		var err error
+		e, err = scanEntry(db.QueryRow(ctx, `SELECT `+cacheColumns+`
+			FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id WHERE c.agent_id = $1`, agentID))
+		found = err == nil
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
 		var exists bool
-		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)`, agentID).Scan(&exists); err != nil {
-			return ledger.ScoreEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE id = $1)`, agentID).Scan(&exists); err != nil {
+			return err
 		}
 		if !exists {
-			return ledger.ScoreEntry{}, false, fmt.Errorf("postgres: cached score: %w", notFound(agentID))
+			return notFound(agentID)
 		}
-		return ledger.ScoreEntry{}, false, nil
-	}
+		return nil
+	})
 	if err != nil {
 		return ledger.ScoreEntry{}, false, fmt.Errorf("postgres: cached score: %w", classify(err))
 	}
-	if !e.Answers(asOf) {
+	if !found || !e.Answers(asOf) {
 		return ledger.ScoreEntry{}, false, nil
 	}
 	return e, true, nil
@@ -153,11 +167,14 @@ func (s *Store) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreSta
 		computed, until *time.Time
 		sig             *string
 	)
-	err := s.pool.QueryRow(ctx, `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid_until, c.passport_signature
-		FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&current, &computed, &until, &sig)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ledger.ScoreStamp{}, fmt.Errorf("postgres: cache stamp: %w", notFound(agentID))
-	}
+	err := s.read(ctx, agentID, func(db *pgxpool.Pool) error {
+		err := db.QueryRow(ctx, `SELECT c.ledger_seq = a.terminal_seq, c.computed_at, c.valid_until, c.passport_signature
+			FROM agents a LEFT JOIN swarmscore_cache c ON c.agent_id = a.id WHERE a.id = $1`, agentID).Scan(&current, &computed, &until, &sig)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(agentID)
+		}
+		return err
+	})
 	if err != nil {
 		return ledger.ScoreStamp{}, fmt.Errorf("postgres: cache stamp: %w", classify(err))
 	}
@@ -190,6 +207,7 @@ func (s *Store) RefreshScore(ctx context.Context, agentID string, asOf time.Time
 	if err != nil {
 		return ledger.ScoreEntry{}, fmt.Errorf("postgres: refresh score: %w", err)
 	}
+	s.wrote(agentID)
 	return entry, nil
 }
 
@@ -303,6 +321,7 @@ func (s *Store) RecomputeAll(ctx context.Context, asOf time.Time, onlyStale bool
 	if err != nil {
 		return 0, fmt.Errorf("postgres: recompute all: %w", err)
 	}
+	s.wrote()
 	return n, nil
 }
 
@@ -379,20 +398,16 @@ func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.Sc
 		args = append(args, q.After.Score, q.After.AgentID)
 	}
 	sql.WriteString(` ORDER BY c.score DESC, c.agent_id LIMIT $3`)
-	rows, err := s.pool.Query(ctx, sql.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list scores: %w", classify(err))
-	}
-	defer rows.Close()
 	var out []ledger.ScoreEntry
-	for rows.Next() {
-		e, err := scanEntry(rows)
+	err := s.read(ctx, "", func(db *pgxpool.Pool) error {
+		rows, err := db.Query(ctx, sql.String(), args...)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list scores: %w", err)
+			return err
 		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ledger.ScoreEntry, error) { return scanEntry(row) })
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("postgres: list scores: %w", classify(err))
 	}
 	return out, nil
@@ -406,12 +421,15 @@ func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, er
 		vis  string
 		reg  time.Time
 	)
-	err := s.pool.QueryRow(ctx, `SELECT a.created_at, a.head_seq, a.head_hash, coalesce(v.visibility, 'public'), coalesce(x.seq, 0)
-		FROM agents a LEFT JOIN consent v ON v.agent_id = a.id LEFT JOIN chain_anchors x ON x.agent_id = a.id
-		WHERE a.id = $1`, agentID).Scan(&reg, &info.ChainLength, &hash, &vis, &info.PrunedThrough)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return info, fmt.Errorf("postgres: agent: %w", notFound(agentID))
-	}
+	err := s.read(ctx, agentID, func(db *pgxpool.Pool) error {
+		err := db.QueryRow(ctx, `SELECT a.created_at, a.head_seq, a.head_hash, coalesce(v.visibility, 'public'), coalesce(x.seq, 0)
+			FROM agents a LEFT JOIN consent v ON v.agent_id = a.id LEFT JOIN chain_anchors x ON x.agent_id = a.id
+			WHERE a.id = $1`, agentID).Scan(&reg, &info.ChainLength, &hash, &vis, &info.PrunedThrough)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(agentID)
+		}
+		return err
+	})
 	if err != nil {
 		return info, fmt.Errorf("postgres: agent: %w", classify(err))
 	}

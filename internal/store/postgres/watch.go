@@ -58,7 +58,7 @@ func (s *Store) CacheWatch() ledger.CacheWatch {
 		return nil
 	}
 	if s.watch.w == nil {
-		s.watch.w = startWatch(s.pool.Config().ConnConfig.Config.Copy(), pgconn.ConnectConfig, s.log)
+		s.watch.w = startWatch(s.pool.Config().ConnConfig.Config.Copy(), pgconn.ConnectConfig, s.log, s.gate)
 	}
 	return s.watch.w
 }
@@ -68,6 +68,13 @@ type watchState struct {
 	mu     sync.Mutex
 	w      *pgWatch
 	closed bool
+}
+
+// get returns the watch if it was started.
+func (ws *watchState) get() *pgWatch {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.w
 }
 
 func (ws *watchState) close() {
@@ -99,6 +106,10 @@ type pgWatch struct {
 	// retry); the counters are what Stats reports.
 	log                              *slog.Logger
 	connects, disconnects, heartbeat atomic.Uint64
+
+	// gate, with a read replica attached, learns every invalidation too,
+	// and the primary's LSN after it (replica.go).
+	gate *readGate
 }
 
 type dialFunc func(context.Context, *pgconn.Config) (*pgconn.PgConn, error)
@@ -106,12 +117,12 @@ type dialFunc func(context.Context, *pgconn.Config) (*pgconn.PgConn, error)
 // startWatch starts a listener on connections made with cfg (a copy the
 // watch owns). Notifications are handled as they are read, whichever call
 // reads them: the wait for one or a heartbeat.
-func startWatch(cfg *pgconn.Config, dial dialFunc, log *slog.Logger) *pgWatch {
+func startWatch(cfg *pgconn.Config, dial dialFunc, log *slog.Logger, gate *readGate) *pgWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	w := &pgWatch{inval: newInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{}), log: log}
+	w := &pgWatch{inval: newInvalidations(), origin: time.Now(), cfg: cfg, dial: dial, cancel: cancel, done: make(chan struct{}), log: log, gate: gate}
 	cfg.RuntimeParams["application_name"] = ListenerApplicationName
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) { w.notified(n) }
 	go w.run(ctx)
@@ -134,7 +145,34 @@ func (w *pgWatch) Unchanged(agentID string, mark uint64) bool {
 }
 
 // Wrote implements ledger.CacheWatch.
-func (w *pgWatch) Wrote(agentIDs []string) { w.inval.Agents(agentIDs) }
+func (w *pgWatch) Wrote(agentIDs []string) {
+	w.saw(agentIDs, false)
+	w.inval.Agents(agentIDs)
+}
+
+// saw tells the read gate, if any, of an invalidation, before the
+// invalidation itself: a read that starts after it is then held to it.
+func (w *pgWatch) saw(agentIDs []string, all bool) {
+	if w.gate != nil {
+		w.gate.saw(agentIDs, all)
+	}
+}
+
+// all invalidates every agent.
+func (w *pgWatch) all() {
+	w.saw(nil, true)
+	w.inval.All()
+}
+
+// settle ties what the read gate saw to the primary's LSN, on conn.
+func (w *pgWatch) settle(ctx context.Context, conn *pgconn.PgConn) error {
+	if w.gate == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, liveness)
+	defer cancel()
+	return settleFromPrimary(sctx, conn, w.gate)
+}
 
 // Stats reports how the listener has fared since it started.
 func (w *pgWatch) Stats() ledger.WatchStats {
@@ -149,7 +187,7 @@ func (w *pgWatch) stop() {
 // down withdraws every vouch: marks taken so far never become good again.
 func (w *pgWatch) down() {
 	w.aliveUntil.Store(0)
-	w.inval.All()
+	w.all()
 }
 
 // run keeps a listener subscribed until ctx ends.
@@ -210,7 +248,10 @@ func (w *pgWatch) listen(ctx context.Context, downSince time.Time) (subscribed b
 	}
 	// Commits before the subscription took effect were never notified to
 	// this connection: nothing validated before now may be trusted.
-	w.inval.All()
+	w.all()
+	if err := w.settle(ctx, conn); err != nil {
+		return false, err
+	}
 	w.aliveUntil.Store(int64(sent + liveness))
 	if w.connects.Add(1) == 1 {
 		w.log.Info("cache listener subscribed", "channel", NotifyChannel)
@@ -221,6 +262,9 @@ func (w *pgWatch) listen(ctx context.Context, downSince time.Time) (subscribed b
 	}
 	last := sent
 	for {
+		if err := w.settle(ctx, conn); err != nil {
+			return true, err
+		}
 		if wait := last + heartbeat - time.Since(w.origin); wait > 0 {
 			wctx, cancel := context.WithTimeout(ctx, wait)
 			err := conn.WaitForNotification(wctx)
@@ -247,7 +291,7 @@ func (w *pgWatch) listen(ctx context.Context, downSince time.Time) (subscribed b
 			// for the session, in order before this reply), but a lapse is
 			// rare enough to pay a stamp read per remembered passport
 			// rather than rely on that.
-			w.inval.All()
+			w.all()
 			w.heartbeat.Add(1)
 			w.log.Warn("cache listener missed a heartbeat; passports were read from the database meanwhile",
 				"silent_for", (time.Since(w.origin) - prev).Round(time.Millisecond).String())
@@ -262,8 +306,10 @@ func (w *pgWatch) notified(n *pgconn.Notification) {
 		return
 	}
 	if n.Payload == NotifyAll {
-		w.inval.All()
+		w.all()
 		return
 	}
-	w.inval.Agents(strings.Fields(n.Payload))
+	agents := strings.Fields(n.Payload)
+	w.saw(agents, false)
+	w.inval.Agents(agents)
 }

@@ -151,7 +151,7 @@ func TestCacheWatchSilentConnection(t *testing.T) {
 	cfg := s.pool.Config().ConnConfig.Config.Copy()
 	cfg.Host, cfg.Port = "127.0.0.1", p.port
 	cfg.Fallbacks = nil
-	w := startWatch(cfg, pgconn.ConnectConfig, nil)
+	w := startWatch(cfg, pgconn.ConnectConfig, nil, nil)
 	defer w.stop()
 	before := waitLive(t, w, 5*time.Second)
 
