@@ -313,6 +313,9 @@ func checkAgentID(id string) error {
 	if id == "" || len(id) > maxAgentIDLen {
 		return fmt.Errorf("%w: agent_id must be 1 to %d characters, got %d", ErrInvalid, maxAgentIDLen, len(id))
 	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: agent_id %q is a URL path segment with a special meaning, not an id", ErrInvalid, id)
+	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !agentIDByte[c] {
 			return fmt.Errorf("%w: agent_id has %q at byte %d; allowed are A-Z a-z 0-9 . _ : -", ErrInvalid, rune(c), i)

@@ -167,6 +167,16 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "verify a number", method: "POST", path: "/swarmscore/verify", body: `42`, status: 400, problem: "wrong-type"},
 		// Paths and queries.
 		{name: "agent id with a space", method: "GET", path: "/swarmscore/a%20b", status: 400, problem: "invalid-request"},
+		// Issue 28: "." and ".." are path segments with a meaning, not ids.
+		{name: "agent id ..", method: "GET", path: "/swarmscore/%2E%2E", status: 400, problem: "invalid-request"},
+		{name: "certificate of agent ..", method: "GET", path: "/swarmscore/%2e%2e/certificate", status: 400, problem: "invalid-request"},
+		{name: "escrow for agent .", method: "POST", path: "/swarmscore/%2E/escrow", header: bearer, body: `{"amount_cents":100}`, status: 400, problem: "invalid-request"},
+		{name: "erasure of agent ..", method: "POST", path: "/swarmscore/%2E%2E/erase", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "records of agent ..", method: "GET", path: "/swarmscore/%2E%2E/records", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "event of agent ..", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"agent-h"`, `".."`, 1), status: 200, check: rejectedOnly(1)},
+		{name: "event with id .", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"h-1"`, `"."`, 1), status: 200, check: rejectedOnly(1)},
+		{name: "correction of event ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"..","action":"void","reason":"test"}`, status: 400, problem: "invalid-request"},
+		{name: "correction moving an event to agent ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"h-1","action":"reattribute","agent_id":"..","reason":"test"}`, status: 400, problem: "invalid-request"},
 		{name: "agent id of 200 characters", method: "GET", path: "/swarmscore/" + strings.Repeat("a", 200) + "/certificate", status: 400, problem: "invalid-request"},
 		{name: "invalid escape in the query", method: "GET", path: "/swarmscore/agents?limit=%zz", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "a parameter twice", method: "GET", path: "/swarmscore/agents?limit=1&limit=2", header: bearer, status: 400, problem: "invalid-request"},
