@@ -186,6 +186,11 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "events as a form", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "application/x-www-form-urlencoded"}, bearer...), body: "events=" + event(""), status: 415, problem: "unsupported-media-type"},
 		{name: "events in Latin-1", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "application/json; charset=iso-8859-1"}, bearer...), body: "[" + event("") + "]", status: 415, problem: "unsupported-media-type"},
 		{name: "events with no Content-Type", raw: "POST /swarmscore/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Length: 2\r\n\r\n[]", status: 415, problem: "unsupported-media-type"},
+		// Issue 28: no answer for a window the ledger cannot count yet.
+		{name: "records as of 9999", method: "GET", path: "/swarmscore/agent-h/records?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "signals as of 9999", method: "GET", path: "/swarmscore/agent-h/signals?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "flagged agents as of 9999", method: "GET", path: "/swarmscore/signals?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "audit as of 9999", method: "GET", path: "/swarmscore/agent-h/audit?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "agent id of 200 characters", method: "GET", path: "/swarmscore/" + strings.Repeat("a", 200) + "/certificate", status: 400, problem: "invalid-request"},
 		{name: "invalid escape in the query", method: "GET", path: "/swarmscore/agents?limit=%zz", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "a parameter twice", method: "GET", path: "/swarmscore/agents?limit=1&limit=2", header: bearer, status: 400, problem: "invalid-request"},
