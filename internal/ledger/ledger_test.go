@@ -190,6 +190,10 @@ func TestClassify(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
+	// ERRATA E42: 90 days of 24 hours, whatever §15.3 suggests operators do.
+	if Window != 90*24*time.Hour {
+		t.Fatalf("the window is %s; ERRATA E42 fixes it at 90 days", Window)
+	}
 	asOf := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
 	start := WindowStart(asOf)
 	if want := time.Date(2025, 12, 17, 14, 30, 0, 0, time.UTC); !start.Equal(want) {
