@@ -199,6 +199,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
+// defaultCheckpointEvery is serve's --checkpoint-every: daily, so that the
+// §8.3 notarisation exists without a flag; a checkpoint of an unchanged
+// ledger is not re-signed, so a quiet deployment publishes few.
+const defaultCheckpointEvery = 24 * time.Hour
+
 // minCheckpointEvery bounds serve --checkpoint-every from below: a
 // checkpoint reads every head, and one a second is already more than
 // anyone archives.
