@@ -474,6 +474,8 @@ func decodeSignature[S string | []byte](s S, raw *[64]byte) (n int, upper, ok bo
 	return n, or&0x10 != 0, true
 }
 
+const hexDigits = "0123456789abcdef"
+
 // hexValue is the value of each hex digit, with 0x10 added for an
 // upper-case one, and 0xff for any other byte.
 var hexValue = func() (t [256]byte) {
