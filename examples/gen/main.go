@@ -50,9 +50,6 @@ import (
 // shortly before it.
 const defaultAnchor = "2026-11-28T00:00:00Z"
 
-// span is how far back the export reaches.
-const span = 120 * 24 * time.Hour
-
 // kind is what an agent shows; see the package comment.
 type kind string
 
