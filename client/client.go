@@ -165,6 +165,11 @@ func escapePath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
+		if s == "." || s == ".." {
+			// Not ids (the server answers 400), but as written they would
+			// be resolved away by the URL's path (RFC 3986 §5.2.4).
+			segs[i] = strings.ReplaceAll(s, ".", "%2E")
+		}
 	}
 	return strings.Join(segs, "/")
 }

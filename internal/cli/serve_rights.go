@@ -55,7 +55,7 @@ func (c *rightsConfig) validate() error {
 
 // apply configures the use cases: whether consent is required, the
 // thresholds, and the key of the buyer pseudonyms agents see, derived from
-// the signing secret (env, or the key file beside dbFile).
+// the master key, or SWARMSCORE_SIGNING_KEY with static keys (Keyring.Derive).
 func (c *rightsConfig) apply(u *service.UseCases) {
 	u.RequireConsent, u.SignalThresholds = c.requireConsent, c.thresholds
 	u.PseudonymKey = u.Keys.Derive(service.PseudonymLabel)

@@ -81,6 +81,9 @@ func (s *server) send(c call) answer {
 	if c.operator {
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 	}
+	if c.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	start := time.Now()
 	resp, err := plain.Do(req)
 	if err != nil {

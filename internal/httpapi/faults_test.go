@@ -157,6 +157,7 @@ func TestTruncatedBody(t *testing.T) {
 		req := httptest.NewRequest("POST", target, strings.NewReader(`{"amount_cents":`))
 		req.ContentLength = 100
 		req.Header.Set("Authorization", "Bearer "+goodToken)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.s.ServeHTTP(rec, req)
 		p := response{rec.Code, rec.Header(), rec.Body.Bytes()}.problem(t, "invalid-request", 400)

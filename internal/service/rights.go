@@ -397,12 +397,16 @@ type Record struct {
 // Records returns the events counting in the agent's score as of asOf
 // (now, to the second, when zero) and the passports issued to it up to
 // asOf, for the agent itself (buyer ids masked: Pseudonym) or an operator
-// (as reported). Errors: ErrInvalid for a malformed id, ErrUnauthorized or
+// (as reported). Errors: ErrInvalid for a malformed id or an asOf later
+// than now plus the clock-skew allowance, ErrUnauthorized or
 // ErrForbidden for any other caller, ErrNotFound for an unknown agent,
 // ErrUnavailable; an internal error when an agent's token asks and no
 // PseudonymKey is configured.
 func (u *UseCases) Records(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentRecords, error) {
 	if err := u.checkActor(c, agentID); err != nil {
+		return AgentRecords{}, err
+	}
+	if err := u.checkAsOf(asOf); err != nil {
 		return AgentRecords{}, err
 	}
 	masked := !c.IsOperator()

@@ -101,6 +101,22 @@ func (u *UseCases) maxSkew() time.Duration {
 	return u.MaxClockSkew
 }
 
+// checkAsOf refuses an explicit as_of (zero: now) later than now plus the
+// clock-skew allowance, the latest instant an accepted event may be dated:
+// the ledger cannot count a later window yet, and an answer for 9999-12-31
+// would only look like one. Errors: ErrInvalid.
+func (u *UseCases) checkAsOf(asOf time.Time) error {
+	if asOf.IsZero() {
+		return nil
+	}
+	now, skew := u.clock(), u.maxSkew()
+	if asOf.After(now.Add(skew)) {
+		return fmt.Errorf("%w: as_of %s is later than now (%s) plus the allowed clock skew (%s): the ledger cannot count that window yet",
+			errkind.ErrInvalid, ledger.FormatTime(asOf.UTC()), ledger.FormatTime(now.Truncate(time.Second)), skew)
+	}
+	return nil
+}
+
 // Migrate applies every pending migration to the back end (idempotent) and
 // returns the names of those it applied. Errors: ErrUnavailable.
 func (u *UseCases) Migrate(ctx context.Context) ([]string, error) { return u.Store.Migrate(ctx) }
