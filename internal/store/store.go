@@ -98,6 +98,14 @@
 //     consented_at, and the consent itself: disclosure_version,
 //     consent_given_at, consent_by; SQLite 00011, PostgreSQL 00012).
 //
+// On PostgreSQL (migration 00017) the event tables and ledger_records are
+// partitioned by period, the partition current when a row was inserted
+// (ledger_partitions lists them), so that retention drops old partitions
+// whole; their primary keys carry period, and a rotation locks out writers
+// of chains so that event ids stay unique across partitions. A pruned row
+// in a partition waiting to be dropped is dead: at or before its chain's
+// anchor, and skipped by every reader (postgres/partitions.go).
+//
 // Timestamps are UTC with microsecond precision (ledger.Validate refuses
 // finer ones, so nothing is rounded). SQLite stores them as INTEGER unix
 // microseconds; PostgreSQL as TIMESTAMPTZ. Money is integer cents; the

@@ -157,8 +157,8 @@ func (s *Store) Chain(ctx context.Context, agentID string) ([]ledger.ChainRow, e
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		// Both sides of the full join filtered first, so that one agent's
 		// chain is read through the primary keys.
-		q := strings.Replace(chainSelect, "FROM agents a FULL JOIN ledger_records r",
-			"FROM (SELECT * FROM agents WHERE id = $1) a FULL JOIN (SELECT * FROM ledger_records WHERE agent_id = $1) r", 1)
+		q := strings.Replace(chainSelect, "FROM agents a FULL JOIN "+liveRecords+" r",
+			"FROM (SELECT * FROM agents WHERE id = $1) a FULL JOIN (SELECT * FROM ledger_records r WHERE r.agent_id = $1 AND "+liveRecord+") r", 1)
 		for r, err := range chainRows(ctx, tx, q+` ORDER BY r.seq`, agentID) {
 			if err != nil {
 				return err

@@ -93,6 +93,19 @@ func correctIn(ctx context.Context, tx pgx.Tx, req ledger.CorrectionRequest, iss
 		}); err != nil {
 			return err
 		}
+		// A pruned event (its last record at or before its chain's anchor)
+		// waits in a droppable partition: it is not there any more. Read
+		// with the agents locked, after any prune of theirs committed.
+		if st.Found {
+			var anchor int64
+			if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT seq FROM chain_anchors WHERE agent_id = $1), 0)`,
+				st.Event.CurrentAgent()).Scan(&anchor); err != nil {
+				return err
+			}
+			if st.Event.Seq <= anchor {
+				st.Event, st.Found = ledger.StoredEvent{}, false
+			}
+		}
 		plan, err = ledger.DecideCorrection(req, st)
 		if err != nil || plan.Existing {
 			return err

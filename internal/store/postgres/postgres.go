@@ -195,8 +195,8 @@ func retryable(err error) bool {
 	case "40001", "40P01":
 		return true
 	case "23505":
-		return pgErr.TableName == "conduit_sessions" || pgErr.TableName == "ap2_transactions" ||
-			pgErr.TableName == "agents" || pgErr.TableName == "operators"
+		return partitionedTable(pgErr.TableName, "conduit_sessions") || partitionedTable(pgErr.TableName, "ap2_transactions") ||
+			partitionedTable(pgErr.TableName, "task_offers") || pgErr.TableName == "agents" || pgErr.TableName == "operators"
 	}
 	return false
 }

@@ -216,7 +216,10 @@ func (tamperer) Dump(t *testing.T, s service.Backend) string {
 	t.Helper()
 	ctx := context.Background()
 	pool := s.(*Store).pool
-	rows, err := pool.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
+	// Tables that hold rows: partitions, not the partitioned tables they
+	// make up (which would show each row twice).
+	rows, err := pool.Query(ctx, `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	    WHERE n.nspname = current_schema() AND c.relkind = 'r'`)
 	if err != nil {
 		t.Fatal(err)
 	}

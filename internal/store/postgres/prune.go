@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
@@ -107,10 +106,19 @@ const notPrunable = `NOT (r.event_type = 'summary'
 	  OR (r.event_type = 'task_offer' AND EXISTS (SELECT 1 FROM task_offers e WHERE e.id = r.event_id AND e.decided_at < $2)))
 	OR EXISTS (SELECT 1 FROM corrections k WHERE k.event_type = r.event_type AND k.event_id = r.event_id AND k.action = 'reattribute')`
 
-// Prune implements service.RetentionStore, one transaction per chain, its
-// agent's row locked as an ingest locks it.
+// Prune implements service.RetentionStore: one transaction per chain, its
+// agent's row locked as an ingest locks it, then the partitions closed at
+// or before the cutoff dropped (partitions.go), and the current partition
+// rotated once it is PartitionSpan old.
 func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneReport, error) {
 	rep := ledger.PruneReport{Cutoff: cutoff}
+	drop, err := droppable(ctx, s.pool, cutoff)
+	if err != nil {
+		return rep, fmt.Errorf("postgres: prune: %w", classify(err))
+	}
+	if drop == nil {
+		drop = []int{} // <> ALL('{}') holds; <> ALL(NULL) would not
+	}
 	rows, err := s.pool.Query(ctx, `SELECT a.id FROM agents a
 	    WHERE EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id
 	        AND r.seq > coalesce((SELECT c.seq FROM chain_anchors c WHERE c.agent_id = a.id), 0)
@@ -127,17 +135,32 @@ func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneRe
 		var r ledger.PruneReport
 		if err := s.inTx(ctx, func(tx pgx.Tx) error {
 			r = ledger.PruneReport{}
-			return pruneChain(ctx, tx, id, cutoff, at, &r)
+			return pruneChain(ctx, tx, id, cutoff, at, drop, &r)
 		}); err != nil {
 			return rep, fmt.Errorf("postgres: prune: %w", err)
 		}
 		rep.Agents, rep.Records, rep.Events = rep.Agents+r.Agents, rep.Records+r.Records, rep.Events+r.Events
 	}
+	for _, p := range drop {
+		if _, err := s.dropPartition(ctx, p, at); err != nil {
+			return rep, err
+		}
+	}
+	var opened time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT opened_at FROM ledger_partitions WHERE closed_at IS NULL`).Scan(&opened); err != nil {
+		return rep, fmt.Errorf("postgres: prune: %w", classify(err))
+	}
+	if !at.Before(opened.Add(PartitionSpan)) {
+		if _, err := s.RotatePartitions(ctx, at); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 
-// pruneChain prunes one agent's chain inside tx.
-func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.Time, rep *ledger.PruneReport) error {
+// pruneChain prunes one agent's chain inside tx. The prefix's rows in the
+// partitions of drop stay, dead, until those are dropped.
+func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.Time, drop []int, rep *ledger.PruneReport) error {
 	var st ledger.PruneState
 	var head, anchor []byte
 	var anchorSeq *int64
@@ -184,7 +207,7 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 	copy(st.ThroughHash[:], through)
 
 	rows, err = tx.Query(ctx, `SELECT DISTINCT event_type, event_id FROM ledger_records
-	    WHERE agent_id = $1 AND seq <= $2 AND correction_id IS NULL AND event_type <> 'summary'`, agentID, st.Through)
+	    WHERE agent_id = $1 AND seq > $3 AND seq <= $2 AND correction_id IS NULL AND event_type <> 'summary'`, agentID, st.Through, st.Anchor.Seq)
 	if err != nil {
 		return err
 	}
@@ -227,13 +250,14 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 		agentID, plan.Anchor.Seq, plan.Anchor.Hash[:])
 	b.Queue(`DELETE FROM ledger_summary_rows WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
 	b.Queue(`DELETE FROM ledger_summaries WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
-	var eventDeletes []*pgx.QueuedQuery
 	for t, ids := range byType {
 		table := map[ledger.Type]string{ledger.ConduitSession: "conduit_sessions", ledger.AP2Transaction: "ap2_transactions", ledger.TaskOffer: "task_offers"}[t]
 		b.Queue(`DELETE FROM corrections WHERE event_type = $1 AND event_id = ANY($2)`, string(t), ids)
-		eventDeletes = append(eventDeletes, b.Queue(`DELETE FROM `+table+` WHERE id = ANY($1)`, ids))
+		b.Queue(`DELETE FROM `+table+` WHERE id = ANY($1) AND period <> ALL($2)`, ids, drop)
+		rep.Events += int64(len(ids))
 	}
-	records := b.Queue(`DELETE FROM ledger_records WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	b.Queue(`DELETE FROM ledger_records WHERE agent_id = $1 AND seq > $2 AND seq <= $3 AND period <> ALL($4)`, agentID, st.Anchor.Seq, st.Through, drop)
+	rep.Records += st.Through - st.Anchor.Seq
 	sm := &plan.Summary
 	b.Queue(`INSERT INTO ledger_summaries (agent_id, seq, created_at, pruned_through, anchor) VALUES ($1, $2, $3, $4, $5)`,
 		agentID, sm.Seq, sm.At, sm.PrunedThrough, sm.Anchor[:])
@@ -244,10 +268,6 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES ($1, $2, $3, $4, '', $5)`,
 		agentID, plan.Record.Seq, string(ledger.SummaryType), plan.Record.EventID, plan.Record.Hash[:])
 	b.Queue(`UPDATE agents SET head_seq = $1, head_hash = $2 WHERE id = $3`, plan.Head.Seq, plan.Head.Hash[:], agentID)
-	for _, q := range eventDeletes {
-		q.Exec(func(ct pgconn.CommandTag) error { rep.Events += ct.RowsAffected(); return nil })
-	}
-	records.Exec(func(ct pgconn.CommandTag) error { rep.Records += ct.RowsAffected(); return nil })
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}

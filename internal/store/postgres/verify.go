@@ -54,13 +54,18 @@ const chainSelect = `SELECT coalesce(a.id, r.agent_id), a.id IS NOT NULL, coales
     k.id IS NOT NULL, coalesce(k.id, ''), coalesce(k.event_type, ''), coalesce(k.event_id, ''), coalesce(k.action, ''),
     coalesce(k.from_agent, ''), coalesce(k.to_agent, ''), coalesce(k.from_status, ''), coalesce(k.to_status, ''),
     coalesce(k.reason, ''), coalesce(k.appeal_id, ''), coalesce(k.actor, ''), k.created_at
-  FROM agents a FULL JOIN ledger_records r ON r.agent_id = a.id
+  FROM agents a FULL JOIN ` + liveRecords + ` r ON r.agent_id = a.id
   LEFT JOIN conduit_sessions c ON r.event_type = 'conduit_session' AND c.id = r.event_id
   LEFT JOIN ap2_transactions t ON r.event_type = 'ap2_transaction' AND t.id = r.event_id
   LEFT JOIN task_offers o ON r.event_type = 'task_offer' AND o.id = r.event_id
   LEFT JOIN corrections k ON k.id = r.correction_id`
 
 const chainQuery = chainSelect + ` ORDER BY 1, r.seq`
+
+// liveRecords are the chain records past their chain's anchor: a pruned
+// record waits in a droppable partition until it is dropped (partitions.go)
+// and is not part of the chain any more.
+const liveRecords = `(SELECT r.* FROM ledger_records r LEFT JOIN chain_anchors x ON x.agent_id = r.agent_id WHERE r.seq > coalesce(x.seq, 0))`
 
 // chainRows streams query (chainSelect's columns). The yielded row is
 // reused.
@@ -110,18 +115,23 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 	}
 }
 
-// eventLinks streams every event row with the chain record its seq names.
+// eventLinks streams every event row with the chain record its seq names,
+// but those of pruned events (their last record at or before the anchor),
+// which wait in a droppable partition.
 func eventLinks(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.EventLink, error] {
 	return func(yield func(*ledger.EventLink, error) bool) {
 		rows, err := tx.Query(ctx, `
 			SELECT 'conduit_session', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
 			FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
+			LEFT JOIN chain_anchors x ON x.agent_id = e.agent_id WHERE e.seq > coalesce(x.seq, 0)
 			UNION ALL
 			SELECT 'ap2_transaction', e.id, e.provider_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
 			FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq
+			LEFT JOIN chain_anchors x ON x.agent_id = e.provider_id WHERE e.seq > coalesce(x.seq, 0)
 			UNION ALL
 			SELECT 'task_offer', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq`)
+			FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
+			LEFT JOIN chain_anchors x ON x.agent_id = e.agent_id WHERE e.seq > coalesce(x.seq, 0)`)
 		if err != nil {
 			yield(nil, err)
 			return
