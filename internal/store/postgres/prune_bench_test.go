@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
+)
+
+const (
+	pruneBenchEvents = 100_000
+	pruneBenchAgents = 1_000
+)
+
+// pruneLedger ingests pruneBenchEvents events of pruneBenchAgents agents,
+// every one ended 200 days before now, into a new database (through
+// Store.Ingest: real chains) and returns its DSN, closed, to be copied.
+// With closed, the partition they went to is then closed as of 150 days
+// ago, before the retention cutoff of now: a prune may drop it.
+func pruneLedger(b *testing.B, closed bool) (dsn string, now time.Time) {
+	b.Helper()
+	ctx := context.Background()
+	dsn = pgtest.NewDatabase(b)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	now = time.Now().UTC().Truncate(time.Second)
+	old := now.Add(-200 * 24 * time.Hour)
+	evs := benchEvents("p", pruneBenchEvents, pruneBenchAgents, 3)
+	for i := range evs {
+		evs[i].StartedAt, evs[i].EndedAt = old.Add(-time.Hour).Add(time.Duration(i)*time.Microsecond), old.Add(time.Duration(i)*time.Microsecond)
+	}
+	for i := 0; i < len(evs); i += 10_000 {
+		if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op-1", Events: evs[i:min(i+10_000, len(evs))]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if closed {
+		if _, err := s.RotatePartitions(ctx, now.Add(-150*24*time.Hour)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	return dsn, now
+}
+
+// BenchmarkPrune prunes 100,000 events of 1,000 agents, every one past the
+// cutoff, on a fresh copy of the same ledger for each run (the copy is
+// outside the timer): rows, with the events in the current partition, so
+// that their rows are deleted one chain at a time (what every prune did
+// before partitions); partition, with the events in a partition closed
+// before the cutoff, so that each chain's anchor and summary are written
+// and the partition is dropped whole. walk is the full `ledger verify`
+// walk of the same ledger, for scale. Run with -count to alternate.
+func BenchmarkPrune(b *testing.B) {
+	ctx := context.Background()
+	if testing.Short() {
+		b.Skip("builds a 100,000-event ledger")
+	}
+	rowsDSN, now := pruneLedger(b, false)
+	partDSN, _ := pruneLedger(b, true)
+	cutoff, err := ledger.RetentionCutoff(now, ledger.Window)
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, template string, do func(*Store) (int64, error)) {
+		for range b.N {
+			b.StopTimer()
+			s, err := Open(ctx, pgtest.CopyDatabase(b, template))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.pool.Ping(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			n, err := do(s)
+			b.StopTimer()
+			s.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n != pruneBenchEvents {
+				b.Fatalf("%d events, want %d", n, pruneBenchEvents)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*pruneBenchEvents), "µs/event")
+	}
+	prune := func(s *Store) (int64, error) {
+		rep, err := s.Prune(ctx, cutoff, now)
+		return rep.Events, err
+	}
+	b.Run("rows", func(b *testing.B) { run(b, rowsDSN, prune) })
+	b.Run("partition", func(b *testing.B) { run(b, partDSN, prune) })
+	b.Run("walk", func(b *testing.B) {
+		run(b, rowsDSN, func(s *Store) (int64, error) {
+			rep, err := s.VerifyLedger(ctx)
+			if err == nil && len(rep.Broken) != 0 {
+				b.Fatalf("broken: %v", rep.Broken[:1])
+			}
+			return int64(rep.Records), err
+		})
+	})
+}
