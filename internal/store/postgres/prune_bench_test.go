@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 )
 
@@ -110,4 +112,68 @@ func BenchmarkPrune(b *testing.B) {
 			return int64(rep.Records), err
 		})
 	})
+}
+
+// BenchmarkIngestPartitions ingests 20,000 new events (new ids, for existing
+// agents; batches of service.DefaultBatchSize) into a copy of a 100,000-event
+// ledger held in one partition, and into a copy of the same ledger spread
+// over five (rotated every 20,000 events): every event id is then looked up
+// in five partitions' keys instead of one. Run with -count to alternate.
+func BenchmarkIngestPartitions(b *testing.B) {
+	ctx := context.Background()
+	if testing.Short() {
+		b.Skip("builds two 100,000-event ledgers")
+	}
+	build := func(parts int) string {
+		dsn := pgtest.NewDatabase(b)
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Migrate(ctx); err != nil {
+			b.Fatal(err)
+		}
+		evs := benchEvents("base", pruneBenchEvents, pruneBenchAgents, 5)
+		per := len(evs) / parts
+		for p := range parts {
+			chunk := evs[p*per : (p+1)*per]
+			for i := 0; i < len(chunk); i += 10_000 {
+				if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op-1", Events: chunk[i:min(i+10_000, len(chunk))]}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if p < parts-1 {
+				if _, err := s.RotatePartitions(ctx, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if _, err := s.pool.Exec(ctx, `ANALYZE`); err != nil {
+			b.Fatal(err)
+		}
+		return dsn
+	}
+	templates := map[int]string{1: build(1), 5: build(5)}
+	for _, parts := range []int{1, 5} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				s, err := Open(ctx, pgtest.CopyDatabase(b, templates[parts]))
+				if err != nil {
+					b.Fatal(err)
+				}
+				evs := benchEvents("new", 20_000, pruneBenchAgents, 6)
+				b.StartTimer()
+				for i := 0; i < len(evs); i += service.DefaultBatchSize {
+					if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op-1", Events: evs[i:min(i+service.DefaultBatchSize, len(evs))]}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				s.Close()
+			}
+			b.ReportMetric(float64(b.N*20_000)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }
