@@ -208,7 +208,7 @@ func withMigrated(cmd *cobra.Command, db string, mode dbMode, f func(u *service.
 		return err
 	}
 	defer st.Close()
-	u := &service.UseCases{Store: st}
+	u := &service.UseCases{Store: st, Now: process(cmd).Now}
 	var applied []string
 	if mode == readOnly {
 		err = u.Ready(ctx)
