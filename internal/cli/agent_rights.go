@@ -26,24 +26,10 @@ func agentRightsCmds() []*cobra.Command {
 		newAgentEraseCmd(), newAgentErasuresCmd()}
 }
 
-type consentJSON struct {
-	AgentID           string  `json:"agent_id"`
-	Visibility        string  `json:"visibility"`
-	Consented         bool    `json:"consented"`
-	DisclosureVersion *string `json:"disclosure_version"`
-	ConsentedAt       *string `json:"consented_at"`
-	ConsentedBy       *string `json:"consented_by"`
-}
-
 // printConsent prints an agent's consent and visibility.
 func printConsent(cmd *cobra.Command, st *service.ConsentStatus, asJSON bool) error {
 	if asJSON {
-		j := consentJSON{AgentID: st.AgentID, Visibility: string(st.Visibility), Consented: st.Consented()}
-		if st.Consented() {
-			at := ledger.FormatTime(st.GivenAt)
-			j.DisclosureVersion, j.ConsentedAt, j.ConsentedBy = &st.DisclosureVersion, &at, &st.By
-		}
-		return printJSON(cmd, j)
+		return printJSON(cmd, wire.ConsentOf(st))
 	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "agent\t%s\n", st.AgentID)
@@ -315,11 +301,7 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd, struct {
-						AgentID string          `json:"agent_id"`
-						AsOf    string          `json:"as_of"`
-						Signals []signal.Signal `json:"signals"`
-					}{a.AgentID, wire.Micros(a.AsOf), a.Signals})
+					return printJSON(cmd, wire.SignalsOf(&a))
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\tNOTE\n", a.AgentID, wire.Micros(a.AsOf))
@@ -349,18 +331,7 @@ func printSignals(w *tabwriter.Writer, sigs []signal.Signal, prefix string) {
 
 func printFlagged(cmd *cobra.Command, list *service.Flagged, asJSON bool) error {
 	if asJSON {
-		type agent struct {
-			AgentID string          `json:"agent_id"`
-			Signals []signal.Signal `json:"signals"`
-		}
-		out := struct {
-			AsOf   string  `json:"as_of"`
-			Agents []agent `json:"agents"`
-		}{wire.Micros(list.AsOf), make([]agent, 0, len(list.Agents))}
-		for _, a := range list.Agents {
-			out.Agents = append(out.Agents, agent{a.AgentID, a.Signals})
-		}
-		return printJSON(cmd, out)
+		return printJSON(cmd, wire.FlaggedOf(list))
 	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "%s flagged as of %s\n", countOf(len(list.Agents), "agent"), wire.Micros(list.AsOf))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"os"
 	"strings"
@@ -94,13 +95,7 @@ func newAppealCmd() *cobra.Command {
 					return err
 				}
 				if asJSON {
-					out := struct {
-						Appeals []wire.Appeal `json:"appeals"`
-					}{make([]wire.Appeal, len(list))}
-					for i := range list {
-						out.Appeals[i] = wire.AppealOf(&list[i])
-					}
-					return printJSON(cmd, out)
+					return printJSON(cmd, wire.AppealsOf(list))
 				}
 				printAppeals(cmd.OutOrStdout(), list)
 				return nil
@@ -236,18 +231,6 @@ func upholdCorrections(cmd *cobra.Command, event, status, agent string, void boo
 	return []ledger.CorrectionRequest{req}, nil
 }
 
-// correctionInput is one element of --corrections: the members of POST
-// /swarmscore/corrections.
-type correctionInput struct {
-	EventType string `json:"event_type"`
-	EventID   string `json:"event_id"`
-	Action    string `json:"action"`
-	Status    string `json:"status"`
-	AgentID   string `json:"agent_id"`
-	Reason    string `json:"reason"`
-	AppealID  string `json:"appeal_id"`
-}
-
 func readCorrections(cmd *cobra.Command, file string) ([]ledger.CorrectionRequest, error) {
 	var r io.Reader = cmd.InOrStdin()
 	name := "standard input"
@@ -265,14 +248,13 @@ func readCorrections(cmd *cobra.Command, file string) ([]ledger.CorrectionReques
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var in []correctionInput
+	var in []api.CorrectionRequest // the members of POST /swarmscore/corrections
 	if err := dec.Decode(&in); err != nil {
 		return nil, invalidf("%s: not a JSON array of corrections: %v", name, err)
 	}
 	out := make([]ledger.CorrectionRequest, len(in))
-	for i, c := range in {
-		out[i] = ledger.CorrectionRequest{EventType: ledger.Type(c.EventType), EventID: c.EventID, Action: ledger.CorrectionAction(c.Action),
-			Status: ledger.Status(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID}
+	for i := range in {
+		out[i] = wire.CorrectionRequest(&in[i])
 	}
 	return out, nil
 }

@@ -92,11 +92,7 @@ stored, so neither is shown.`,
 					return err
 				}
 				if asJSON {
-					out := make([]wire.Erasure, 0, len(es))
-					for i := range es {
-						out = append(out, wire.ErasureOf(&es[i]))
-					}
-					return printJSON(cmd, map[string][]wire.Erasure{"erasures": out})
+					return printJSON(cmd, wire.ErasuresOf(es))
 				}
 				if len(es) == 0 {
 					_, err := fmt.Fprintln(cmd.OutOrStdout(), "no erasures")

@@ -15,6 +15,15 @@ import (
 	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
+// The members of an appeal's filing (api.AppealFiling), of a disputed
+// event (api.EventKey) and of an action on an appeal (api.AppealAction:
+// corrections only for an uphold).
+var (
+	filingFields       = []string{"agent_passport_id", "grounds", "statement", "events"}
+	eventKeyFields     = []string{"event_type", "event_id"}
+	appealActionFields = []string{"reason", "corrections"}
+)
+
 // fileAppeal files an appeal, by the agent's own token or an operator on
 // its behalf: 201 with the appeal.
 func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
@@ -23,7 +32,7 @@ func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	m, err := readMembers(body, "", []string{"agent_passport_id", "grounds", "statement", "events"})
+	m, err := readMembers(body, "", filingFields)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -68,7 +77,7 @@ func eventKeys(raw json.RawMessage) ([]ledger.EventKey, error) {
 	out := make([]ledger.EventKey, len(items))
 	for i, it := range items {
 		where := "events[" + itoa(int64(i)) + "]."
-		m, err := readMembers(it, where, []string{"event_type", "event_id"})
+		m, err := readMembers(it, where, eventKeyFields)
 		if err != nil {
 			return nil, err
 		}
@@ -83,10 +92,6 @@ func eventKeys(raw json.RawMessage) ([]ledger.EventKey, error) {
 		out[i] = ledger.EventKey{Type: ledger.Type(typ), ID: id}
 	}
 	return out, nil
-}
-
-type appealsResponse struct {
-	Appeals []wire.Appeal `json:"appeals"`
 }
 
 // listAppeals lists appeals: state filters by state, overdue=true keeps
@@ -125,12 +130,8 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := appealsResponse{Appeals: make([]wire.Appeal, len(list))}
-	for i := range list {
-		resp.Appeals[i] = wire.AppealOf(&list[i])
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(resp))
+	writeJSON(w, http.StatusOK, marshal(wire.AppealsOf(list)))
 }
 
 // showAppeal serves one appeal (GET /swarmscore/appeals/{id}, through
@@ -151,9 +152,9 @@ func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
 // of POST /swarmscore/corrections (reason defaults to the decision's,
 // appeal_id to this appeal). It answers with the appeal after the action.
 func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
-	known := []string{"reason"}
+	known := appealActionFields[:1]
 	if act == appeal.Uphold {
-		known = append(known, "corrections")
+		known = appealActionFields
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(r)

@@ -33,6 +33,11 @@ func (s *Server) erasureRoutes() {
 	s.route("GET /swarmscore/erasures", operator, maxNoBody, s.erasures)
 }
 
+// eraseBody reads api.EraseRequest, keeping its member's JSON kind.
+type eraseBody struct {
+	Reason json.RawMessage `json:"reason"`
+}
+
 // erase erases {agent_id}, with an optional body {"reason": "..."}, and
 // answers 201 with the erasure and its opening (shown this once: the
 // response must not be cached).
@@ -42,9 +47,7 @@ func (s *Server) erase(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Reason json.RawMessage `json:"reason"`
-	}
+	var req eraseBody
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		s.fail(w, r, err)
@@ -82,12 +85,6 @@ func (s *Server) erasures(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Erasures []wire.Erasure `json:"erasures"`
-	}{Erasures: make([]wire.Erasure, 0, len(es))}
-	for i := range es {
-		out.Erasures = append(out.Erasures, wire.ErasureOf(&es[i]))
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(out))
+	writeJSON(w, http.StatusOK, marshal(wire.ErasuresOf(es)))
 }

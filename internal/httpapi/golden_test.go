@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,9 +157,109 @@ func TestWireTranscript(t *testing.T) {
 	}
 }
 
-// checkWire is where each answer is checked against its type.
+// wireTypes are the api types each answer of the transcript decodes into.
+var wireTypes = map[string]func() any{
+	"score":                func() any { return new(api.Score) },
+	"verify":               func() any { return new(api.Verification) },
+	"verify another agent": func() any { return new(api.Verification) },
+	"verify tampered":      func() any { return new(api.Verification) },
+	"verify superseded":    func() any { return new(api.Verification) },
+	"events":               func() any { return new(api.IngestResult) },
+	"events ndjson":        func() any { return new(api.IngestResult) },
+	"escrow":               func() any { return new(api.Escrow) },
+	"ranking":              func() any { return new(api.AgentsPage) },
+	"ranking all":          func() any { return new(api.AgentsPage) },
+	"correct":              func() any { return new(api.Correction) },
+	"correct again":        func() any { return new(api.Correction) },
+	"file appeal":          func() any { return new(api.Appeal) },
+	"appeals":              func() any { return new(api.Appeals) },
+	"ack":                  func() any { return new(api.Appeal) },
+	"uphold":               func() any { return new(api.Appeal) },
+	"escalate":             func() any { return new(api.Appeal) },
+	"appeal":               func() any { return new(api.Appeal) },
+	"disclosure":           func() any { return new(api.Disclosure) },
+	"consent":              func() any { return new(api.ConsentStatus) },
+	"record consent":       func() any { return new(api.ConsentStatus) },
+	"unlist":               func() any { return new(api.ConsentStatus) },
+	"records":              func() any { return new(api.Records) },
+	"records operator":     func() any { return new(api.Records) },
+	"signals":              func() any { return new(api.AgentSignals) },
+	"flagged":              func() any { return new(api.FlaggedAgents) },
+	"erase":                func() any { return new(api.Erasure) },
+	"erasures":             func() any { return new(api.Erasures) },
+	"not found":            func() any { return new(api.Problem) },
+	"invalid":              func() any { return new(api.Problem) },
+	"healthz":              func() any { return new(api.Status) },
+	"readyz":               func() any { return new(api.Status) },
+}
+
+// checkWire decodes an answer into its api type, strictly, and marshals it
+// back: the bytes must be the server's, so a client that decodes into the
+// api types sees every member the server wrote, and nothing else.
 func checkWire(t *testing.T, name string, r response) {
-	if r.code >= 500 {
-		t.Errorf("%s: %d %s", name, r.code, r.body)
+	t.Helper()
+	mk, ok := wireTypes[name]
+	if !ok {
+		t.Fatalf("%s: no api type for this answer", name)
+	}
+	v := mk()
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s: %s does not decode into %T: %v", name, r.body, v, err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if got := string(b) + "\n"; got != string(r.body) {
+		t.Errorf("%s: %T marshals as\n%s\nthe server wrote\n%s", name, v, got, r.body)
+	}
+}
+
+// jsonNames are the JSON member names of struct v's fields, in order.
+func jsonNames(v any) []string {
+	var out []string
+	rt := reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
+}
+
+// TestRequestShapes: the members the handlers read are the api request
+// types' (their bodies are read member by member, strictly, so each list
+// is written down once in the handler and checked here).
+func TestRequestShapes(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		read []string
+	}{
+		{api.CorrectionRequest{}, correctionFields},
+		{api.AppealFiling{}, filingFields},
+		{api.EventKey{}, eventKeyFields},
+		{api.AppealAction{}, appealActionFields},
+		{api.VerifyRequest{}, jsonNames(verifyRequest{})},
+		{api.EscrowRequest{}, jsonNames(escrowRequest{})},
+		{api.ConsentRequest{}, jsonNames(consentBody{})},
+		{api.VisibilityRequest{}, jsonNames(visibilityBody{})},
+		{api.EraseRequest{}, jsonNames(eraseBody{})},
+	} {
+		if got := jsonNames(c.v); !slices.Equal(got, c.read) {
+			t.Errorf("%T has members %v; the handler reads %v", c.v, got, c.read)
+		}
+	}
+}
+
+// TestProblemCatalogue: the problem types api lists are those this server
+// sends, in the same order.
+func TestProblemCatalogue(t *testing.T) {
+	var sent []string
+	for _, pt := range problemTypes {
+		sent = append(sent, ProblemBase+pt.slug)
+	}
+	if !slices.Equal(sent, api.ProblemTypes) {
+		t.Fatalf("the server sends %v; api lists %v", sent, api.ProblemTypes)
 	}
 }

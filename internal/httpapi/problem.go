@@ -7,24 +7,18 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // ProblemBase is the prefix of every problem type URI. The URIs are part of
-// the API: clients match on them, so they never change once published.
-const ProblemBase = "https://swarmscore.dev/problems/"
+// the API: clients match on them, so they never change once published
+// (api.ProblemTypes lists them; a test keeps it and the catalogue in step).
+const ProblemBase = api.ProblemBase
 
-// Problem is an RFC 9457 problem details object. RequestID is an extension
-// member that lets an operator find the request in the server log.
-type Problem struct {
-	Type      string `json:"type"`
-	Title     string `json:"title"`
-	Status    int    `json:"status"`
-	Detail    string `json:"detail,omitempty"`
-	Instance  string `json:"instance,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-}
+// Problem is an RFC 9457 problem details object (api.Problem).
+type Problem = api.Problem
 
 // problemType is one row of the problem catalogue: the stable last segment
 // of the type URI, its title and its status.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
@@ -97,12 +98,6 @@ func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) 
 	return c, err
 }
 
-type disclosureResponse struct {
-	Version    string `json:"version"`
-	Disclosure string `json:"disclosure"`
-	Disclaimer string `json:"disclaimer"`
-}
-
 // disclosure serves the disclosure agents consent to and the liability
 // disclaimer (§11.1, §11.2): the current version, or ?version=.
 func (s *Server) disclosure(w http.ResponseWriter, r *http.Request) {
@@ -118,29 +113,10 @@ func (s *Server) disclosure(w http.ResponseWriter, r *http.Request) {
 	}
 	// A version's text never changes; which version is current may.
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSON(w, http.StatusOK, marshal(disclosureResponse{d.Version, d.Disclosure, d.Disclaimer}))
+	writeJSON(w, http.StatusOK, marshal(api.Disclosure{Version: d.Version, Disclosure: d.Disclosure, Disclaimer: d.Disclaimer}))
 }
 
-type consentResponse struct {
-	AgentID           string  `json:"agent_id"`
-	Visibility        string  `json:"visibility"`
-	Consented         bool    `json:"consented"`
-	DisclosureVersion *string `json:"disclosure_version"`
-	ConsentedAt       *string `json:"consented_at"`
-	ConsentedBy       *string `json:"consented_by"`
-	RequireConsent    bool    `json:"require_consent"`
-	Published         bool    `json:"published"`
-}
-
-func consentJSON(st *service.ConsentStatus) []byte {
-	resp := consentResponse{AgentID: st.AgentID, Visibility: string(st.Visibility), Consented: st.Consented(),
-		RequireConsent: st.RequireConsent, Published: st.Published}
-	if st.Consented() {
-		at := ledger.FormatTime(st.GivenAt)
-		resp.DisclosureVersion, resp.ConsentedAt, resp.ConsentedBy = &st.DisclosureVersion, &at, &st.By
-	}
-	return marshal(resp)
-}
+func consentJSON(st *service.ConsentStatus) []byte { return marshal(wire.ConsentStatusOf(st)) }
 
 // consent shows the agent's consent and visibility.
 func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
@@ -158,6 +134,17 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, consentJSON(&st))
 }
 
+// consentBody and visibilityBody read api.ConsentRequest and
+// api.VisibilityRequest, keeping each member's JSON kind.
+type (
+	consentBody struct {
+		DisclosureVersion json.RawMessage `json:"disclosure_version"`
+	}
+	visibilityBody struct {
+		Visibility json.RawMessage `json:"visibility"`
+	}
+)
+
 // recordConsent records the agent's consent to {"disclosure_version"}
 // (the current version when absent).
 func (s *Server) recordConsent(w http.ResponseWriter, r *http.Request) {
@@ -166,9 +153,7 @@ func (s *Server) recordConsent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		DisclosureVersion json.RawMessage `json:"disclosure_version"`
-	}
+	var req consentBody
 	if err := decodeObject(r.Body, &req); err != nil {
 		s.fail(w, r, err)
 		return
@@ -194,9 +179,7 @@ func (s *Server) visibility(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Visibility json.RawMessage `json:"visibility"`
-	}
+	var req visibilityBody
 	if err := decodeObject(r.Body, &req); err != nil {
 		s.fail(w, r, err)
 		return
@@ -301,22 +284,6 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, marshal(wire.RecordsOf(&rec)))
 }
 
-type signalsResponse struct {
-	AgentID string          `json:"agent_id"`
-	AsOf    string          `json:"as_of"`
-	Signals []signal.Signal `json:"signals"`
-}
-
-type flaggedAgent struct {
-	AgentID string          `json:"agent_id"`
-	Signals []signal.Signal `json:"signals"`
-}
-
-type flaggedResponse struct {
-	AsOf   string         `json:"as_of"`
-	Agents []flaggedAgent `json:"agents"`
-}
-
 // signals serves one agent's gaming signals, each figure beside its
 // threshold, over the window ending at ?as_of= (now by default).
 func (s *Server) signals(w http.ResponseWriter, r *http.Request) {
@@ -341,7 +308,7 @@ func (s *Server) signals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(signalsResponse{a.AgentID, wire.Micros(a.AsOf), a.Signals}))
+	writeJSON(w, http.StatusOK, marshal(wire.SignalsOf(&a)))
 }
 
 // flagged lists the agents with a flagged signal (?flagged=true, the
@@ -367,12 +334,8 @@ func (s *Server) flagged(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := flaggedResponse{AsOf: wire.Micros(list.AsOf), Agents: make([]flaggedAgent, 0, len(list.Agents))}
-	for _, a := range list.Agents {
-		resp.Agents = append(resp.Agents, flaggedAgent{a.AgentID, a.Signals})
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(resp))
+	writeJSON(w, http.StatusOK, marshal(wire.FlaggedOf(&list)))
 }
 
 // signalCollector exports the counts of the latest scheduled computation

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/passport"
@@ -115,11 +116,11 @@ type Options struct {
 // loopback is the default of Options.MetricsAllow.
 var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
-// Body limits. Events are the only large request (at most
-// service.MaxBatchSize of them); the passport is at most 64 KiB
+// Body limits. Events are the only large request (at most api.MaxEvents
+// of them in api.MaxBodyBytes); the passport is at most 64 KiB
 // (passport.MaxSize) inside a small wrapper.
 const (
-	MaxEventsBody   = 8 << 20
+	MaxEventsBody   = api.MaxBodyBytes
 	maxVerifyBody   = 128 << 10
 	maxSmallBody    = 4 << 10
 	maxNoBody       = 4 << 10

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swarmscore/swarmscore/client"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -568,21 +568,21 @@ func TestEventsErrors(t *testing.T) {
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+",{"), auth()...).problem(t, "malformed-json", 400)
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"] x"), auth()...).problem(t, "malformed-json", 400)
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+" "+ev+"]"), auth()...).problem(t, "malformed-json", 400)
-	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", service.MaxBatchSize+1), ",") + "]"
+	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", api.MaxEvents+1), ",") + "]"
 	p = h.do("POST", "/swarmscore/events", strings.NewReader(many), auth()...).problem(t, "body-too-large", 413)
 	if !strings.Contains(p.Detail, "10000 events") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	manyND := strings.Repeat(ev+"\n", service.MaxBatchSize+1)
+	manyND := strings.Repeat(ev+"\n", api.MaxEvents+1)
 	h.do("POST", "/swarmscore/events", strings.NewReader(manyND), auth()...).problem(t, "body-too-large", 413)
 	huge := strings.Repeat(" ", MaxEventsBody) + "[]"
 	h.do("POST", "/swarmscore/events", strings.NewReader(huge), auth()...).problem(t, "body-too-large", 413)
 	if h.f.calls != 0 {
 		t.Fatalf("bad batches reached the service %d times", h.f.calls)
 	}
-	// Exactly service.MaxBatchSize is fine.
-	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", service.MaxBatchSize), ",") + "]"
-	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), auth()...).ok(t); m["accepted"] != float64(service.MaxBatchSize) {
+	// Exactly api.MaxEvents is fine.
+	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", api.MaxEvents), ",") + "]"
+	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), auth()...).ok(t); m["accepted"] != float64(api.MaxEvents) {
 		t.Fatalf("accepted %v", m["accepted"])
 	}
 
@@ -897,15 +897,11 @@ func refs(v any) []string {
 	return out
 }
 
-// TestClientMaxEvents: the public client (which imports nothing internal)
-// states the server's limits, which IngestStream batches within.
-func TestClientMaxEvents(t *testing.T) {
-	if client.MaxEvents != service.MaxBatchSize {
-		t.Fatalf("client.MaxEvents = %d, service.MaxBatchSize = %d", client.MaxEvents, service.MaxBatchSize)
-	}
-	if client.MaxBodyBytes != MaxEventsBody || client.MaxLineBytes != ledger.MaxLineBytes {
-		t.Fatalf("client.MaxBodyBytes = %d, MaxEventsBody = %d; client.MaxLineBytes = %d, ledger.MaxLineBytes = %d",
-			client.MaxBodyBytes, MaxEventsBody, client.MaxLineBytes, ledger.MaxLineBytes)
+// TestEventLimits: the limits the public api package states (which the
+// client batches within) are the ledger's.
+func TestEventLimits(t *testing.T) {
+	if api.MaxLineBytes != ledger.MaxLineBytes {
+		t.Fatalf("api.MaxLineBytes = %d, ledger.MaxLineBytes = %d", api.MaxLineBytes, ledger.MaxLineBytes)
 	}
 }
 

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"testing"
 	"time"
 
@@ -19,9 +20,9 @@ func checkpointLedger(b *testing.B) (*UseCases, NewCheckpoint) {
 	b.Helper()
 	a, _, _ := newCheckpointing(b)
 	ctx := context.Background()
-	for i := 0; i < benchAgents; i += MaxBatchSize / 2 {
+	for i := 0; i < benchAgents; i += api.MaxEvents / 2 {
 		var evs []ledger.Event
-		for j := i; j < min(i+MaxBatchSize/2, benchAgents); j++ {
+		for j := i; j < min(i+api.MaxEvents/2, benchAgents); j++ {
 			agent := fmt.Sprintf("agent-%06d", j)
 			evs = append(evs, conduit(agent, agent+"-s", 2, 1, t0)...)
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
@@ -18,10 +19,9 @@ import (
 // IngestStream when the caller gives none.
 const DefaultBatchSize = 1000
 
-// MaxBatchSize bounds one batch, which is one all-or-nothing transaction,
-// so that a batch never holds the write lock for long. An HTTP request is
-// one batch, so it is also the most events a request may carry.
-const MaxBatchSize = 10000
+// A batch holds at most api.MaxEvents events: it is one all-or-nothing
+// transaction, which must never hold the write lock for long, and an HTTP
+// request is one batch.
 
 // Rejection is one event that was not recorded.
 type Rejection struct {
@@ -83,7 +83,7 @@ const (
 	// InputMalformed: it starts as a JSON array but is not one (a
 	// syntax error, a truncated array, data after it).
 	InputMalformed
-	// InputTooLarge: more than MaxBatchSize events.
+	// InputTooLarge: more than api.MaxEvents events.
 	InputTooLarge
 )
 
@@ -96,7 +96,7 @@ func (e *InputError) Is(target error) bool { return target == errkind.ErrInvalid
 const bom = "\xef\xbb\xbf"
 
 func tooManyEvents() error {
-	return &InputError{InputTooLarge, fmt.Sprintf("more than %d events in one batch; split the batch", MaxBatchSize)}
+	return &InputError{InputTooLarge, fmt.Sprintf("more than %d events in one batch; split the batch", api.MaxEvents)}
 }
 
 // Ingest records events reported by operator as one all-or-nothing batch
@@ -109,10 +109,10 @@ func tooManyEvents() error {
 // within the process) instead of waiting for the database to report the
 // commit; when the batch failed, whether it committed is unknown, and
 // every agent in it counts as written. Errors: an *InputError
-// (ErrInvalid) for more than MaxBatchSize events, ErrInvalid for an
+// (ErrInvalid) for more than api.MaxEvents events, ErrInvalid for an
 // invalid operator, ErrUnavailable.
 func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
-	if len(events) > MaxBatchSize {
+	if len(events) > api.MaxEvents {
 		return nil, tooManyEvents()
 	}
 	if u.MaxClockSkew < 0 {
@@ -196,7 +196,7 @@ func (u *UseCases) IngestEvents(ctx context.Context, operator string, r io.Reade
 // (ledger.ParseEvent): one that does not parse is an Item with Err set and
 // does not stop the others. Errors: an *InputError (ErrInvalid) for input
 // that is empty, is malformed as a JSON array, or holds more than
-// MaxBatchSize events; a failure to read r, wrapped (errors.As finds it).
+// api.MaxEvents events; a failure to read r, wrapped (errors.As finds it).
 func ReadEvents(r io.Reader) ([]Item, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, _ := br.Peek(len(bom)); string(b) == bom {
@@ -239,7 +239,7 @@ func readNDJSON(r io.Reader, skipped int) ([]Item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading events after line %d: %w", last, err)
 		}
-		if len(items) == MaxBatchSize {
+		if len(items) == api.MaxEvents {
 			return nil, tooManyEvents()
 		}
 		last = skipped + ln.Number
@@ -258,7 +258,7 @@ func readArray(r io.Reader) ([]Item, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, arrayError(err)
 		}
-		if len(items) == MaxBatchSize {
+		if len(items) == api.MaxEvents {
 			return nil, tooManyEvents()
 		}
 		ev, err := ledger.ParseEvent(raw)
@@ -310,13 +310,13 @@ type Progress struct {
 // ending, or reading r failing) the returned report covers the batches
 // already committed, and the error says which line the uncommitted batch
 // started at. Errors: ErrInvalid for a batch size outside
-// 1..MaxBatchSize or an invalid operator, Ingest's, and r's.
+// 1..api.MaxEvents or an invalid operator, Ingest's, and r's.
 func (u *UseCases) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
 	if batchSize == 0 {
 		batchSize = DefaultBatchSize
 	}
-	if batchSize < 1 || batchSize > MaxBatchSize {
-		return IngestReport{}, fmt.Errorf("%w: batch size %d is outside 1..%d", errkind.ErrInvalid, batchSize, MaxBatchSize)
+	if batchSize < 1 || batchSize > api.MaxEvents {
+		return IngestReport{}, fmt.Errorf("%w: batch size %d is outside 1..%d", errkind.ErrInvalid, batchSize, api.MaxEvents)
 	}
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return IngestReport{}, err

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"github.com/swarmscore/swarmscore/api"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,13 +69,13 @@ func TestIngestStream(t *testing.T) {
 		}
 	}
 	l := newLedger(t)
-	if _, err := l.IngestStream(t.Context(), "op", strings.NewReader(ndjson), MaxBatchSize+1, nil); errkind.Of(err) != errkind.Invalid {
+	if _, err := l.IngestStream(t.Context(), "op", strings.NewReader(ndjson), api.MaxEvents+1, nil); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("oversized batch: %v", err)
 	}
 	if _, err := l.IngestStream(t.Context(), "bad op", strings.NewReader(ndjson), 0, nil); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("bad operator: %v", err)
 	}
-	if _, err := l.Ingest(t.Context(), "op", make([]ledger.Event, MaxBatchSize+1)); errkind.Of(err) != errkind.Invalid {
+	if _, err := l.Ingest(t.Context(), "op", make([]ledger.Event, api.MaxEvents+1)); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("oversized Ingest: %v", err)
 	}
 }
@@ -192,8 +193,8 @@ func TestIngestEvents(t *testing.T) {
 		"no comma":           {"[" + good + " " + good + "]", InputMalformed},
 		"after the array":    {"[" + good + "] x", InputMalformed},
 		"second array":       {"[][]", InputMalformed},
-		"too many, array":    {many(MaxBatchSize+1, ",", "[", "]"), InputTooLarge},
-		"too many, NDJSON":   {many(MaxBatchSize+1, "\n", "", "\n"), InputTooLarge},
+		"too many, array":    {many(api.MaxEvents+1, ",", "[", "]"), InputTooLarge},
+		"too many, NDJSON":   {many(api.MaxEvents+1, "\n", "", "\n"), InputTooLarge},
 		"syntax, first byte": {"[}", InputMalformed},
 	} {
 		_, err := u.IngestEvents(t.Context(), "op", strings.NewReader(c.in))
@@ -202,8 +203,8 @@ func TestIngestEvents(t *testing.T) {
 			t.Errorf("%s: %v, want problem %d", name, err, c.want)
 		}
 	}
-	if _, err := ReadEvents(strings.NewReader(many(MaxBatchSize, ",", "[", "]"))); err != nil {
-		t.Errorf("exactly MaxBatchSize events: %v", err)
+	if _, err := ReadEvents(strings.NewReader(many(api.MaxEvents, ",", "[", "]"))); err != nil {
+		t.Errorf("exactly api.MaxEvents events: %v", err)
 	}
 	// A failing reader is the reader's error, not the input's.
 	for _, in := range []string{"[" + good, good + "\n", "  "} {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
@@ -38,19 +39,19 @@ const (
 	// CodeSuperseded (warning): the passport was true when issued, but the
 	// agent's counts have changed since; Verification.Current has its
 	// score and tier now.
-	CodeSuperseded = "superseded"
+	CodeSuperseded = api.CodeSuperseded
 	// CodeLedgerChangedSinceIssue (warning): the ledger as of computed_at
 	// now differs from the passport, because of reports or corrections
 	// received after the passport was issued (listed in
 	// Verification.ChangedSinceIssue); as the ledger stood at issue it
 	// gave exactly the passport's counts.
-	CodeLedgerChangedSinceIssue = "ledger_changed_since_issue"
+	CodeLedgerChangedSinceIssue = api.CodeLedgerChangedSinceIssue
 )
 
 // CheckChangedSinceIssue is the ledger check's result for a passport
 // the ledger confirmed as it stood at issue, and that reports received
 // since have changed.
-const CheckChangedSinceIssue CheckResult = "changed_since_issue"
+const CheckChangedSinceIssue = api.CheckChangedSinceIssue
 
 // CurrentScore is an agent's score now, as this server's ledger gives it.
 type CurrentScore struct {
