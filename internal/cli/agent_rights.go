@@ -66,7 +66,7 @@ within a second (PostgreSQL).`,
 				return usageErrorf("visibility %q is neither public nor unlisted", args[1])
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				st, err := u.SetVisibility(cmd.Context(), service.OperatorCaller(operator), args[0], v)
+				st, err := u.Rights.SetVisibility(cmd.Context(), service.OperatorCaller(operator), args[0], v)
 				if err != nil {
 					return err
 				}
@@ -104,9 +104,9 @@ its own with its token: PUT /swarmscore/{agent_id}/consent.`,
 				var st service.ConsentStatus
 				var err error
 				if record {
-					st, err = u.RecordConsent(cmd.Context(), c, args[0], version)
+					st, err = u.Rights.RecordConsent(cmd.Context(), c, args[0], version)
 				} else {
-					st, err = u.Consent(cmd.Context(), c, args[0])
+					st, err = u.Rights.Consent(cmd.Context(), c, args[0])
 				}
 				if err != nil {
 					return err
@@ -135,7 +135,7 @@ disclaimer (§11.2), as GET /swarmscore/disclosure serves them: the current
 version, or --version.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := (&service.UseCases{}).Disclosure(version)
+			d, err := service.FindDisclosure(version)
 			if err != nil {
 				return err
 			}
@@ -183,7 +183,7 @@ With --json: the route's shape, {"agent_id","as_of","buyer_ids_masked","events":
 				return err
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				rec, err := u.Records(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
+				rec, err := u.Rights.Records(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
 				if err != nil {
 					return err
 				}
@@ -288,15 +288,14 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 				return err
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				u.SignalThresholds = th
 				if flagged {
-					list, err := u.FlaggedAgents(cmd.Context(), at)
+					list, err := u.Signals.FlaggedAgents(cmd.Context(), at)
 					if err != nil {
 						return err
 					}
 					return printFlagged(cmd, &list, asJSON)
 				}
-				a, err := u.Signals(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
+				a, err := u.Signals.Signals(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
 				if err != nil {
 					return err
 				}
@@ -307,6 +306,9 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\tNOTE\n", a.AgentID, wire.Micros(a.AsOf))
 				printSignals(w, a.Signals, "")
 				return w.Flush()
+			}, func(_ service.Backend, cfg *service.Config) error {
+				cfg.SignalThresholds = th
+				return nil
 			})
 		},
 	}

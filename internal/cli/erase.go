@@ -45,7 +45,7 @@ id is itself a pseudonym or a record to seal is broken (run 'ledger verify').`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				r, err := u.EraseAgent(cmd.Context(), service.OperatorCaller(operator), args[0], reason)
+				r, err := u.Rights.EraseAgent(cmd.Context(), service.OperatorCaller(operator), args[0], reason)
 				if err != nil {
 					return err
 				}
@@ -87,7 +87,7 @@ stored, so neither is shown.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				es, err := u.Erasures(cmd.Context(), service.OperatorCaller(cliOperator))
+				es, err := u.Rights.Erasures(cmd.Context(), service.OperatorCaller(cliOperator))
 				if err != nil {
 					return err
 				}

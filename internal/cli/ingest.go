@@ -115,8 +115,10 @@ func newIngestCmd() *cobra.Command {
 				return ingestRemote(cmd, c, in, name, cfg)
 			}
 			return withUseCases(cmd, cfg.db, create, func(u *service.UseCases) error {
-				u.MaxClockSkew = skew
 				return ingest(cmd, u, in, name, cfg)
+			}, func(_ service.Backend, c *service.Config) error {
+				c.MaxClockSkew = skew
+				return nil
 			})
 		},
 	}
@@ -185,7 +187,7 @@ func ingest(cmd *cobra.Command, u *service.UseCases, in io.Reader, name string, 
 	if tty {
 		progress = func(p service.Progress) { progressLine(stderr, p.Lines, localSummary(p.IngestReport)) }
 	}
-	rep, err := u.IngestStream(cmd.Context(), cfg.operator, in, cfg.batch, progress)
+	rep, err := u.Ingest.IngestStream(cmd.Context(), cfg.operator, in, cfg.batch, progress)
 	if tty {
 		fmt.Fprintln(stderr)
 	}

@@ -50,7 +50,7 @@ func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	a, err := s.svc.FileAppeal(r.Context(), callerFrom(r), f)
+	a, err := s.svc.Corrections.FileAppeal(r.Context(), callerFrom(r), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -125,7 +125,7 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := s.svc.Appeals(r.Context(), callerFrom(r), q)
+	list, err := s.svc.Corrections.Appeals(r.Context(), callerFrom(r), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -137,7 +137,7 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 // showAppeal serves one appeal (GET /swarmscore/appeals/{id}, through
 // items).
 func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
-	a, err := s.svc.Appeal(r.Context(), callerFrom(r), r.PathValue("item"))
+	a, err := s.svc.Corrections.Appeal(r.Context(), callerFrom(r), r.PathValue("item"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -178,7 +178,7 @@ func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
 				return
 			}
 		}
-		a, _, err := s.svc.ActOnAppeal(r.Context(), r.PathValue("id"), appealCaller(r), d)
+		a, _, err := s.svc.Corrections.ActOnAppeal(r.Context(), r.PathValue("id"), appealCaller(r), d)
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -23,7 +23,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	}
 	var op string
 	err = s.lookup(r, true, func(ctx context.Context) (err error) {
-		op, err = s.svc.Authenticate(ctx, token)
+		op, err = s.svc.Tokens.Authenticate(ctx, token)
 		return err
 	})
 	return op, err

@@ -13,7 +13,8 @@ import (
 )
 
 // ErasureService lists the use cases of erasure (GDPR Art. 17, spec
-// §11.4), with the errors of Service. Both are an operator's.
+// §11.4; service.Rights), with the errors of Services. Both are an
+// operator's.
 type ErasureService interface {
 	// EraseAgent erases an agent: its id replaced by a random pseudonym
 	// everywhere, its tokens and passports revoked; the result carries the
@@ -64,7 +65,7 @@ func (s *Server) erase(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.svc.EraseAgent(r.Context(), service.OperatorCaller(operatorFrom(r)), id, reason)
+	res, err := s.svc.Erasure.EraseAgent(r.Context(), service.OperatorCaller(operatorFrom(r)), id, reason)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -80,7 +81,7 @@ func (s *Server) erasures(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	es, err := s.svc.Erasures(r.Context(), service.OperatorCaller(operatorFrom(r)))
+	es, err := s.svc.Erasure.Erasures(r.Context(), service.OperatorCaller(operatorFrom(r)))
 	if err != nil {
 		s.fail(w, r, err)
 		return

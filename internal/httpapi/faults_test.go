@@ -472,7 +472,7 @@ func TestBoundedWaits(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	h := newHarness(t, Options{})
 	b := &blocking{fake: h.f, entered: make(chan struct{}, 10)}
-	s := New(b, Options{Logger: h.s.log, DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
+	s := New(every(b), Options{Logger: h.s.log, DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
 	defer s.Close()
 	serve := func(target string) (response, time.Duration) {
 		start := time.Now()
@@ -529,7 +529,7 @@ func TestBoundedWaits(t *testing.T) {
 func TestReadyzWithinTwoSeconds(t *testing.T) {
 	t.Parallel()
 	b := &blocking{fake: &fake{}, entered: make(chan struct{}, 1)}
-	s := New(b, Options{DBTimeout: time.Minute})
+	s := New(every(b), Options{DBTimeout: time.Minute})
 	defer s.Close()
 	start := time.Now()
 	rec := httptest.NewRecorder()
@@ -601,7 +601,7 @@ func TestOutageLoggedOnce(t *testing.T) {
 	h := newHarness(t, Options{})
 	f := &flaky{fake: h.f}
 	logs := &syncLog{}
-	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now})
+	s := New(every(f), Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now})
 	defer s.Close()
 	h.s = s
 	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
@@ -664,7 +664,7 @@ func TestClientGone(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := &blocking{fake: h.f, entered: make(chan struct{}, 1)}
 	logs := &syncLog{}
-	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), MetricsAllow: h.s.scrapers})
+	s := New(every(b), Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), MetricsAllow: h.s.scrapers})
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	req := httptest.NewRequest("GET", "/swarmscore/agent-1", nil).WithContext(ctx)

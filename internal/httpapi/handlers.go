@@ -53,7 +53,7 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	c, err := s.svc.CertificateFor(r.Context(), caller, id)
+	c, err := s.svc.Certificates.CertificateFor(r.Context(), caller, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -125,7 +125,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.svc.Verify(r.Context(), doc, agent)
+	v, err := s.svc.Verifier.Verify(r.Context(), doc, agent)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -280,7 +280,7 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.svc.ScoreFor(r.Context(), caller, id)
+	e, err := s.svc.Certificates.ScoreFor(r.Context(), caller, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -293,13 +293,13 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 }
 
 // events ingests a JSON array or NDJSON stream of events for the calling
-// operator as one batch (service.UseCases.IngestEvents, the pipeline
+// operator as one batch (service.Ingestion.IngestEvents, the pipeline
 // `swarmscore ingest` uses): events that do not parse or that the ledger
 // refuses are listed with their index (and line, for NDJSON). A body that
 // is not JSON at all, holds too many events, or is too large stores
 // nothing.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.svc.IngestEvents(r.Context(), operatorFrom(r), r.Body)
+	rep, err := s.svc.Ingest.IngestEvents(r.Context(), operatorFrom(r), r.Body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -334,7 +334,7 @@ func (s *Server) escrow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.svc.Escrow(r.Context(), id, amount)
+	e, err := s.svc.Certificates.Escrow(r.Context(), id, amount)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -357,7 +357,7 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.svc.Ranking(r.Context(), q)
+	page, err := s.svc.Certificates.Ranking(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -451,7 +451,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, s.gate.timeout))
 	defer cancel()
-	if err := s.svc.Ready(ctx); err != nil {
+	if err := s.svc.Schema.Ready(ctx); err != nil {
 		s.fail(w, r, err)
 		return
 	}

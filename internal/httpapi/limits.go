@@ -189,13 +189,13 @@ func bufferBody(r *http.Request) error {
 // health notices database outages and their end, so that each is logged
 // once, at ERROR and WARN, instead of once per refused request. The first
 // unavailable answer of an episode is logged as usual and starts a probe
-// (Service.Ready every probeEvery): if the probe fails, the outage is
+// (ReadinessService.Ready every probeEvery): if the probe fails, the outage is
 // logged and later requests answered 503 are logged at DEBUG only, until
 // a probe succeeds and the recovery is logged with the outage's length and
 // the number of requests refused. Nothing waits for the probe: requests go
 // on trying the database, so recovery needs no probe either.
 type health struct {
-	svc     Service
+	svc     ReadinessService
 	log     *slog.Logger
 	timeout time.Duration // of each probe
 
@@ -313,7 +313,7 @@ func (s *Server) initFaults(opt Options) {
 		clients = 10000
 	}
 	s.authFails = newIPLimiter(float64(time.Second)/float64(every), burst, clients, opt.RateIPv6Prefix)
-	s.health = &health{svc: s.svc, log: s.log, timeout: min(readyTimeout, s.gate.timeout)}
+	s.health = &health{svc: s.svc.Schema, log: s.log, timeout: min(readyTimeout, s.gate.timeout)}
 	s.metrics.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "swarmscore_db_requests_in_flight",

@@ -17,19 +17,10 @@ import (
 	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
-// RightsService lists the use cases of agents' rights (spec §8.4, §11.1)
-// and gaming signals (§8.3, §15.2), with the errors of Service. The use
-// cases decide who may do what (service.Caller); the handlers only say who
-// is asking.
+// RightsService lists the use cases of agents' rights (spec §8.4, §11.1;
+// service.Rights), with the errors of Services. The use cases decide who
+// may do what (service.Caller); the handlers only say who is asking.
 type RightsService interface {
-	// CallerFor returns who a bearer token speaks for: an operator or one
-	// agent; ErrUnauthorized for an unknown or revoked token.
-	CallerFor(ctx context.Context, token string) (service.Caller, error)
-	// CertificateFor and ScoreFor are the certificate and score routes:
-	// an unlisted (or, when consent is required, unconsented) agent is
-	// not found for anyone but itself and operators.
-	CertificateFor(ctx context.Context, c service.Caller, agentID string) (service.Certificate, error)
-	ScoreFor(ctx context.Context, c service.Caller, agentID string) (ledger.ScoreEntry, error)
 	// Disclosure returns a version of the disclosure and disclaimer (the
 	// current one for "").
 	Disclosure(version string) (service.Disclosure, error)
@@ -41,6 +32,11 @@ type RightsService interface {
 	// Records returns the events counting in the agent's score as of asOf
 	// and its passports, buyer ids masked for the agent's own token.
 	Records(ctx context.Context, c service.Caller, agentID string, asOf time.Time) (service.AgentRecords, error)
+}
+
+// SignalService lists the use cases of the gaming signals (§8.3, §15.2;
+// service.Signals).
+type SignalService interface {
 	// Signals returns an agent's gaming signals; FlaggedAgents every
 	// flagged agent's, set-based; SignalStats the counts of the latest
 	// scheduled computation, without blocking.
@@ -52,7 +48,7 @@ type RightsService interface {
 // rightsRoutes registers the routes of agents' rights and gaming signals.
 // Who may call each is in the OpenAPI document (x-access).
 func (s *Server) rightsRoutes() {
-	s.metrics.reg.MustRegister(newSignalCollector(s.svc.SignalStats))
+	s.metrics.reg.MustRegister(newSignalCollector(s.svc.Signals.SignalStats))
 	s.route("GET /swarmscore/disclosure", crossOrigin, maxNoBody, s.disclosure)
 	s.route("GET /swarmscore/{agent_id}/consent", self, maxNoBody, s.consent)
 	s.route("PUT /swarmscore/{agent_id}/consent", self, maxSmallBody, s.recordConsent)
@@ -92,7 +88,7 @@ func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) 
 	// A required token is resolved by guard before the handler's
 	// database slot is taken; an optional one by a handler, in its slot.
 	err = s.lookup(r, required, func(ctx context.Context) (err error) {
-		c, err = s.svc.CallerFor(ctx, token)
+		c, err = s.svc.Tokens.CallerFor(ctx, token)
 		return err
 	})
 	return c, err
@@ -106,7 +102,7 @@ func (s *Server) disclosure(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d, err := s.svc.Disclosure(v["version"])
+	d, err := s.svc.Rights.Disclosure(v["version"])
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -125,7 +121,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	st, err := s.svc.Consent(r.Context(), callerFrom(r), id)
+	st, err := s.svc.Rights.Consent(r.Context(), callerFrom(r), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -163,7 +159,7 @@ func (s *Server) recordConsent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	st, err := s.svc.RecordConsent(r.Context(), callerFrom(r), id, version)
+	st, err := s.svc.Rights.RecordConsent(r.Context(), callerFrom(r), id, version)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -193,7 +189,7 @@ func (s *Server) visibility(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errorf(ptInvalid, `field visibility is required: "public" or "unlisted"`))
 		return
 	}
-	st, err := s.svc.SetVisibility(r.Context(), callerFrom(r), id, ledger.Visibility(v))
+	st, err := s.svc.Rights.SetVisibility(r.Context(), callerFrom(r), id, ledger.Visibility(v))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -275,7 +271,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rec, err := s.svc.Records(r.Context(), callerFrom(r), id, asOf)
+	rec, err := s.svc.Rights.Records(r.Context(), callerFrom(r), id, asOf)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -302,7 +298,7 @@ func (s *Server) signals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	a, err := s.svc.Signals(r.Context(), callerFrom(r), id, asOf)
+	a, err := s.svc.Signals.Signals(r.Context(), callerFrom(r), id, asOf)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -329,7 +325,7 @@ func (s *Server) flagged(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	list, err := s.svc.FlaggedAgents(r.Context(), asOf)
+	list, err := s.svc.Signals.FlaggedAgents(r.Context(), asOf)
 	if err != nil {
 		s.fail(w, r, err)
 		return

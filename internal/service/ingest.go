@@ -9,11 +9,33 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
+
+// Ingestion records reported events (spec §7.4): a batch from the API or
+// a stream from the CLI, ledger.Decide deciding each event. It tells the
+// certificate memo's cache watch which agents it wrote, so the next
+// certificate request reads them again, and keeps what recent ingests did
+// (activity.go).
+type Ingestion struct {
+	store        IngestStore
+	clock        clock
+	maxClockSkew time.Duration // Config.MaxClockSkew
+	certs        *certMemo
+	ingests      ingestLog
+}
+
+// maxSkew is Config.MaxClockSkew with its default.
+func (u *Ingestion) maxSkew() time.Duration {
+	if u.maxClockSkew == 0 {
+		return DefaultMaxClockSkew
+	}
+	return u.maxClockSkew
+}
 
 // DefaultBatchSize is the number of events written per transaction by
 // IngestStream when the caller gives none.
@@ -111,15 +133,15 @@ func tooManyEvents() error {
 // every agent in it counts as written. Errors: an *InputError
 // (ErrInvalid) for more than api.MaxEvents events, ErrInvalid for an
 // invalid operator, ErrUnavailable.
-func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
+func (u *Ingestion) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
 	if len(events) > api.MaxEvents {
 		return nil, tooManyEvents()
 	}
-	if u.MaxClockSkew < 0 {
-		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.MaxClockSkew)
+	if u.maxClockSkew < 0 {
+		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.maxClockSkew)
 	}
-	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock(), MaxSkew: u.maxSkew()}
-	out, err := u.Store.Ingest(ctx, b)
+	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock.exact(), MaxSkew: u.maxSkew()}
+	out, err := u.store.Ingest(ctx, b)
 	if w := u.certs.startedWatch(); w != nil {
 		ids := make([]string, 0, len(events))
 		for i := range events {
@@ -133,7 +155,7 @@ func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.
 }
 
 // ingestItems is IngestItems without the activity record (activity.go).
-func (u *UseCases) ingestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
+func (u *Ingestion) ingestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
 	var rep IngestReport
 	events := make([]ledger.Event, 0, len(items))
 	pos := make([]int, 0, len(items))
@@ -180,7 +202,7 @@ func (u *UseCases) ingestItems(ctx context.Context, operator string, items []Ite
 
 // IngestEvents reads one batch of events from r (ReadEvents) and records
 // it (IngestItems). Errors: ReadEvents' and Ingest's.
-func (u *UseCases) IngestEvents(ctx context.Context, operator string, r io.Reader) (IngestReport, error) {
+func (u *Ingestion) IngestEvents(ctx context.Context, operator string, r io.Reader) (IngestReport, error) {
 	items, err := ReadEvents(r)
 	if err != nil {
 		return IngestReport{}, err
@@ -311,7 +333,7 @@ type Progress struct {
 // already committed, and the error says which line the uncommitted batch
 // started at. Errors: ErrInvalid for a batch size outside
 // 1..api.MaxEvents or an invalid operator, Ingest's, and r's.
-func (u *UseCases) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
+func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
 	if batchSize == 0 {
 		batchSize = DefaultBatchSize
 	}

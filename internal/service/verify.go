@@ -13,6 +13,17 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
+// Verifier is the use case of verification (spec §7.3): a presented
+// passport checked offline (L1) with the keys in use and the formula
+// versions accepted, then against this server's ledger (L2,
+// verify_policy.go) when it holds the agent.
+type Verifier struct {
+	store    VerifyStore
+	clock    clock
+	keys     *signing
+	formulas passport.Acceptance // Config.Formulas
+}
+
 // Verification is the answer to POST /swarmscore/verify (spec §7.3) plus
 // the reasons behind it and what each level of verification found.
 type Verification struct {
@@ -153,8 +164,8 @@ func L1Checks(v *passport.Verification) Checks {
 // check not_applicable rather than confirmed. An unreadable document is
 // not an error: it is a Verification with valid false and the reasons.
 // Errors: ErrUnavailable when the ledger cannot be read.
-func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := u.Formulas.Verify(doc, u.keys(ctx).keys, u.now())
+func (u *Verifier) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
+	v := u.formulas.Verify(doc, u.keys.current(ctx).keys, u.clock.now())
 	checks := L1Checks(v)
 	var current *CurrentScore
 	var changed []ledger.EventKey
@@ -204,11 +215,11 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 // ledger level is then skipped: the erased id has no ledger here, and if
 // it were registered again, that agent's ledger would say nothing about
 // this passport.
-func (u *UseCases) revoked(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (bool, error) {
+func (u *Verifier) revoked(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (bool, error) {
 	if !v.SignatureValid || p.AgentPassportID == "" {
 		return false, nil
 	}
-	ip, err := u.Store.Passport(ctx, p.AgentPassportID)
+	ip, err := u.store.Passport(ctx, p.AgentPassportID)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
 		return false, nil
@@ -229,14 +240,14 @@ func (u *UseCases) revoked(ctx context.Context, p *passport.Passport, v *passpor
 // current passport costs no window count; otherwise the ledger is counted.
 // until is the first instant the counts may differ when they came from a
 // cache entry (its ValidUntil), else asOf itself.
-func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
-	e, ok, err := u.Store.CachedScore(ctx, agentID, asOf)
+func (u *Verifier) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
+	e, ok, err := u.store.CachedScore(ctx, agentID, asOf)
 	if err != nil {
 		return score.Counts{}, asOf, err
 	}
 	if ok {
 		return e.Result.Counts, e.ValidUntil, nil
 	}
-	c, err = u.Store.Counts(ctx, agentID, asOf)
+	c, err = u.store.Counts(ctx, agentID, asOf)
 	return c, asOf, err
 }

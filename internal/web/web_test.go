@@ -221,7 +221,7 @@ func TestAgentPage(t *testing.T) {
 	}
 	for _, i := range []int{0, 30, 60, 88} {
 		day, _ := time.Parse(time.DateOnly, days[i][1])
-		ref, err := s.u.AgentScore(t.Context(), "agent-7", day.Add(24*time.Hour-ledger.Resolution))
+		ref, err := s.u.Certificates.AgentScore(t.Context(), "agent-7", day.Add(24*time.Hour-ledger.Resolution))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestBadge(t *testing.T) {
 	}
 	// A new certificate (a new event) is a new badge.
 	events := `{"type":"conduit_session","id":"late-1","agent_id":"agent-7","status":"VERIFIED","started_at":"2026-06-15T12:00:00Z","completed_at":"2026-06-15T12:30:00Z"}`
-	if _, err := s.u.IngestEvents(t.Context(), "market-1", strings.NewReader(events)); err != nil {
+	if _, err := s.u.Ingest.IngestEvents(t.Context(), "market-1", strings.NewReader(events)); err != nil {
 		t.Fatal(err)
 	}
 	// 81 sessions, 77 verified: conduit 4·77 = 308, score 308 + 456.
@@ -457,9 +457,12 @@ func TestPublicRateLimit(t *testing.T) {
 	}
 }
 
-// unavailable is a Service whose database is gone: every use case fails
-// as the back ends do, naming their internals.
-type unavailable struct{ Service }
+// unavailable is use cases whose database is gone: every one fails as the
+// back ends do, naming their internals.
+type unavailable struct {
+	ScoreService
+	TokenService
+}
 
 func (unavailable) err() error {
 	return fmt.Errorf("%w: sqlite: open /var/lib/swarmscore/ledger.db: disk I/O error", errkind.ErrUnavailable)
@@ -475,8 +478,11 @@ func (u unavailable) Authenticate(context.Context, string) (string, error) { ret
 func TestErrorPages(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
 	// The database gone: a friendly 503 that names nothing internal.
-	api := httpapi.New(s.u, httpapi.Options{})
-	Mount(api, unavailable{s.u}, Options{})
+	api := httpapi.New(httpapi.ServicesOf(s.u), httpapi.Options{})
+	svc := ServicesOf(s.u)
+	down := unavailable{svc.Certificates, svc.Tokens}
+	svc.Certificates, svc.Tokens = down, down
+	Mount(api, svc, Options{})
 	s.handler = api
 	for _, path := range []string{"/", "/agents/agent-7"} {
 		body := s.get(path).page(t, http.StatusServiceUnavailable)
