@@ -28,9 +28,12 @@ const (
 	ProblemMethodNotAllowed = ProblemBase + "method-not-allowed"
 	ProblemConflict         = ProblemBase + "conflict"
 	ProblemBodyTooLarge     = ProblemBase + "body-too-large"
-	ProblemRateLimited      = ProblemBase + "rate-limited"
-	ProblemInternal         = ProblemBase + "internal"
-	ProblemUnavailable      = ProblemBase + "unavailable"
+	// ProblemUnsupportedMediaType: a batch of events sent as anything but
+	// application/json or application/x-ndjson (415, with Accept).
+	ProblemUnsupportedMediaType = ProblemBase + "unsupported-media-type"
+	ProblemRateLimited          = ProblemBase + "rate-limited"
+	ProblemInternal             = ProblemBase + "internal"
+	ProblemUnavailable          = ProblemBase + "unavailable"
 	// What the server's HTTP layer answers before any route: headers too
 	// large (431), an unsupported Transfer-Encoding (501), HTTP version
 	// (505) or Expect (417). A malformed request is ProblemInvalid.
@@ -43,7 +46,7 @@ const (
 // ProblemTypes lists every problem type the server can send.
 var ProblemTypes = []string{
 	ProblemInvalid, ProblemMalformedJSON, ProblemWrongType, ProblemUnauthorized, ProblemForbidden, ProblemNotFound,
-	ProblemNoRoute, ProblemMethodNotAllowed, ProblemConflict, ProblemBodyTooLarge, ProblemRateLimited, ProblemInternal,
+	ProblemNoRoute, ProblemMethodNotAllowed, ProblemConflict, ProblemBodyTooLarge, ProblemUnsupportedMediaType, ProblemRateLimited, ProblemInternal,
 	ProblemUnavailable, ProblemHeadersTooLarge, ProblemNotImplemented, ProblemVersionNotSupported, ProblemExpectationFailed,
 }
 

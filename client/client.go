@@ -49,9 +49,12 @@ const (
 	ProblemMethodNotAllowed = api.ProblemMethodNotAllowed
 	ProblemConflict         = api.ProblemConflict
 	ProblemBodyTooLarge     = api.ProblemBodyTooLarge
-	ProblemRateLimited      = api.ProblemRateLimited
-	ProblemInternal         = api.ProblemInternal
-	ProblemUnavailable      = api.ProblemUnavailable
+	// ProblemUnsupportedMediaType: a batch sent with another Content-Type
+	// than IngestEvents and IngestNDJSON send.
+	ProblemUnsupportedMediaType = api.ProblemUnsupportedMediaType
+	ProblemRateLimited          = api.ProblemRateLimited
+	ProblemInternal             = api.ProblemInternal
+	ProblemUnavailable          = api.ProblemUnavailable
 	// What the server's HTTP layer answers before any route: headers too
 	// large (431), an unsupported Transfer-Encoding (501), HTTP version
 	// (505) or Expect (417). A malformed request is ProblemInvalid.
@@ -162,6 +165,11 @@ func escapePath(p string) string {
 	segs := strings.Split(p, "/")
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
+		if s == "." || s == ".." {
+			// Not ids (the server answers 400), but as written they would
+			// be resolved away by the URL's path (RFC 3986 §5.2.4).
+			segs[i] = strings.ReplaceAll(s, ".", "%2E")
+		}
 	}
 	return strings.Join(segs, "/")
 }

@@ -193,3 +193,29 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestDotSegments: "." and ".." are sent as segments, escaped, so that the
+// server refuses them as ids rather than a URL resolving them away.
+func TestDotSegments(t *testing.T) {
+	invalid := reply{400, `{"type":"https://swarmscore.dev/problems/invalid-request","title":"Invalid request","status":400,"detail":"path segment agent_id: \"..\" is not an id"}`, nil}
+	c, _ := newTest(t, map[string]reply{
+		"GET /swarmscore/%2E%2E":          invalid,
+		"GET /swarmscore/%2E/certificate": invalid,
+		"POST /swarmscore/%2E%2E/escrow":  invalid,
+		"GET /swarmscore/...":             {404, `{"type":"https://swarmscore.dev/problems/not-found","title":"Not found","status":404}`, nil},
+	})
+	ctx := context.Background()
+	var p *Problem
+	if _, err := c.Score(ctx, ".."); !errors.As(err, &p) || p.Status != 400 {
+		t.Errorf("Score(..): %v", err)
+	}
+	if _, err := c.Certificate(ctx, "."); !errors.As(err, &p) || p.Status != 400 {
+		t.Errorf("Certificate(.): %v", err)
+	}
+	if _, err := c.Escrow(ctx, "..", 100); !errors.As(err, &p) || p.Status != 400 {
+		t.Errorf("Escrow(..): %v", err)
+	}
+	if _, err := c.Score(ctx, "..."); !errors.As(err, &p) || p.Status != 404 {
+		t.Errorf("Score(...): %v", err)
+	}
+}

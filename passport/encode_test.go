@@ -212,8 +212,10 @@ func TestFastPathLayouts(t *testing.T) {
 			spaced.WriteString(" \n")
 		}
 	}
+	upper := bytes.Replace(doc, []byte(p.Issuer.Signature), []byte(strings.ToUpper(p.Issuer.Signature)), 1)
 	for name, d := range map[string][]byte{"issued": doc, "canonical": canonical, "indented": pretty.Bytes(),
-		"signature first": sigFirst, "spaced": append(append([]byte(" \t"), spaced.Bytes()...), "\n"...)} {
+		"signature first": sigFirst, "spaced": append(append([]byte(" \t"), spaced.Bytes()...), "\n"...),
+		"upper-case signature": upper} {
 		v, fast := verifyBoth(t, d, []Key{testKey(t)}, testComputedAt)
 		if !v.Valid || !fast {
 			t.Errorf("%s: valid=%v fast=%v %v\n%s", name, v.Valid, fast, v.Errors, d)
@@ -226,8 +228,6 @@ func TestFastPathDeclines(t *testing.T) {
 	t.Parallel()
 	doc := signedExample(t)
 	s := string(doc)
-	i := strings.Index(s, `"signature":"`) + len(`"signature":"`)
-	upperSig := s[:i] + strings.ToUpper(s[i:i+64]) + s[i+64:]
 	cases := map[string]string{
 		"escape in agent":     strings.Replace(s, `"agent-7"`, `"agent\u002d7"`, 1),
 		"number spelling":     strings.Replace(s, `"sessions_90d":80`, `"sessions_90d":80.0`, 1),
@@ -239,7 +239,6 @@ func TestFastPathDeclines(t *testing.T) {
 		"negative":            strings.Replace(s, `"value":760`, `"value":-760`, 1),
 		"wrong type":          strings.Replace(s, `"value":760`, `"value":"760"`, 1),
 		"bad time":            strings.Replace(s, `2026-03-17T14:30:00Z`, `2026-02-30T14:30:00Z`, 1),
-		"upper signature":     upperSig,
 		"inconsistent rate":   strings.Replace(s, `"success_rate":0.95`, `"success_rate":0.9`, 1),
 		"four gaps":           strings.Replace(s, `],"score":{`, `,{"actual":760,"required":850,"requirement":"score","tier":"ELITE"}],"score":{`, 1),
 		"invalid UTF-8":       strings.Replace(s, `swarmsync.ai`, "swarm\xffsync.ai", 1),
@@ -308,27 +307,27 @@ func TestFastTime(t *testing.T) {
 	}
 }
 
-// decodeSignature accepts exactly 64 or 128 lowercase hex digits and
-// decodes them as encoding/hex does.
+// decodeSignature accepts exactly 64 or 128 hex digits of either case
+// (ERRATA E11), decodes them as encoding/hex does, and says whether one was
+// upper case.
 func TestDecodeSignature(t *testing.T) {
 	t.Parallel()
-	for _, valid := range []string{strings.Repeat("0123456789abcdef", 4), strings.Repeat("fedcba9876543210", 8)} {
+	for _, valid := range []string{strings.Repeat("0123456789abcdef", 4), strings.Repeat("FEDCBA9876543210", 8), strings.Repeat("0123456789aBcDeF", 4)} {
 		for pos := range len(valid) {
 			for c := range 256 {
 				s := []byte(valid)
 				s[pos] = byte(c)
 				var raw [64]byte
-				n, ok := decodeSignature(s, &raw)
+				n, upper, ok := decodeSignature(s, &raw)
 				want, err := hex.DecodeString(string(s))
-				wantOK := err == nil && strings.ToLower(string(s)) == string(s)
-				if ok != wantOK || ok && !bytes.Equal(raw[:n], want) {
-					t.Fatalf("%q: %x %v, want %x %v", s, raw[:n], ok, want, wantOK)
+				if ok != (err == nil) || ok && (!bytes.Equal(raw[:n], want) || upper != (strings.ToLower(string(s)) != string(s))) {
+					t.Fatalf("%q: %x upper %v %v, want %x %v", s, raw[:n], upper, ok, want, err == nil)
 				}
 			}
 		}
 		for _, s := range []string{"", valid[:len(valid)-1], valid + "0", (valid + valid)[:96]} {
 			var raw [64]byte
-			if _, ok := decodeSignature(s, &raw); ok {
+			if _, _, ok := decodeSignature(s, &raw); ok {
 				t.Fatalf("%q accepted", s)
 			}
 		}

@@ -2,6 +2,7 @@ package passport
 
 import (
 	"bytes"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"time"
@@ -534,7 +535,11 @@ func (d *fastDoc) passport(p *Passport) (sig sigInfo, ok bool) {
 	pid, ok2 := d.str(d.leaf[lPassportID])
 	agent, ok3 := d.str(d.leaf[lAgentID])
 	platform, ok4 := d.str(d.leaf[lPlatform])
-	sig.n, ok = decodeSignature(sigText, &sig.raw)
+	var upper bool
+	sig.n, upper, ok = decodeSignature(sigText, &sig.raw)
+	if upper {
+		sigText = hex.AppendEncode(nil, sig.raw[:sig.n]) // as Parse keeps it
+	}
 	var alg, kid []byte
 	sig.hasAlg, sig.hasKID = d.leaf[lAlg].hi > 0, d.leaf[lKID].hi > 0 // no value starts at byte 0
 	ok6, ok7 := true, true

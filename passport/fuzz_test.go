@@ -59,8 +59,10 @@ func FuzzParse(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Issue 28: a signature in upper case (ERRATA E11).
+	upper := bytes.Replace(doc, []byte(p.Issuer.Signature), bytes.ToUpper([]byte(p.Issuer.Signature)), 1)
 	for _, seed := range [][]byte{doc, spec, pretty.Bytes(), ed, nil, []byte("{}"), []byte(`{"issuer":{"signature":1}}`),
-		[]byte(`{"a":1,"a":2}`), []byte(`[{"\ud800":1e400}]`), doc[:len(doc)/2], trailingComma} {
+		[]byte(`{"a":1,"a":2}`), []byte(`[{"\ud800":1e400}]`), doc[:len(doc)/2], trailingComma, upper} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -225,3 +225,74 @@ func TestInteropPython(t *testing.T) {
 		}
 	}
 }
+
+// appendixC3Script signs and verifies as the published draft's reference
+// code does (Appendix C.3, quoted in issue 28; withheld from the copy of the
+// spec this repository works from): the signed object is
+// "const { signature: _, ...unsigned } = passportObj;", which strips a
+// top-level signature member, not issuer.signature (ERRATA E23).
+const appendixC3Script = `
+const crypto = require('crypto');
+const key = process.env.SWARMSCORE_TEST_KEY;
+const canon = v => Array.isArray(v) ? '[' + v.map(canon).join(',') + ']'
+  : (v !== null && typeof v === 'object')
+    ? '{' + Object.keys(v).sort().map(k => JSON.stringify(k) + ':' + canon(v[k])).join(',') + '}'
+    : JSON.stringify(v);
+const hmac = doc => crypto.createHmac('sha256', key).update(canon(doc), 'utf8').digest('hex');
+const unsignedOf = passportObj => {
+  const { signature: _, ...unsigned } = passportObj;
+  return unsigned;
+};
+const sign = passportObj => {
+  passportObj.issuer.signature = hmac(unsignedOf(passportObj));
+  return JSON.stringify(passportObj);
+};
+const verify = passportObj => hmac(unsignedOf(passportObj)) === passportObj.issuer.signature ? 'valid' : 'invalid';
+const inputs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+console.log(JSON.stringify(inputs.map(process.argv[2] === 'verify' ? verify : sign)));
+`
+
+// TestAppendixC3 checks ERRATA E23 against Appendix C.3's code run in
+// Node: it signs a fresh passport (one without issuer.signature yet) as we
+// do, but verifying a signed one fails, ours and its own alike, since
+// issuer.signature stays in what it hashes.
+func TestAppendixC3(t *testing.T) {
+	t.Parallel()
+	node := interpreter(t, "node")
+	signed := goSigned(t)
+	var fresh []json.RawMessage
+	for _, doc := range signed {
+		var m map[string]any
+		if err := json.Unmarshal(doc, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m["issuer"].(map[string]any), "signature")
+		fresh = append(fresh, mustMarshal(t, m))
+	}
+	var theirs []json.RawMessage
+	for i, out := range run(t, node, appendixC3Script, "sign", fresh) {
+		if v := Verify([]byte(out), []Key{testKey(t)}, testComputedAt); !v.Valid {
+			t.Errorf("C.3 signed a fresh passport that does not verify: %v\n%s", v.Errors, out)
+		}
+		if !bytes.Equal(canonicalOf(t, []byte(out)), canonicalOf(t, signed[i])) {
+			t.Errorf("C.3 signs otherwise than we do:\n%s\n%s", out, signed[i])
+		}
+		theirs = append(theirs, json.RawMessage(out))
+	}
+	for i, got := range run(t, node, appendixC3Script, "verify", append(signed, theirs...)) {
+		if got != "invalid" {
+			t.Errorf("C.3 verified a signed passport (%d): E23 says it cannot", i)
+		}
+	}
+}
+
+// canonicalOf is doc with sorted keys and no white space, for comparing
+// two documents' content.
+func canonicalOf(t *testing.T, doc []byte) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatal(err)
+	}
+	return mustMarshal(t, v)
+}

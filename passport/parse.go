@@ -2,6 +2,7 @@ package passport
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 // Parse reads a signed passport document strictly: one JSON object, within
 // MaxDocumentSize, valid I-JSON, no duplicate member names at any depth, every
 // required member present with its JSON type (counts and contributions
-// integral), times in RFC 3339 UTC, and issuer.signature lowercase hex of 64
-// or 128 characters. Numbers mean what their RFC 8785 form says, as that is
+// integral), times in RFC 3339 UTC, and issuer.signature hex of 64 or 128
+// characters (either case; the Passport holds it in lower case, as Sign
+// writes it). Numbers mean what their RFC 8785 form says, as that is
 // what is signed: 80.0 is the count 80. Unknown members are allowed, and so
 // are what §6.1 leaves open: no agent_id, issuer.kid or issuer.alg, and
 // elements of qualification_gaps that are not gaps (left out of
@@ -48,7 +50,7 @@ func Parse(doc []byte) (*Passport, error) {
 	case !ps.sig.found:
 		return nil, Problem{CodeSignatureMissing, "issuer.signature is missing"}
 	case !ps.sig.wellFormed:
-		return nil, Problem{CodeSignatureMalformed, "issuer.signature must be lowercase hex: 64 characters for HS256 (HMAC-SHA256), 128 for EdDSA (Ed25519)"}
+		return nil, Problem{CodeSignatureMalformed, "issuer.signature must be hex: 64 characters for HS256 (HMAC-SHA256), 128 for EdDSA (Ed25519)"}
 	}
 	return ps.p, nil
 }
@@ -61,7 +63,7 @@ const maxDepth = 64
 // issuer.kid and issuer.alg the document has.
 type sigInfo struct {
 	found      bool
-	wellFormed bool     // a string of 64 or 128 lowercase hex characters
+	wellFormed bool     // a string of 64 or 128 hex characters
 	raw        [64]byte // value decoded, when wellFormed
 	n          int      // its length: 32 (HS256) or 64 (EdDSA)
 	first      bool     // it is issuer's first member
@@ -442,39 +444,49 @@ func (ps *parser) signature(path string, tok json.Token) error {
 	if !ok {
 		return ps.skip(tok, path) // reported as CodeSignatureMalformed by the caller
 	}
+	var upper bool
+	ps.sig.n, upper, ps.sig.wellFormed = decodeSignature(s, &ps.sig.raw)
+	if upper {
+		s = hex.EncodeToString(ps.sig.raw[:ps.sig.n]) // as we would write it
+	}
 	ps.p.Issuer.Signature = s
-	ps.sig.n, ps.sig.wellFormed = decodeSignature(s, &ps.sig.raw)
 	return nil
 }
 
-// decodeSignature decodes a signature of 64 (HS256) or 128 (EdDSA)
-// lowercase hex digits into raw and returns its length in bytes; ok is false
-// for anything else.
-func decodeSignature[S string | []byte](s S, raw *[64]byte) (n int, ok bool) {
+// decodeSignature decodes a signature of 64 (HS256) or 128 (EdDSA) hex
+// digits, of either case (§6.2 says only "hex-encoded"; ERRATA E11), into
+// raw and returns its length in bytes; upper reports an upper-case digit. ok
+// is false for anything else.
+func decodeSignature[S string | []byte](s S, raw *[64]byte) (n int, upper, ok bool) {
 	if len(s) != 64 && len(s) != 128 {
-		return 0, false
+		return 0, false, false
 	}
 	n = len(s) / 2
+	var or byte
 	for i := range n {
-		hi, lo := lowerHexValue[s[2*i]], lowerHexValue[s[2*i+1]]
-		if hi|lo > 0xf {
-			return 0, false
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		if hi|lo > 0x1f {
+			return 0, false, false
 		}
-		raw[i] = hi<<4 | lo
+		or |= hi | lo
+		raw[i] = (hi&0xf)<<4 | lo&0xf
 	}
-	return n, true
+	return n, or&0x10 != 0, true
 }
 
 const hexDigits = "0123456789abcdef"
 
-// lowerHexValue is the value of each lowercase hex digit, and 0xff for any
-// other byte.
-var lowerHexValue = func() (t [256]byte) {
+// hexValue is the value of each hex digit, with 0x10 added for an
+// upper-case one, and 0xff for any other byte.
+var hexValue = func() (t [256]byte) {
 	for c := range t {
 		t[c] = 0xff
 	}
 	for i, c := range hexDigits {
 		t[c] = byte(i)
+		if c >= 'a' {
+			t[c-'a'+'A'] = byte(i) | 0x10
+		}
 	}
 	return t
 }()

@@ -2,14 +2,15 @@
 // (draft-stone-swarmscore-v1 §6, §7.1 L1, §7.3, §8.1): a JSON document
 // carrying an agent's score, signed with HMAC-SHA256 or Ed25519.
 //
-// The signature is lowercase hex of the HMAC-SHA256 (keyed with the literal
-// bytes of the configured secret) or of the Ed25519 signature of the RFC 8785
-// (JCS) canonical form of the document with issuer.signature removed. For
-// the documents this package issues, JCS equals what a few lines of Node or
-// Python produce (keys sorted recursively, no whitespace, UTF-8), so any
-// language can verify them. A key with an id (Key.WithID) also writes
-// issuer.kid and issuer.alg, inside the signature, so verifiers know which
-// key to use; Ed25519 public keys are published as a JWK set (jwk.go).
+// The signature is hex (written in lower case, read in either) of the
+// HMAC-SHA256 (keyed with the literal bytes of the configured secret) or of
+// the Ed25519 signature of the RFC 8785 (JCS) canonical form of the
+// document with issuer.signature removed. For the documents this package
+// issues, JCS equals what a few lines of Node or Python produce (keys
+// sorted recursively, no whitespace, UTF-8), so any language can verify
+// them. A key with an id (Key.WithID) also writes issuer.kid and
+// issuer.alg, inside the signature, so verifiers know which key to use;
+// Ed25519 public keys are published as a JWK set (jwk.go).
 //
 // Verification canonicalizes the document as received, never a re-encoded
 // struct: a field this version does not know is still covered by the signature
@@ -126,7 +127,8 @@ type Issuer struct {
 	Alg string `json:"alg,omitempty"`
 	KID string `json:"kid,omitempty"`
 	// Signature is lowercase hex: 64 characters for HS256, 128 for EdDSA;
-	// empty before signing.
+	// empty before signing. A document signed in upper-case hex is read
+	// into lower case.
 	Signature string `json:"signature,omitempty"`
 }
 
@@ -327,6 +329,9 @@ func (p *Passport) check() error {
 func checkAgentID(id string) error {
 	if id == "" || len(id) > maxAgentIDLen {
 		return fmt.Errorf("%w: agent_id must be 1 to %d characters, got %d", ErrInvalid, maxAgentIDLen, len(id))
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: agent_id %q is a URL path segment with a special meaning, not an id", ErrInvalid, id)
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !agentIDByte[c] {

@@ -152,6 +152,8 @@ func TestNewRejects(t *testing.T) {
 		{"space in agent", "agent 7", "p", good, testComputedAt},
 		{"slash in agent", "agent/7", "p", good, testComputedAt},
 		{"non-ASCII agent", "agént", "p", good, testComputedAt},
+		{"agent .", ".", "p", good, testComputedAt},
+		{"agent ..", "..", "p", good, testComputedAt},
 		{"empty platform", "a", "", good, testComputedAt},
 		{"control in platform", "a", "swarm\nsync", good, testComputedAt},
 		{"bad UTF-8 platform", "a", "swarm\xffsync", good, testComputedAt},
@@ -166,7 +168,7 @@ func TestNewRejects(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalid", c.name, err)
 		}
 	}
-	for _, ok := range []string{"a", strings.Repeat("a", 128), "agent-7.v2_x:Y"} {
+	for _, ok := range []string{"a", strings.Repeat("a", 128), "agent-7.v2_x:Y", "..."} {
 		if _, err := New(ok, "swarmsync.ai — Zürich", good, testComputedAt); err != nil {
 			t.Errorf("agent %q: %v", ok, err)
 		}

@@ -41,7 +41,7 @@ const (
 
 	// Signature (signature_valid false).
 	CodeSignatureMissing   = "signature_missing"   // no issuer.signature
-	CodeSignatureMalformed = "signature_malformed" // issuer.signature is not lowercase hex of a signature's length (64 for HS256, 128 for EdDSA)
+	CodeSignatureMalformed = "signature_malformed" // issuer.signature is not hex (either case) of a signature's length (64 for HS256, 128 for EdDSA)
 	CodeSignatureMismatch  = "signature_mismatch"  // no key in the keyring produced this signature: detected_tampering
 	CodeNoKeys             = "no_keys"             // no key of the signature's algorithm is configured, so nothing can be verified
 	CodeUnknownKey         = "unknown_key"         // issuer.kid names no key of the keyring (another issuer's, or one this verifier no longer has)
@@ -284,7 +284,7 @@ func (v *Verification) checkSignature(sig *sigInfo, iss *Issuer, msg []byte, key
 		v.Errors = append(v.Errors, Problem{CodeSignatureMissing, "issuer.signature is missing"})
 		return false
 	case !sig.wellFormed:
-		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, "issuer.signature must be lowercase hex: 64 characters for HS256 (HMAC-SHA256), 128 for EdDSA (Ed25519)"})
+		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, "issuer.signature must be hex: 64 characters for HS256 (HMAC-SHA256), 128 for EdDSA (Ed25519)"})
 		return false
 	}
 	raw := sig.raw[:sig.n]

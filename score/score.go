@@ -2,8 +2,9 @@
 // §3, §4, §5) exactly, in integer arithmetic, for every non-negative input.
 //
 // The published reference code computes contributions in floating point and
-// then floors them, which loses points when a product such as 0.76·0.8·400
-// lands a hair below an integer (spec §12.3, Pitfall 1). This package never
+// then floors them, which loses a point when a product that is an integer,
+// such as (1/3)·0.03·400 for 1 success of 3 sessions, lands a hair below it
+// in floats (spec §12.3, Pitfall 1; ERRATA E5). This package never
 // lets a float decide a floor: contributions, the score, the tier, the escrow
 // modifier (kept in basis points) and escrow holds (kept in cents) are all
 // integers. Rates and volume factors are exposed both as exact fractions and,

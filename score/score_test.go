@@ -175,26 +175,47 @@ func TestSpecExample(t *testing.T) {
 	}
 }
 
+// TestFloatPitfall pins the figures of ERRATA E5: §12.2's expression
+// floor(rate * vf * 400) evaluated in float64, in its order, floors some
+// exact integers one point low (Pitfall 1), and the exact formula does
+// not. §12.3's own example is not one of them.
 func TestFloatPitfall(t *testing.T) {
-	// The products below are exact integers in rationals but land a hair
-	// under the integer in float64 (Pitfall 1); the float formula floors
-	// them one point low.
-	found := 0
+	naive := func(total, s int64) float64 {
+		rate := float64(s) / float64(total)
+		vf := math.Min(1, float64(total)/100)
+		return rate * vf * 400
+	}
+	low := map[int64]int{} // pairs floored one point low, by the largest total counted
 	for total := int64(1); total <= 400; total++ {
 		for s := int64(0); s <= total; s++ {
-			rate := float64(s) / float64(total)
-			vf := math.Min(1, float64(total)/100)
-			naive := int64(math.Floor(rate * vf * 400))
-			exact := int64(contribution(total, s, 100, 400))
-			if naive != exact {
-				found++
+			got, exact := int64(math.Floor(naive(total, s))), int64(contribution(total, s, 100, 400))
+			if exact != oracle(total, s, 100, 400) {
+				t.Fatalf("contribution(%d, %d) = %d, the oracle says %d", total, s, exact, oracle(total, s, 100, 400))
+			}
+			switch {
+			case got == exact-1:
+				for _, upTo := range []int64{100, 400} {
+					if total <= upTo {
+						low[upTo]++
+					}
+				}
+			case got != exact:
+				t.Fatalf("float floors %d/%d to %d, exact %d: not one point low", s, total, got, exact)
 			}
 		}
 	}
-	if found == 0 {
-		t.Fatal("expected the naive float formula to disagree somewhere in the domain; the exactness test would then prove nothing new")
+	if low[100] != 775 || low[400] != 821 {
+		t.Fatalf("float64 floors %d pairs one point low with total <= 100 and %d with total <= 400; ERRATA E5 says 775 and 821", low[100], low[400])
 	}
-	t.Logf("naive float64 formula is wrong for %d conduit pairs with total <= 400", found)
+	if f := naive(3, 1); f != 3.9999999999999996 || contribution(3, 1, 100, 400) != 4 {
+		t.Fatalf("1 success of 3 sessions: float %v, exact %d; ERRATA E5 says 3.9999999999999996 and 4", f, contribution(3, 1, 100, 400))
+	}
+	// §12.3's 0.76 · 0.8 · 400 floors right in floats (the rate needs 60.8
+	// successes of 80, so no count gives it).
+	rate, vf := 0.76, 0.8 // variables: a constant expression would be exact
+	if f := rate * vf * 400; f != 243.20000000000005 || math.Floor(f) != 243 {
+		t.Fatalf("0.76 * 0.8 * 400 = %v", f)
+	}
 }
 
 func TestTiersAndGaps(t *testing.T) {

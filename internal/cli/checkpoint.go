@@ -26,10 +26,13 @@ printed on standard output. Archive it elsewhere: 'swarmscore ledger verify
 --checkpoint FILE' later proves that the ledger still extends it, and names
 any agent whose chain was rewritten, truncated or dropped.
 
-It is signed (HS256) with the key passports are signed with
-(SWARMSCORE_SIGNING_KEY, else the key file beside an SQLite database), named by
-its fingerprint. The environment is SWARMSCORE_ENVIRONMENT (default
-production) and the platform SWARMSCORE_PLATFORM (default swarmscore).
+It is signed with the key passports are signed with, named in issuer.kid
+and issuer.alg: the active key of the keyring kept in the database (HS256 or
+EdDSA, as that key is; see 'swarmscore key --help'), or SWARMSCORE_SIGNING_KEY
+(HS256) when it is set. External notarisation wants an Ed25519 key: anyone
+holding an HMAC secret can sign with it too. The environment is
+SWARMSCORE_ENVIRONMENT (default production) and the platform
+SWARMSCORE_PLATFORM (default swarmscore).
 'serve --checkpoint-every' makes them on a schedule.`
 
 // newLedgerCheckpointCmd is `ledger checkpoint`; db is the ledger
@@ -193,6 +196,11 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// defaultCheckpointEvery is serve's --checkpoint-every: daily, so that the
+// §8.3 notarisation exists without a flag; a checkpoint of an unchanged
+// ledger is not re-signed, so a quiet deployment publishes few.
+const defaultCheckpointEvery = 24 * time.Hour
 
 // minCheckpointEvery bounds serve --checkpoint-every from below: a
 // checkpoint reads every head, and one a second is already more than

@@ -56,8 +56,9 @@ changes, who made it and why. Exactly one of:
 --reason is required; --appeal names the appeal the correction answers (it
 must exist). The affected agents' scores are recomputed and their passports
 re-issued in the correction's transaction, signed with the key serve uses
-(SWARMSCORE_SIGNING_KEY, else the key file beside an SQLite database), with
-issuer.platform from SWARMSCORE_PLATFORM (default swarmscore). Running the
+(the keyring's active key, or SWARMSCORE_SIGNING_KEY when it is set; see
+'swarmscore key --help'), with issuer.platform from SWARMSCORE_PLATFORM
+(default swarmscore). Running the
 same correction again changes nothing and prints the first one.
 
 With --json: the correction as POST /swarmscore/corrections returns it.

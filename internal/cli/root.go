@@ -40,8 +40,8 @@ func commands() []*cobra.Command {
 }
 
 const rootLong = `swarmscore computes SwarmScore V1 reputation scores for AI agents
-(draft-stone-swarmscore-v1), holds escrow for payments, and issues and verifies
-signed Execution Passports.
+(draft-stone-swarmscore-v1), computes the escrow hold of a payment from a
+score, and issues and verifies signed Execution Passports.
 
 Exit status:
   0  success

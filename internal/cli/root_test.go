@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -299,5 +300,58 @@ func TestBinary(t *testing.T) {
 	}
 	if r := exe("", "keygen"); r.code != 0 || !regexp.MustCompile(`^[0-9a-f]{64}\n$`).MatchString(r.stdout) {
 		t.Fatalf("keygen: %+v", r)
+	}
+}
+
+// TestHelpTellsTheTruth pins help texts issue 28 found untrue: escrow holds
+// are computed, not held, and checkpoints (and corrections' passports) are
+// signed by the keyring's active key, which the checkpoint names.
+func TestHelpTellsTheTruth(t *testing.T) {
+	help := func(args ...string) string {
+		t.Helper()
+		r := run(t, nil, nil, append(args, "--help")...)
+		if r.code != ExitOK {
+			t.Fatalf("%v --help: exit %d %q", args, r.code, r.stderr)
+		}
+		return strings.Join(strings.Fields(r.stdout), " ")
+	}
+	if root := help(); strings.Contains(root, "holds escrow") || !strings.Contains(root, "computes the escrow hold of a payment from a score") {
+		t.Errorf("root help: %q", root)
+	}
+	for _, args := range [][]string{{"ledger", "checkpoint"}, {"correct"}} {
+		if h := help(args...); strings.Contains(h, "key file beside") || !strings.Contains(h, "the keyring's active key") && !strings.Contains(h, "the active key of the keyring") {
+			t.Errorf("%v help: %q", args, h)
+		}
+	}
+
+	db := "sqlite:" + filepath.Join(t.TempDir(), "k.db")
+	if code, _, errs := runCLI(t, nil, "migrate", "--db", db); code != ExitOK {
+		t.Fatalf("migrate: %q", errs)
+	}
+	for _, alg := range []string{"HS256", "EdDSA"} {
+		if alg == "EdDSA" {
+			if code, _, errs := runCLI(t, nil, "key", "rotate", "--signing-alg", "Ed25519", "--db", db); code != ExitOK {
+				t.Fatalf("key rotate: %q", errs)
+			}
+		}
+		code, out, errs := runCLI(t, nil, "ledger", "checkpoint", "--db", db)
+		var cp struct{ Issuer struct{ KID, Alg string } }
+		if code != ExitOK || json.Unmarshal([]byte(out), &cp) != nil {
+			t.Fatalf("checkpoint: %d %q %q", code, out, errs)
+		}
+		_, out, _ = runCLI(t, nil, "key", "list", "--json", "--db", db)
+		var keys []struct{ KID, Alg, State string }
+		if err := json.Unmarshal([]byte(out), &keys); err != nil {
+			t.Fatal(err)
+		}
+		var active string
+		for _, k := range keys {
+			if k.State == "active" {
+				active = k.KID
+			}
+		}
+		if cp.Issuer.KID != active || cp.Issuer.Alg != alg {
+			t.Errorf("checkpoint signed by %s (%s); the keyring's active key is %s, want %s", cp.Issuer.KID, cp.Issuer.Alg, active, alg)
+		}
 	}
 }

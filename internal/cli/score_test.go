@@ -4,12 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -195,91 +193,6 @@ func TestScoreBatchStopsOnCancel(t *testing.T) {
 	}
 }
 
-// refParse is the reference verdict for one batch line, from encoding/json
-// alone: decode into pointers (so missing fields show) and into a map (so
-// unknown keys show). encoding/json matches struct keys case-insensitively
-// and lets the last duplicate win, so the map decides the key set.
-func refParse(line []byte) (c score.Counts, ok bool) {
-	if !json.Valid(line) {
-		return c, false
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(line, &m) != nil || len(m) != 4 {
-		return c, false
-	}
-	var v struct {
-		CT *int64 `json:"conduit_total"`
-		CS *int64 `json:"conduit_success"`
-		AT *int64 `json:"ap2_total"`
-		AS *int64 `json:"ap2_success"`
-	}
-	if json.Unmarshal(line, &v) != nil || v.CT == nil || v.CS == nil || v.AT == nil || v.AS == nil {
-		return c, false
-	}
-	for _, k := range batchFields {
-		raw, found := m[k]
-		if !found || !jsonInteger.Match(raw) {
-			return c, false
-		}
-	}
-	return score.Counts{ConduitTotal: *v.CT, ConduitSuccess: *v.CS, AP2Total: *v.AT, AP2Success: *v.AS}, true
-}
-
-var jsonInteger = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
-
-// FuzzBatchLine checks the two batch parsers against each other and against
-// encoding/json: the fast scanner never accepts what the strict parser
-// rejects, the strict parser accepts exactly the lines encoding/json decodes
-// into the four integer fields (less duplicate keys), and nothing panics.
-func FuzzBatchLine(f *testing.F) {
-	for _, s := range []string{
-		`{"conduit_total":80,"conduit_success":76,"ap2_total":40,"ap2_success":38}`,
-		` { "ap2_success" : 0 , "ap2_total" : 0 , "conduit_success" : 0 , "conduit_total" : 0 } ` + "\r\n",
-		`{"conduit\u005ftotal":1,"conduit_success":1,"ap2_total":1,"ap2_success":1}`,
-		`{"conduit_total":1,"conduit_success":1,"ap2_total":1,"ap2_success":1,"conduit_total":1}`,
-		`{"conduit_total":01,"conduit_success":1,"ap2_total":1,"ap2_success":1}`,
-		`{"conduit_total":-0,"conduit_success":1e0,"ap2_total":1.0,"ap2_success":1}`,
-		`{"conduit_total":999999999999999999,"conduit_success":9223372036854775807,"ap2_total":9223372036854775808,"ap2_success":1}`,
-		`{"CONDUIT_TOTAL":1,"conduit_success":1,"ap2_total":1,"ap2_success":1}`,
-		`{"conduit_total":1,"conduit_success":1,"ap2_total":1}`,
-		`{}`, `[]`, `null`, "", " \t", `{"conduit_total":1,}`, "{\"a\xff\":1}",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		fast, st := scanCounts(line)
-		slow, blank, err := parseCountsJSON(line)
-		switch st {
-		case scanOK:
-			if err != nil || blank || slow != fast {
-				t.Fatalf("scanner accepted %q as %+v; strict parser: %+v, blank %v, %v", line, fast, slow, blank, err)
-			}
-		case scanBlank:
-			if !blank || err != nil {
-				t.Fatalf("scanner says %q is blank; strict parser: blank %v, %v", line, blank, err)
-			}
-		}
-		if blank {
-			if len(bytes.Trim(line, " \t\r\n")) != 0 {
-				t.Fatalf("%q reported blank", line)
-			}
-			return
-		}
-		ref, refOK := refParse(line)
-		switch {
-		case err == nil && !refOK:
-			t.Fatalf("strict parser accepted %q as %+v; encoding/json does not", line, slow)
-		case err == nil && ref != slow:
-			t.Fatalf("%q: strict parser %+v, encoding/json %+v", line, slow, ref)
-		case err != nil && refOK && !strings.Contains(err.Error(), "duplicate field"):
-			t.Fatalf("strict parser rejected %q (%v); encoding/json reads %+v", line, err, ref)
-		}
-		if got, _, gerr := parseCountsLine(line); (gerr == nil) != (err == nil) || got != slow {
-			t.Fatalf("parseCountsLine(%q) = %+v, %v; strict parser %+v, %v", line, got, gerr, slow, err)
-		}
-	})
-}
-
 // batchInput is a mix of realistic lines: small counts below the volume
 // targets, large ones above, and the all-zero line.
 func batchInput(lines int) []byte {
@@ -308,15 +221,4 @@ func BenchmarkBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*lines/b.Elapsed().Seconds(), "lines/s")
-}
-
-// BenchmarkBatchLineParse isolates the input side: the scanner on a typical line.
-func BenchmarkBatchLineParse(b *testing.B) {
-	line := []byte(`{"conduit_total":1234,"conduit_success":1200,"ap2_total":567,"ap2_success":561}` + "\n")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, st := scanCounts(line); st != scanOK {
-			b.Fatal(st)
-		}
-	}
 }

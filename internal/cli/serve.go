@@ -57,10 +57,11 @@ SWARMSCORE_VERIFY_KEYS (comma-separated) verify. See 'swarmscore key --help'.
 SWARMSCORE_ADMIN_TOKEN (at least 32 characters) is accepted as the bearer
 token of the operator "admin"; mint more with 'swarmscore token create'.
 
---checkpoint-every DURATION signs a checkpoint of the ledger (see 'swarmscore
-ledger checkpoint') at start and then at that interval, but only when a chain
-head moved since the latest one, so that each published checkpoint commits to
-a new state of the ledger.
+--checkpoint-every DURATION (default 24h; 0 turns it off) signs a checkpoint
+of the ledger (spec §8.3; see 'swarmscore ledger checkpoint') at start and
+then at that interval, but only when a chain head moved since the latest one,
+so that each published checkpoint commits to a new state of the ledger.
+Archive them elsewhere: that is the external notarisation.
 
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
 (up to --shutdown-timeout) and closes the database.
@@ -112,7 +113,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&cfg.logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	f.StringVar(&cfg.pruneKeep, "prune-keep", "", "apply retention on a schedule, keeping this long (90d or more; as 'ledger prune --keep'; empty: never)")
 	f.DurationVar(&cfg.pruneEvery, "prune-every", 24*time.Hour, "how often --prune-keep prunes")
-	f.DurationVar(&cfg.checkpointEvery, "checkpoint-every", 0, "sign a checkpoint of the ledger at start and at this interval, when a chain head moved since the latest (0: never)")
+	f.DurationVar(&cfg.checkpointEvery, "checkpoint-every", defaultCheckpointEvery, "sign a checkpoint of the ledger at start and at this interval, when a chain head moved since the latest (0: never)")
 	cfg.keys.register(f)
 	f.DurationVar(&cfg.dbTimeout, "db-timeout", httpapi.DefaultDBTimeout, "longest a request waits for the database (connection, statements) before it is answered 503")
 	f.IntVar(&cfg.dbMax, "db-max-requests", httpapi.DefaultDBMaxRequests, "most requests using or waiting on the database at once; more are answered 503 at once")

@@ -55,7 +55,8 @@ func (c *rightsConfig) validate() error {
 
 // apply configures the use cases: whether consent is required, the
 // thresholds, and the key of the buyer pseudonyms agents see, derived from
-// the signing secret (cfg.Keys, which must be set).
+// the master key, or SWARMSCORE_SIGNING_KEY with static keys (cfg.Keys,
+// which must be set: Keyring.Derive).
 func (c *rightsConfig) apply(cfg *service.Config) {
 	cfg.RequireConsent, cfg.SignalThresholds = c.requireConsent, c.thresholds
 	cfg.PseudonymKey = cfg.Keys.Derive(service.PseudonymLabel)

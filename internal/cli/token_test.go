@@ -86,4 +86,11 @@ func TestTokenCommands(t *testing.T) {
 	if code, _, _ = runCLI(t, nil, "token", "create", "--db", db); code != ExitUsage {
 		t.Fatalf("missing --operator: %d", code)
 	}
+	// Issue 28: "." and ".." are not ids, for operators and agents alike.
+	for _, args := range [][]string{{"--operator", ".."}, {"--operator", "acme", "--agent", "."}, {"--operator", "acme", "--agent", ".."}} {
+		code, _, errs := runCLI(t, nil, append([]string{"token", "create", "--db", db}, args...)...)
+		if code != ExitUsage || !strings.Contains(errs, "path segments with a special meaning") {
+			t.Errorf("token create %v: %d %q", args, code, errs)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -405,4 +406,55 @@ func TestCheckpointCatchesRewrites(t *testing.T) {
 			t.Errorf("the untouched agent is named:\n%s", out)
 		}
 	})
+}
+
+// TestCheckpointByDefault: serve signs a checkpoint at start without a
+// flag (--checkpoint-every defaults to 24h, issue 28) when the ledger has
+// moved, none for an empty ledger, and none with --checkpoint-every 0.
+func TestCheckpointByDefault(t *testing.T) {
+	ctx := context.Background()
+	env := []string{"SWARMSCORE_ADMIN_TOKEN=" + adminToken, "SWARMSCORE_SIGNING_KEY=" + signingKey}
+	latest := func(s *server) (int64, error) {
+		doc, err := s.client("").Checkpoint(ctx, 0)
+		if err != nil {
+			return 0, err
+		}
+		var cp struct{ Agents, Checkpoint int64 }
+		if err := json.Unmarshal(doc, &cp); err != nil || cp.Agents != 1 {
+			t.Fatalf("checkpoint %s: %v", doc, err)
+		}
+		return cp.Checkpoint, nil
+	}
+	notFound := func(err error) bool {
+		var p *client.Problem
+		return errors.As(err, &p) && p.Status == 404
+	}
+
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "swarmscore.db")
+	s := start(t, dsn, env...)
+	if _, err := latest(s); !notFound(err) {
+		t.Fatalf("a checkpoint of the empty ledger: %v", err)
+	}
+	if _, err := s.client(adminToken).IngestEvents(ctx, history("agent-cp")); err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+
+	off := startArgs(t, dsn, []string{"--checkpoint-every", "0"}, env...)
+	time.Sleep(time.Second)
+	if _, err := latest(off); !notFound(err) {
+		t.Fatalf("--checkpoint-every 0 made a checkpoint: %v", err)
+	}
+	off.stop()
+
+	s = start(t, dsn, env...)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n, err := latest(s)
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint at start by default within 10 s: %v\n%s", err, s.logs)
+		}
+	}
 }

@@ -76,6 +76,9 @@ func TestHostileCorpus(t *testing.T) {
 		}
 		req, _ := http.NewRequest(c.method, s.url+c.path, strings.NewReader(c.body))
 		req.Header.Set("X-Forwarded-For", nextClient())
+		if c.body != "" {
+			req.Header.Set("Content-Type", "application/json") // unless the case sets its own
+		}
 		for i := 0; i+1 < len(c.header); i += 2 {
 			req.Header.Set(c.header[i], c.header[i+1])
 		}
@@ -137,7 +140,7 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "HTTP/2.5", raw: "GET /healthz HTTP/2.5\r\nHost: x\r\n\r\n", status: 505, problem: "http-version-not-supported"},
 		{name: "unknown Expect", raw: "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", status: 417, problem: "expectation-failed"},
 		// Truncated uploads: the client declares more than it sends.
-		{name: "truncated events", raw: "POST /swarmscore/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Length: 5000\r\n\r\n[" + event(""), status: 400, problem: "invalid-request"},
+		{name: "truncated events", raw: "POST /swarmscore/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n[" + event(""), status: 400, problem: "invalid-request"},
 		{name: "truncated escrow", raw: "POST /swarmscore/agent-h/escrow HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Length: 100\r\n\r\n{\"amount_cents\":", status: 400, problem: "invalid-request"},
 		{name: "truncated verify", raw: "POST /swarmscore/verify HTTP/1.1\r\nHost: x\r\nContent-Length: 9000\r\n\r\n" + certStr[:500], status: 400, problem: "invalid-request"},
 		{name: "truncated chunked body", raw: "POST /swarmscore/verify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100\r\n{\"cert", status: 400, problem: "invalid-request"},
@@ -167,6 +170,27 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "verify a number", method: "POST", path: "/swarmscore/verify", body: `42`, status: 400, problem: "wrong-type"},
 		// Paths and queries.
 		{name: "agent id with a space", method: "GET", path: "/swarmscore/a%20b", status: 400, problem: "invalid-request"},
+		// Issue 28: "." and ".." are path segments with a meaning, not ids.
+		{name: "agent id ..", method: "GET", path: "/swarmscore/%2E%2E", status: 400, problem: "invalid-request"},
+		{name: "certificate of agent ..", method: "GET", path: "/swarmscore/%2e%2e/certificate", status: 400, problem: "invalid-request"},
+		{name: "escrow for agent .", method: "POST", path: "/swarmscore/%2E/escrow", header: bearer, body: `{"amount_cents":100}`, status: 400, problem: "invalid-request"},
+		{name: "erasure of agent ..", method: "POST", path: "/swarmscore/%2E%2E/erase", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "records of agent ..", method: "GET", path: "/swarmscore/%2E%2E/records", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "event of agent ..", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"agent-h"`, `".."`, 1), status: 200, check: rejectedOnly(1)},
+		{name: "event with id .", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"h-1"`, `"."`, 1), status: 200, check: rejectedOnly(1)},
+		{name: "correction of event ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"..","action":"void","reason":"test"}`, status: 400, problem: "invalid-request"},
+		{name: "correction moving an event to agent ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"h-1","action":"reattribute","agent_id":"..","reason":"test"}`, status: 400, problem: "invalid-request"},
+		// Issue 28: a batch of events is JSON or NDJSON, in UTF-8.
+		{name: "events as XML", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "application/xml"}, bearer...), body: "[" + event("") + "]", status: 415, problem: "unsupported-media-type"},
+		{name: "events as text", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "text/plain"}, bearer...), body: event(""), status: 415, problem: "unsupported-media-type"},
+		{name: "events as a form", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "application/x-www-form-urlencoded"}, bearer...), body: "events=" + event(""), status: 415, problem: "unsupported-media-type"},
+		{name: "events in Latin-1", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "application/json; charset=iso-8859-1"}, bearer...), body: "[" + event("") + "]", status: 415, problem: "unsupported-media-type"},
+		{name: "events with no Content-Type", raw: "POST /swarmscore/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Length: 2\r\n\r\n[]", status: 415, problem: "unsupported-media-type"},
+		// Issue 28: no answer for a window the ledger cannot count yet.
+		{name: "records as of 9999", method: "GET", path: "/swarmscore/agent-h/records?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "signals as of 9999", method: "GET", path: "/swarmscore/agent-h/signals?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "flagged agents as of 9999", method: "GET", path: "/swarmscore/signals?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
+		{name: "audit as of 9999", method: "GET", path: "/swarmscore/agent-h/audit?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "agent id of 200 characters", method: "GET", path: "/swarmscore/" + strings.Repeat("a", 200) + "/certificate", status: 400, problem: "invalid-request"},
 		{name: "invalid escape in the query", method: "GET", path: "/swarmscore/agents?limit=%zz", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "a parameter twice", method: "GET", path: "/swarmscore/agents?limit=1&limit=2", header: bearer, status: 400, problem: "invalid-request"},

@@ -212,6 +212,7 @@ func TestEventsBOM(t *testing.T) {
 	for _, body := range []string{"\xef\xbb\xbf" + lines[0] + "\n" + lines[1] + "\n", "\xef\xbb\xbf[" + lines[4] + "]"} {
 		req, _ := http.NewRequest("POST", s.url+"/swarmscore/events", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/x-ndjson")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,9 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -214,9 +217,58 @@ func stringMember(m map[string]json.RawMessage, where, name string) (string, err
 	default:
 		return "", errorf(ptWrongType, "field %s%s must be a JSON string, not a JSON %s", where, name, k)
 	}
+	return jsonString(where+name, raw)
+}
+
+// jsonString decodes raw, a JSON string, for field. It refuses (400
+// invalid-request) bytes that are not UTF-8 and an escaped UTF-16
+// surrogate that is not half of a pair ("\ud800"): encoding/json would
+// replace either with U+FFFD, and a reason or a statement would be stored
+// other than as written.
+func jsonString(field string, raw json.RawMessage) (string, error) {
+	if !utf8.Valid(raw) {
+		return "", errorf(ptInvalid, "field %s is not valid UTF-8", field)
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", jsonError(err)
 	}
+	if strings.ContainsRune(s, utf8.RuneError) && hasLoneSurrogate(raw) {
+		return "", errorf(ptInvalid, "field %s holds an escaped UTF-16 surrogate that is not half of a pair", field)
+	}
 	return s, nil
+}
+
+// hasLoneSurrogate reports whether the JSON string raw (valid, quotes
+// included) has a \uXXXX escape of a surrogate that is not a high one
+// followed by a low one.
+func hasLoneSurrogate(raw []byte) bool {
+	escaped := func(i int) (rune, bool) { // the \uXXXX at raw[i:], if any
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := escaped(i)
+		if !ok {
+			i++ // a two-character escape such as \\ or \"
+			continue
+		}
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return true
+		case r >= 0xd800 && r <= 0xdbff:
+			if lo, ok := escaped(i + 6); !ok || lo < 0xdc00 || lo > 0xdfff {
+				return true
+			}
+			i += 6
+		}
+		i += 5
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -318,6 +319,9 @@ func FuzzCorrectionBodies(f *testing.F) {
 			if hasRepeatedMember(body) {
 				t.Fatalf("accepted a repeated member: %q", body)
 			}
+			if !utf8.ValidString(body) {
+				t.Fatalf("accepted a body that is not UTF-8: %q", body)
+			}
 		case code >= 400 && code < 500:
 			var p Problem
 			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || !strings.HasPrefix(p.Type, ProblemBase) || p.Detail == "" {
@@ -353,4 +357,48 @@ func hasRepeatedMember(body string) bool {
 		}
 	}
 	return false
+}
+
+// TestTextIsUTF8: a reason or a statement that is not UTF-8, or holds an
+// escaped surrogate that is not half of a pair, is refused with 400 as
+// written, never stored with U+FFFD in its place (issue 28). A pair is
+// one character, kept.
+func TestTextIsUTF8(t *testing.T) {
+	h := newHarness(t, Options{})
+	withService(t, h)
+	ps, err := h.st.Passports(context.Background(), "agent-1")
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("passports %+v %v", ps, err)
+	}
+	correction := func(reason string) string {
+		return `{"event_type":"conduit_session","event_id":"s-1","action":"void","reason":"` + reason + `"}`
+	}
+	appealWith := func(statement string) string {
+		return `{"agent_passport_id":"` + ps[0].ID + `","grounds":"incorrect_status","statement":"` + statement + `","events":[{"event_type":"conduit_session","event_id":"s-9"}]}`
+	}
+	for _, c := range []struct{ target, body, detail string }{
+		{"/swarmscore/corrections", correction("chargeback \xff"), "field reason is not valid UTF-8"},
+		{"/swarmscore/corrections", correction("caf\xc3"), "field reason is not valid UTF-8"},
+		{"/swarmscore/corrections", correction(`lone \ud800 high`), "field reason holds an escaped UTF-16 surrogate"},
+		{"/swarmscore/corrections", correction(`lone \uDC00 low`), "field reason holds an escaped UTF-16 surrogate"},
+		{"/swarmscore/corrections", correction(`reversed \udc00\ud800`), "field reason holds an escaped UTF-16 surrogate"},
+		{"/swarmscore/appeals", appealWith("delivered \xed\xa0\x80"), "field statement is not valid UTF-8"},
+		{"/swarmscore/appeals", appealWith(`delivered \ud83d`), "field statement holds an escaped UTF-16 surrogate"},
+		{"/swarmscore/appeals/apl-0/reject", "{\"reason\":\"no \x80\"}", "field reason is not valid UTF-8"},
+		{"/swarmscore/appeals/apl-0/uphold", `{"reason":"ok","corrections":[` + correction("\xfe") + `]}`, "field corrections[0].reason is not valid UTF-8"},
+		{"/swarmscore/agent-1/erase", "{\"reason\":\"gdpr \xff\"}", "field reason is not valid UTF-8"},
+	} {
+		p := h.do("POST", c.target, jsonBody(c.body), auth()...).problem(t, "invalid-request", 400)
+		if !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s %q: detail %q, want %q", c.target, c.body, p.Detail, c.detail)
+		}
+	}
+	if _, err := h.st.Passports(context.Background(), "agent-1"); err != nil {
+		t.Fatalf("agent-1 is gone: %v", err)
+	}
+	r := h.do("POST", "/swarmscore/corrections", jsonBody(correction(`paid in \u20ac \ud83d\ude00 \\ud800`)), auth()...)
+	var got struct{ Reason string }
+	if r.code != http.StatusCreated || json.Unmarshal(r.body, &got) != nil || got.Reason != `paid in € 😀 \ud800` {
+		t.Fatalf("a valid reason: %d %s", r.code, r.body)
+	}
 }

@@ -43,6 +43,7 @@ func FuzzRequestBodies(f *testing.F) {
 		}
 		req.URL, req.RequestURI = u, ""
 		req.Header.Set("Authorization", "Bearer "+goodToken)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.s.ServeHTTP(rec, req)
 		switch {

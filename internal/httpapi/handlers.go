@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -299,6 +300,11 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 // is not JSON at all, holds too many events, or is too large stores
 // nothing.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	if err := eventsMediaType(r.Header.Get("Content-Type")); err != nil {
+		w.Header()["Accept"] = eventsMediaTypes // RFC 9110 §15.5.16
+		s.fail(w, r, err)
+		return
+	}
 	rep, err := s.svc.Ingest.IngestEvents(r.Context(), operatorFrom(r), r.Body)
 	if err != nil {
 		s.fail(w, r, err)
@@ -310,6 +316,38 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	s.metrics.eventsSuperseded.Add(float64(resp.Superseded))
 	s.metrics.eventsBad.Add(float64(len(resp.Rejected)))
 	writeJSON(w, http.StatusOK, marshal(resp))
+}
+
+// eventsMediaTypes are the media types of POST /swarmscore/events. The
+// body's first byte tells an array from NDJSON, as in `swarmscore ingest`.
+var eventsMediaTypes = []string{"application/json, application/x-ndjson"}
+
+// eventsMediaType checks the Content-Type of a batch of events: one of
+// eventsMediaTypes, with no parameter but a charset of UTF-8 (RFC 8259
+// §8.1). Anything else, an absent header included, is refused before the
+// body is read: a form or an XML document posted by mistake is not a batch
+// whose every line is rejected.
+func eventsMediaType(header string) error {
+	const want = "send application/json (an array of events) or application/x-ndjson (one event per line)"
+	if header == "" {
+		return errorf(ptMediaType, "Content-Type is required: %s", want)
+	}
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil {
+		return errorf(ptMediaType, "Content-Type %q is not a media type: %s", header, want)
+	}
+	if mt != "application/json" && mt != "application/x-ndjson" {
+		return errorf(ptMediaType, "Content-Type %s is not accepted: %s", mt, want)
+	}
+	for k, v := range params {
+		if k != "charset" {
+			return errorf(ptMediaType, "Content-Type %s has a parameter %s; only charset=utf-8 is accepted", mt, k)
+		}
+		if !strings.EqualFold(v, "utf-8") {
+			return errorf(ptMediaType, "Content-Type %s with charset %s: events are UTF-8 (charset=utf-8, or none)", mt, v)
+		}
+	}
+	return nil
 }
 
 // escrowRequest reads api.EscrowRequest, keeping its member's JSON kind.

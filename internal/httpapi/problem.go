@@ -41,6 +41,7 @@ var (
 	ptMethodNotAllowed = problemType{"method-not-allowed", "Method not allowed", http.StatusMethodNotAllowed}
 	ptConflict         = problemType{"conflict", "Conflict", http.StatusConflict}
 	ptBodyTooLarge     = problemType{"body-too-large", "Request body too large", http.StatusRequestEntityTooLarge}
+	ptMediaType        = problemType{"unsupported-media-type", "Unsupported media type", http.StatusUnsupportedMediaType}
 	ptRateLimited      = problemType{"rate-limited", "Too many requests", http.StatusTooManyRequests}
 	ptInternal         = problemType{"internal", "Internal server error", http.StatusInternalServerError}
 	ptUnavailable      = problemType{"unavailable", "Service unavailable", http.StatusServiceUnavailable}
@@ -54,7 +55,7 @@ var (
 // problemTypes lists every problem this server can send.
 var problemTypes = []problemType{
 	ptInvalid, ptMalformedJSON, ptWrongType, ptUnauthorized, ptForbidden, ptNotFound, ptNoRoute,
-	ptMethodNotAllowed, ptConflict, ptBodyTooLarge, ptRateLimited, ptInternal, ptUnavailable,
+	ptMethodNotAllowed, ptConflict, ptBodyTooLarge, ptMediaType, ptRateLimited, ptInternal, ptUnavailable,
 	ptHeadersTooLarge, ptNotImplemented, ptVersionNotSupported, ptExpectationFailed,
 }
 

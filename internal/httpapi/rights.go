@@ -204,11 +204,7 @@ func optionalString(field string, raw json.RawMessage) (string, error) {
 	case "nothing", "null":
 		return "", nil
 	case "string":
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return "", jsonError(err)
-		}
-		return v, nil
+		return jsonString(field, raw)
 	default:
 		return "", errorf(ptWrongType, "field %s must be a JSON string, not a JSON %s", field, k)
 	}

@@ -229,6 +229,9 @@ func (h *harness) do(method, target string, body io.Reader, hdr ...string) respo
 
 func auth() []string { return []string{"Authorization", "Bearer " + goodToken} }
 
+// ingestHdr is auth with the Content-Type POST /swarmscore/events requires.
+func ingestHdr() []string { return append(auth(), "Content-Type", "application/json") }
+
 // problem asserts r is a problem of the given type and status and returns
 // it.
 func (r response) problem(t *testing.T, slug string, status int) Problem {
@@ -493,7 +496,7 @@ func TestEvents(t *testing.T) {
 	h.f.outcomes = func(evs []ledger.Event) []ledger.Outcome {
 		return []ledger.Outcome{{Status: ledger.OutcomeAccepted}, {Status: ledger.OutcomeRejected, Err: fmt.Errorf("%w: status VERIFIED -> FAILED is not allowed", errkind.ErrConflict)}}
 	}
-	m := h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+bad+","+good2+"]"), auth()...).ok(t)
+	m := h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+bad+","+good2+"]"), ingestHdr()...).ok(t)
 	if h.f.gotOperator != "acme" || len(h.f.gotEvents) != 2 || h.f.gotEvents[1].ID != "s3" {
 		t.Fatalf("service got operator %q events %+v", h.f.gotOperator, h.f.gotEvents)
 	}
@@ -514,7 +517,7 @@ func TestEvents(t *testing.T) {
 	h.f.outcomes = func(evs []ledger.Event) []ledger.Outcome {
 		return []ledger.Outcome{{Status: ledger.OutcomeDuplicate}, {Status: ledger.OutcomeAccepted}}
 	}
-	m = h.do("POST", "/swarmscore/events", strings.NewReader(good+"\n\n{nope\n"+good2+"\n"), auth()...).ok(t)
+	m = h.do("POST", "/swarmscore/events", strings.NewReader(good+"\n\n{nope\n"+good2+"\n"), ingestHdr()...).ok(t)
 	rej = m["rejected"].([]any)
 	if m["accepted"] != 1.0 || m["duplicates"] != 1.0 || len(rej) != 1 || rej[0].(map[string]any)["line"] != 3.0 || rej[0].(map[string]any)["index"] != 1.0 {
 		t.Fatalf("ndjson response %v", m)
@@ -527,7 +530,7 @@ func TestEvents(t *testing.T) {
 	h.f.outcomes = func(evs []ledger.Event) []ledger.Outcome {
 		return []ledger.Outcome{{Status: ledger.OutcomeSuperseded}, {Status: ledger.OutcomeAccepted}}
 	}
-	m = h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+good2+"]"), auth()...).ok(t)
+	m = h.do("POST", "/swarmscore/events", strings.NewReader("["+good+","+good2+"]"), ingestHdr()...).ok(t)
 	if m["accepted"] != 1.0 || m["duplicates"] != 0.0 || m["superseded"] != 1.0 || len(m["rejected"].([]any)) != 0 {
 		t.Fatalf("superseded response %v", m)
 	}
@@ -590,25 +593,25 @@ func TestEventsErrors(t *testing.T) {
 		t.Fatal("unauthenticated requests reached the service")
 	}
 
-	h.do("POST", "/swarmscore/events", strings.NewReader(""), auth()...).problem(t, "invalid-request", 400)
-	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+",{"), auth()...).problem(t, "malformed-json", 400)
-	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"] x"), auth()...).problem(t, "malformed-json", 400)
-	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+" "+ev+"]"), auth()...).problem(t, "malformed-json", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader(""), ingestHdr()...).problem(t, "invalid-request", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+",{"), ingestHdr()...).problem(t, "malformed-json", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"] x"), ingestHdr()...).problem(t, "malformed-json", 400)
+	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+" "+ev+"]"), ingestHdr()...).problem(t, "malformed-json", 400)
 	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", api.MaxEvents+1), ",") + "]"
-	p = h.do("POST", "/swarmscore/events", strings.NewReader(many), auth()...).problem(t, "body-too-large", 413)
+	p = h.do("POST", "/swarmscore/events", strings.NewReader(many), ingestHdr()...).problem(t, "body-too-large", 413)
 	if !strings.Contains(p.Detail, "10000 events") {
 		t.Errorf("detail %q", p.Detail)
 	}
 	manyND := strings.Repeat(ev+"\n", api.MaxEvents+1)
-	h.do("POST", "/swarmscore/events", strings.NewReader(manyND), auth()...).problem(t, "body-too-large", 413)
+	h.do("POST", "/swarmscore/events", strings.NewReader(manyND), ingestHdr()...).problem(t, "body-too-large", 413)
 	huge := strings.Repeat(" ", MaxEventsBody) + "[]"
-	h.do("POST", "/swarmscore/events", strings.NewReader(huge), auth()...).problem(t, "body-too-large", 413)
+	h.do("POST", "/swarmscore/events", strings.NewReader(huge), ingestHdr()...).problem(t, "body-too-large", 413)
 	if h.f.calls != 0 {
 		t.Fatalf("bad batches reached the service %d times", h.f.calls)
 	}
 	// Exactly api.MaxEvents is fine.
 	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", api.MaxEvents), ",") + "]"
-	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), auth()...).ok(t); m["accepted"] != float64(api.MaxEvents) {
+	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), ingestHdr()...).ok(t); m["accepted"] != float64(api.MaxEvents) {
 		t.Fatalf("accepted %v", m["accepted"])
 	}
 
@@ -622,7 +625,7 @@ func TestEventsErrors(t *testing.T) {
 		{fmt.Errorf("%w: database is down", errkind.ErrUnavailable), "unavailable", 503},
 	} {
 		h.f.err = c.err
-		h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), auth()...).problem(t, c.slug, c.status)
+		h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), ingestHdr()...).problem(t, c.slug, c.status)
 	}
 }
 
@@ -763,7 +766,7 @@ func TestPanicAndInternalErrors(t *testing.T) {
 
 func TestLogsHoldNoSecrets(t *testing.T) {
 	h := newHarness(t, Options{})
-	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), auth()...)
+	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), ingestHdr()...)
 	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), "Authorization", "Bearer sst_not-a-real-token-xyz")
 	h.f.cert.Passport = []byte(`{"issuer":{"signature":"deadbeefcafe"}}`)
 	h.do("GET", "/swarmscore/agent-1/certificate", nil)
@@ -951,7 +954,7 @@ func TestCORS(t *testing.T) {
 	}
 	for _, r := range []response{
 		h.do("GET", "/swarmscore/agents", nil, append(origin, auth()...)...),
-		h.do("POST", "/swarmscore/events", strings.NewReader("[]"), append(origin, auth()...)...),
+		h.do("POST", "/swarmscore/events", strings.NewReader("[]"), append(origin, ingestHdr()...)...),
 		h.do("GET", "/metrics", nil, origin...),
 	} {
 		if r.header.Get("Access-Control-Allow-Origin") != "" {
@@ -1056,7 +1059,7 @@ func TestAccessLog(t *testing.T) {
 	clock := now
 	h := newHarness(t, Options{RateLimit: 1, RateBurst: 1})
 	h.s.now = func() time.Time { return clock }
-	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), auth()...)
+	h.do("POST", "/swarmscore/events", strings.NewReader("[]"), ingestHdr()...)
 	h.do("GET", "/swarmscore/agent-1", nil)
 	for range 50 {
 		h.do("GET", "/swarmscore/agent-1", nil) // all refused
@@ -1098,9 +1101,47 @@ func TestEventsBOM(t *testing.T) {
 	h := newHarness(t, Options{})
 	ev := `{"type":"conduit_session","id":"s1","agent_id":"a","status":"RUNNING","started_at":"2026-03-01T00:00:00Z"}`
 	for _, body := range []string{"\xef\xbb\xbf" + ev + "\n", "\xef\xbb\xbf[" + ev + "]"} {
-		m := h.do("POST", "/swarmscore/events", strings.NewReader(body), auth()...).ok(t)
+		m := h.do("POST", "/swarmscore/events", strings.NewReader(body), ingestHdr()...).ok(t)
 		if m["accepted"] != 1.0 || len(m["rejected"].([]any)) != 0 {
 			t.Errorf("%q: %v", body, m)
 		}
+	}
+}
+
+// TestEventsMediaType: a batch of events is application/json or
+// application/x-ndjson, in UTF-8; anything else is refused with 415 and
+// the Accept header, before the body is read and nothing reaches the use
+// case (issue 28).
+func TestEventsMediaType(t *testing.T) {
+	h := newHarness(t, Options{})
+	ev := `{"type":"conduit_session","id":"s1","agent_id":"a","status":"RUNNING","started_at":"2026-03-01T00:00:00Z"}`
+	for ct, detail := range map[string]string{
+		"":                                     "Content-Type is required",
+		"application/xml":                      "Content-Type application/xml is not accepted",
+		"text/plain; charset=utf-8":            "Content-Type text/plain is not accepted",
+		"application/x-www-form-urlencoded":    "Content-Type application/x-www-form-urlencoded is not accepted",
+		"multipart/form-data; boundary=x":      "Content-Type multipart/form-data is not accepted",
+		"application/json; charset=latin1":     "with charset latin1: events are UTF-8",
+		"application/x-ndjson; charset=utf-16": "with charset utf-16",
+		"application/json; profile=x":          "has a parameter profile",
+		"application/json; charset":            "is not a media type",
+		"json":                                 "Content-Type json is not accepted",
+	} {
+		before := h.f.calls
+		r := h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), append(auth(), "Content-Type", ct)...)
+		p := r.problem(t, "unsupported-media-type", 415)
+		if !strings.Contains(p.Detail, detail) || r.header.Get("Accept") != "application/json, application/x-ndjson" {
+			t.Errorf("Content-Type %q: detail %q, Accept %q", ct, p.Detail, r.header.Get("Accept"))
+		}
+		if h.f.calls != before {
+			t.Errorf("Content-Type %q: the batch reached the use case", ct)
+		}
+	}
+	for _, ct := range []string{"application/json", "application/x-ndjson", "application/json; charset=utf-8", "Application/JSON; Charset=UTF-8", "application/x-ndjson;charset=\"utf-8\""} {
+		body := "[" + ev + "]"
+		if strings.Contains(strings.ToLower(ct), "ndjson") {
+			body = ev + "\n"
+		}
+		h.do("POST", "/swarmscore/events", strings.NewReader(body), append(auth(), "Content-Type", ct)...).ok(t)
 	}
 }

@@ -102,9 +102,12 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 // ValidID reports whether s is a valid agent, buyer, event or operator id:
-// 1 to 128 characters from [A-Za-z0-9._:-].
+// 1 to 128 characters from [A-Za-z0-9._:-], other than "." and "..". Ids
+// are URL path segments (/swarmscore/{agent_id}), where those two mean the
+// segment itself and its parent (RFC 3986 §5.2.4): an agent named ".." would
+// have URLs that clients, proxies and caches rewrite to other routes.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
+	if len(s) == 0 || len(s) > 128 || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -116,7 +119,9 @@ func ValidID(s string) bool {
 	return true
 }
 
-// CheckID returns a *FieldError naming field unless ValidID(s).
+// CheckID returns a *FieldError naming field unless ValidID(s). It is the
+// one id rule of every transport: ingest, corrections, appeals, tokens,
+// erasure and the {agent_id} of URLs.
 func CheckID(field, s string) error {
 	if ValidID(s) {
 		return nil
@@ -126,6 +131,9 @@ func CheckID(field, s string) error {
 	}
 	if len(s) > 128 {
 		return fieldErr(field, "is %d characters long (at most 128)", len(s))
+	}
+	if s == "." || s == ".." {
+		return fieldErr(field, "%q is not an id: \".\" and \"..\" are path segments with a special meaning", s)
 	}
 	return fieldErr(field, "%q has a character outside [A-Za-z0-9._:-]", s)
 }

@@ -64,6 +64,10 @@ func TestParseEventErrors(t *testing.T) {
 		{strings.Replace(conduitJSON, `"id":"s-1"`, `"id":"s 1"`, 1), "id"},
 		{strings.Replace(conduitJSON, `"id":"s-1"`, `"id":"`+strings.Repeat("x", 129)+`"`, 1), "id"},
 		{strings.Replace(conduitJSON, `"id":"s-1"`, `"id":7`, 1), "id"},
+		{strings.Replace(conduitJSON, `"id":"s-1"`, `"id":"."`, 1), "id"},
+		{strings.Replace(conduitJSON, `"id":"s-1"`, `"id":".."`, 1), "id"},
+		{strings.Replace(conduitJSON, `"agent_id":"agent-1"`, `"agent_id":".."`, 1), "agent_id"},
+		{strings.Replace(conduitJSON, `"buyer_id":"buyer-1"`, `"buyer_id":"."`, 1), "buyer_id"},
 		{strings.Replace(conduitJSON, `"agent_id"`, `"provider_id"`, 1), "provider_id"},
 		{strings.Replace(conduitJSON, `"agent_id":"agent-1",`, ``, 1), "agent_id"},
 		{strings.Replace(conduitJSON, `"buyer_id":"buyer-1"`, `"buyer_id":""`, 1), "buyer_id"},
@@ -186,6 +190,10 @@ func TestClassify(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
+	// ERRATA E42: 90 days of 24 hours, whatever §15.3 suggests operators do.
+	if Window != 90*24*time.Hour {
+		t.Fatalf("the window is %s; ERRATA E42 fixes it at 90 days", Window)
+	}
 	asOf := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
 	start := WindowStart(asOf)
 	if want := time.Date(2025, 12, 17, 14, 30, 0, 0, time.UTC); !start.Equal(want) {
@@ -348,5 +356,25 @@ func TestTaskOffer(t *testing.T) {
 	}
 	if err := CheckTransition(TaskOffer, Offered, Accepted); err != nil {
 		t.Errorf("offered -> accepted: %v", err)
+	}
+}
+
+func TestCheckID(t *testing.T) {
+	for _, ok := range []string{"a", "agent-7", "...", ".a", "a.", "..a", "a..", "x:y_z.1", strings.Repeat("x", 128)} {
+		if !ValidID(ok) || CheckID("agent_id", ok) != nil {
+			t.Errorf("%q refused: %v", ok, CheckID("agent_id", ok))
+		}
+	}
+	for bad, reason := range map[string]string{
+		"":                       "agent_id: must not be empty",
+		".":                      `agent_id: "." is not an id: "." and ".." are path segments with a special meaning`,
+		"..":                     `agent_id: ".." is not an id: "." and ".." are path segments with a special meaning`,
+		"a/b":                    `agent_id: "a/b" has a character outside [A-Za-z0-9._:-]`,
+		strings.Repeat("x", 129): "agent_id: is 129 characters long (at most 128)",
+	} {
+		err := CheckID("agent_id", bad)
+		if ValidID(bad) || err == nil || err.Error() != reason || !errors.Is(err, errkind.ErrInvalid) {
+			t.Errorf("%q: %v, want %q", bad, err, reason)
+		}
 	}
 }

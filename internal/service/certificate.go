@@ -21,6 +21,7 @@ import (
 type Certificates struct {
 	store     CertificateStore
 	clock     clock
+	horizon   horizon // the latest as_of AgentScore answers
 	keys      *signing
 	formulas  passport.Acceptance // Config.Formulas, for the agent pages
 	certs     *certMemo

@@ -72,7 +72,8 @@ type NewCheckpoint struct {
 	// Document is the published JSON, as stored.
 	Document []byte
 	// Created is false when onlyIfChanged found the latest checkpoint
-	// still current: Checkpoint and Document are then the latest's.
+	// still current: Checkpoint and Document are then the latest's, or
+	// zero when there is none and the ledger is empty.
 	Created bool
 }
 
@@ -81,8 +82,9 @@ type NewCheckpoint struct {
 // in one snapshot, with their count and the time, numbered after the latest
 // checkpoint and stored with its leaves. With onlyIfChanged, when the heads
 // are exactly those the latest checkpoint commits to (same count and root),
-// nothing is made and the latest is returned: a schedule then publishes a
-// checkpoint per change of the ledger, not per tick. When another process
+// nothing is made and the latest is returned, and nothing is made for an
+// empty ledger never checkpointed: a schedule then publishes a checkpoint
+// per change of the ledger, not per tick. When another process
 // stores a checkpoint first, the number is taken again.
 //
 // The checkpoint commits to the heads as the store holds them; `ledger
@@ -119,6 +121,9 @@ func (u *Audit) makeCheckpoint(ctx context.Context, signer checkpoint.Signer, on
 	}
 	if onlyIfChanged && latestDoc != nil && latest.Agents == tree.Size() && latest.Root == tree.Root() {
 		return NewCheckpoint{Checkpoint: latest, Document: latestDoc}, nil
+	}
+	if onlyIfChanged && latestDoc == nil && tree.Size() == 0 {
+		return NewCheckpoint{}, nil // an empty ledger: no head has moved yet
 	}
 	c := checkpoint.Checkpoint{Number: latest.Number + 1, Time: u.clock.now(), Agents: tree.Size(), Root: tree.Root(),
 		Environment: u.environment(), Issuer: checkpoint.Issuer{Platform: u.platform()}}

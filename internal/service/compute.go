@@ -50,10 +50,14 @@ func (u *Certificates) Score(ctx context.Context, agentID string) (ledger.ScoreE
 // asOf is served as is; otherwise the current score is computed and
 // cached, and a historical one (an explicit asOf) is computed from the
 // ledger without touching the cache. Errors: ErrInvalid for a malformed
-// id, ErrNotFound for an unknown agent (with a public detail,
-// errkind.PublicDetail), ErrUnavailable.
+// id or an asOf later than now plus the clock-skew allowance, ErrNotFound
+// for an unknown agent (with a public detail, errkind.PublicDetail),
+// ErrUnavailable.
 func (u *Certificates) AgentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
+		return AgentScore{}, err
+	}
+	if err := u.horizon.check(asOf); err != nil {
 		return AgentScore{}, err
 	}
 	s, err := u.agentScore(ctx, agentID, asOf)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -22,19 +21,11 @@ import (
 // certificate request reads them again, and keeps what recent ingests did
 // (activity.go).
 type Ingestion struct {
-	store        IngestStore
-	clock        clock
-	maxClockSkew time.Duration // Config.MaxClockSkew
-	certs        *certMemo
-	ingests      ingestLog
-}
-
-// maxSkew is Config.MaxClockSkew with its default.
-func (u *Ingestion) maxSkew() time.Duration {
-	if u.maxClockSkew == 0 {
-		return DefaultMaxClockSkew
-	}
-	return u.maxClockSkew
+	store   IngestStore
+	clock   clock
+	horizon horizon // events dated past it are refused
+	certs   *certMemo
+	ingests ingestLog
 }
 
 // DefaultBatchSize is the number of events written per transaction by
@@ -137,10 +128,10 @@ func (u *Ingestion) Ingest(ctx context.Context, operator string, events []ledger
 	if len(events) > api.MaxEvents {
 		return nil, tooManyEvents()
 	}
-	if u.maxClockSkew < 0 {
-		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.maxClockSkew)
+	if u.horizon.skew < 0 {
+		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.horizon.skew)
 	}
-	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock.exact(), MaxSkew: u.maxSkew()}
+	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock.exact(), MaxSkew: u.horizon.allowance()}
 	out, err := u.store.Ingest(ctx, b)
 	if w := u.certs.startedWatch(); w != nil {
 		ids := make([]string, 0, len(events))

@@ -279,13 +279,13 @@ func TestIngestClockSkew(t *testing.T) {
 		t.Fatalf("rejection %+v", r)
 	}
 	// A narrower allowance refuses what the default let through.
-	u.Ingest.maxClockSkew = time.Minute
+	u.Ingest.horizon.skew = time.Minute
 	in = "[" + ev("soon-2", ledgerNow.Add(4*time.Minute)) + "]"
 	if rep, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(in)); err != nil || len(rep.Rejected) != 1 ||
 		!strings.Contains(rep.Rejected[0].Err.Error(), "1m0s") {
 		t.Fatalf("one minute: %+v %v", rep, err)
 	}
-	u.Ingest.maxClockSkew = -time.Second
+	u.Ingest.horizon.skew = -time.Second
 	if _, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(in)); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("negative allowance: %v", err)
 	}

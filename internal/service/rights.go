@@ -103,6 +103,7 @@ func (c Caller) by() (string, error) {
 type Rights struct {
 	store        RightsStore
 	clock        clock
+	horizon      horizon // the latest as_of Records answers
 	pubs         *publication
 	certs        *certMemo
 	histories    *historyMemo
@@ -393,12 +394,16 @@ type Record struct {
 // Records returns the events counting in the agent's score as of asOf
 // (now, to the second, when zero) and the passports issued to it up to
 // asOf, for the agent itself (buyer ids masked: Pseudonym) or an operator
-// (as reported). Errors: ErrInvalid for a malformed id, ErrUnauthorized or
+// (as reported). Errors: ErrInvalid for a malformed id or an asOf later
+// than now plus the clock-skew allowance, ErrUnauthorized or
 // ErrForbidden for any other caller, ErrNotFound for an unknown agent,
 // ErrUnavailable; an internal error when an agent's token asks and no
 // PseudonymKey is configured.
 func (u *Rights) Records(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentRecords, error) {
 	if err := checkActor(c, agentID); err != nil {
+		return AgentRecords{}, err
+	}
+	if err := u.horizon.check(asOf); err != nil {
 		return AgentRecords{}, err
 	}
 	masked := !c.IsOperator()

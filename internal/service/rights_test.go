@@ -315,3 +315,41 @@ func TestDisclosure(t *testing.T) {
 		t.Fatalf("unknown version: %v", err)
 	}
 }
+
+// TestAsOfInTheFuture: an as_of later than now plus the clock-skew
+// allowance is refused wherever one is taken; up to the allowance it is
+// answered (issue 28).
+func TestAsOfInTheFuture(t *testing.T) {
+	a, c := newUseCases(t)
+	ctx := context.Background()
+	cfg := a.cfg
+	cfg.PseudonymKey = []byte("0123456789abcdef0123456789abcdef")
+	a = New(a.store, cfg)
+	ingest(t, a, conduit("agent-1", "c", 2, 1, t0))
+	op := OperatorCaller("acme")
+	calls := map[string]func(time.Time) error{
+		"Records":       func(at time.Time) error { _, err := a.Rights.Records(ctx, op, "agent-1", at); return err },
+		"Signals":       func(at time.Time) error { _, err := a.Signals.Signals(ctx, op, "agent-1", at); return err },
+		"FlaggedAgents": func(at time.Time) error { _, err := a.Signals.FlaggedAgents(ctx, at); return err },
+		"AgentScore":    func(at time.Time) error { _, err := a.Certificates.AgentScore(ctx, "agent-1", at); return err },
+	}
+	for _, skew := range []time.Duration{0, time.Hour} {
+		cfg.MaxClockSkew = skew
+		a = New(a.store, cfg) // the calls use this a
+		allowance := horizon{skew: skew}.allowance()
+		for name, call := range calls {
+			for _, at := range []time.Time{{}, c.t.Add(-time.Hour), c.t, c.t.Add(allowance)} {
+				if err := call(at); err != nil {
+					t.Errorf("%s as of %s (skew %s): %v", name, at, allowance, err)
+				}
+			}
+			for _, at := range []time.Time{c.t.Add(allowance + time.Microsecond), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)} {
+				err := call(at)
+				if !errors.Is(err, errkind.ErrInvalid) || !strings.Contains(err.Error(), "is later than now") ||
+					!strings.Contains(err.Error(), "plus the allowed clock skew ("+allowance.String()+")") {
+					t.Errorf("%s as of %s (skew %s): %v, want ErrInvalid naming the allowance", name, at, allowance, err)
+				}
+			}
+		}
+	}
+}

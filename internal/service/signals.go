@@ -21,6 +21,7 @@ import (
 type Signals struct {
 	store      SignalsStore
 	clock      clock
+	horizon    horizon           // the latest as_of the signals answer
 	thresholds signal.Thresholds // Config.SignalThresholds
 	stats      atomic.Pointer[SignalStats]
 }
@@ -57,10 +58,14 @@ func (u *Signals) asOfOrNow(asOf time.Time) time.Time {
 // asOf (now when zero), for an operator or the agent itself. An agent with
 // nothing in the window has every figure zero. chain_break is what the
 // last full walk of the chains found (VerifyLedger). Errors: ErrInvalid for
-// a malformed id or invalid thresholds, ErrUnauthorized or ErrForbidden for
+// a malformed id, invalid thresholds or an asOf later than now plus the
+// clock-skew allowance, ErrUnauthorized or ErrForbidden for
 // any other caller, ErrNotFound for an unknown agent, ErrUnavailable.
 func (u *Signals) Signals(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentSignals, error) {
 	if err := checkActor(c, agentID); err != nil {
+		return AgentSignals{}, err
+	}
+	if err := u.horizon.check(asOf); err != nil {
 		return AgentSignals{}, err
 	}
 	t := u.Thresholds()
@@ -93,8 +98,12 @@ type Flagged struct {
 // its signals. The figures of every agent are computed in one set-based
 // query (SignalStore.SignalFigures), never agent by agent. It is an
 // operator's view: the transports check who asks. Errors: ErrInvalid for
-// invalid thresholds, ErrUnavailable.
+// invalid thresholds or an asOf later than now plus the clock-skew
+// allowance, ErrUnavailable.
 func (u *Signals) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, error) {
+	if err := u.horizon.check(asOf); err != nil {
+		return Flagged{}, err
+	}
 	t := u.Thresholds()
 	if err := t.Validate(); err != nil {
 		return Flagged{}, err

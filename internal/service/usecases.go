@@ -2,9 +2,12 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
+	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/signal"
 	"github.com/swarmscore/swarmscore/passport"
 )
@@ -97,20 +100,22 @@ func New(st Backend, cfg Config) *UseCases {
 	if w, ok := st.(CacheWatcher); ok {
 		certs.watcher = w
 	}
+	hz := horizon{clock: clk, skew: cfg.MaxClockSkew}
 	pubs := &publication{store: st, require: cfg.RequireConsent, certs: certs}
 	histories := &historyMemo{}
-	cs := &Certificates{store: st, clock: clk, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs, histories: histories}
+	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
+		histories: histories}
 	return &UseCases{
 		Schema:       &Schema{store: st},
-		Ingest:       &Ingestion{store: st, clock: clk, maxClockSkew: cfg.MaxClockSkew, certs: certs},
+		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs},
 		Certificates: cs,
 		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas},
 		Keys:         &Keys{store: st, clock: clk, keys: keys},
 		Tokens:       &Tokens{store: st, clock: clk},
 		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs},
-		Rights: &Rights{store: st, clock: clk, pubs: pubs, certs: certs, histories: histories,
+		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories,
 			pseudonymKey: cfg.PseudonymKey},
-		Signals: &Signals{store: st, clock: clk, thresholds: cfg.SignalThresholds},
+		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
 		store: st,
@@ -140,6 +145,38 @@ func (c clock) now() time.Time { return c.exact().Truncate(time.Second) }
 // Schema is the database's lifecycle: its migrations and readiness.
 type Schema struct {
 	store Database
+}
+
+// horizon is the latest instant the ledger can answer for: now plus the
+// clock-skew allowance, the latest an accepted event may be dated. It is
+// shared by ingest, which refuses events dated past it, and the groups that
+// take an as_of.
+type horizon struct {
+	clock clock
+	skew  time.Duration // Config.MaxClockSkew
+}
+
+// allowance is Config.MaxClockSkew with its default.
+func (h horizon) allowance() time.Duration {
+	if h.skew == 0 {
+		return DefaultMaxClockSkew
+	}
+	return h.skew
+}
+
+// check refuses an explicit as_of (zero: now) later than now plus the
+// clock-skew allowance: the ledger cannot count a later window yet, and an
+// answer for 9999-12-31 would only look like one. Errors: ErrInvalid.
+func (h horizon) check(asOf time.Time) error {
+	if asOf.IsZero() {
+		return nil
+	}
+	now, skew := h.clock.exact(), h.allowance()
+	if asOf.After(now.Add(skew)) {
+		return fmt.Errorf("%w: as_of %s is later than now (%s) plus the allowed clock skew (%s): the ledger cannot count that window yet",
+			errkind.ErrInvalid, ledger.FormatTime(asOf.UTC()), ledger.FormatTime(now.Truncate(time.Second)), skew)
+	}
+	return nil
 }
 
 // Migrate applies every pending migration to the back end (idempotent) and

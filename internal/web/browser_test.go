@@ -169,6 +169,7 @@ func serve(t *testing.T) *served {
 	for _, batch := range []string{fresh.String(), fresh.String(), webtest.Rejected(now)} {
 		req, _ := http.NewRequest("POST", s.base+"/swarmscore/events", strings.NewReader(batch))
 		req.Header.Set("Authorization", "Bearer "+browserToken)
+		req.Header.Set("Content-Type", "application/x-ndjson")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
