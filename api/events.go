@@ -49,10 +49,12 @@ type IngestResult struct {
 }
 
 // Rejection is one refused event: its 0-based index in the batch, its
-// NDJSON line (absent for a JSON array), its id when it parsed, and why.
+// NDJSON line (absent for a JSON array), its id when it parsed, and why:
+// a message, and a stable code when the refusal has one (Problem.Code).
 type Rejection struct {
 	Index  int    `json:"index"`
 	Line   int    `json:"line,omitempty"`
 	ID     string `json:"id,omitempty"`
 	Reason string `json:"reason"`
+	Code   string `json:"code,omitempty"`
 }

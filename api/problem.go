@@ -5,10 +5,14 @@ package api
 // once published, on which clients branch; RequestID is an extension
 // member that lets an operator find the request in the server's log.
 type Problem struct {
-	Type      string `json:"type"`
-	Title     string `json:"title"`
-	Status    int    `json:"status"`
-	Detail    string `json:"detail,omitempty"`
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Code, when present, names the specific error within its type in
+	// lower-case snake_case ("invalid_id"): stable once published, like
+	// Type, and the same code the CLI and the MCP tools report.
+	Code      string `json:"code,omitempty"`
 	Instance  string `json:"instance,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
 }

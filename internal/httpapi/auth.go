@@ -79,7 +79,7 @@ func (s *Server) lookup(r *http.Request, gated bool, find func(context.Context) 
 		if !reserved {
 			s.authFails.allow(client, s.now())
 		}
-		return &httpError{ptUnauthorized, "the bearer token is not valid (unknown or revoked)"}
+		return &httpError{pt: ptUnauthorized, detail: "the bearer token is not valid (unknown or revoked)"}
 	}
 	if reserved {
 		s.authFails.refund(client, s.now())

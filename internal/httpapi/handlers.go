@@ -27,7 +27,7 @@ import (
 func agentID(r *http.Request) (string, error) {
 	id := r.PathValue("agent_id")
 	if err := ledger.CheckID("agent_id", id); err != nil {
-		return "", errorf(ptInvalid, "path segment %s", err)
+		return "", errorf(ptInvalid, "path segment %w", err)
 	}
 	return id, nil
 }

@@ -64,12 +64,15 @@ var problemTypes = []problemType{
 type httpError struct {
 	pt     problemType
 	detail string
+	cause  error // what a %w in errorf's format wrapped, for errkind.Code
 }
 
 func (e *httpError) Error() string { return e.detail }
+func (e *httpError) Unwrap() error { return e.cause }
 
 func errorf(pt problemType, format string, args ...any) error {
-	return &httpError{pt, fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &httpError{pt, err.Error(), errors.Unwrap(err)}
 }
 
 // problemFor is the one place an error becomes a problem. Use-case errors are
@@ -84,12 +87,16 @@ func errorf(pt problemType, format string, args ...any) error {
 // error's message, logged is true and level says how loudly to log it.
 func problemFor(err error) (p Problem, level slog.Level, logged bool) {
 	pt, detail, level, logged := classify(err)
-	return Problem{
+	p = Problem{
 		Type:   ProblemBase + pt.slug,
 		Title:  pt.title,
 		Status: pt.status,
 		Detail: detail,
-	}, level, logged
+	}
+	if pt != ptInternal {
+		p.Code = errkind.Code(err)
+	}
+	return p, level, logged
 }
 
 // Fixed details for errors whose messages stay in the log.

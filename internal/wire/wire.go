@@ -7,6 +7,7 @@ package wire
 
 import (
 	"encoding/hex"
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"time"
 
 	"github.com/swarmscore/swarmscore/api"
@@ -183,7 +184,7 @@ func IngestResultOf(r *service.IngestReport) api.IngestResult {
 	out := api.IngestResult{Accepted: r.Accepted, Duplicates: r.Duplicates, Superseded: r.Superseded,
 		Rejected: make([]api.Rejection, len(r.Rejected))}
 	for i, rj := range r.Rejected {
-		out.Rejected[i] = api.Rejection{Index: rj.Index, Line: rj.Line, ID: rj.ID, Reason: rj.Err.Error()}
+		out.Rejected[i] = api.Rejection{Index: rj.Index, Line: rj.Line, ID: rj.ID, Reason: rj.Err.Error(), Code: errkind.Code(rj.Err)}
 	}
 	return out
 }
