@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
+	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
 
 // Benchmarks for docs/BENCHMARKS.md. Run with
@@ -539,4 +541,15 @@ func BenchmarkIngestResend(b *testing.B) {
 			send(resend[:b.N], ledger.OutcomeDuplicate, ledger.OutcomeSuperseded)
 		})
 	}
+}
+
+// BenchmarkPrune is storetest.BenchPrune (docs/BENCHMARKS.md,
+// "Retention").
+func BenchmarkPrune(b *testing.B) {
+	storetest.BenchPrune(b, func(b *testing.B) service.Backend { return openTest(b) })
+}
+
+// BenchmarkErase is storetest.BenchErase.
+func BenchmarkErase(b *testing.B) {
+	storetest.BenchErase(b, func(b *testing.B) service.Backend { return openTest(b) })
 }
