@@ -97,7 +97,7 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 			ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 			ev.Event.StartedAt, ev.Event.EndedAt = timeOrZero(started), timeOrZero(ended)
 			ev.Corrected = nil
-			correctedRow(ev, reportedAgent, reportedStatus, voided)
+			ev.SetReported(reportedAgent, reportedStatus, voided)
 			cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 			cor.At = timeOrZero(corrected)
 			if !yield(&r, nil) {

@@ -49,7 +49,7 @@ func scanEvent(t ledger.Type, scan func(...any) error) (ledger.StoredEvent, erro
 		return se, err
 	}
 	se.Event.Status, se.Event.StartedAt, se.Event.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
-	correctedRow(&se, reportedAgent, reportedStatus, voided)
+	se.SetReported(nullable(&reportedAgent), nullable(&reportedStatus), voided)
 	return se, nil
 }
 

@@ -103,20 +103,12 @@ func (it *ingestTx) load(ctx context.Context, p *ledger.Prepared) (ledger.State,
 	return st, nil
 }
 
-// correctedRow turns a row read with its current agent and status in
-// se.Event into the reported event and its corrected state, when a
-// correction changed it (the reported columns are set, or it is voided).
-func correctedRow(se *ledger.StoredEvent, reportedAgent, reportedStatus sql.NullString, voided bool) {
-	if !reportedAgent.Valid && !reportedStatus.Valid && !voided {
-		return
+// nullable is s as StoredEvent.SetReported takes a nullable column.
+func nullable(s *sql.NullString) *string {
+	if !s.Valid {
+		return nil
 	}
-	se.Corrected = &ledger.Current{AgentID: se.Event.AgentID, Status: se.Event.Status, Voided: voided}
-	if reportedAgent.Valid {
-		se.Event.AgentID = reportedAgent.String
-	}
-	if reportedStatus.Valid {
-		se.Event.Status = ledger.Status(reportedStatus.String)
-	}
+	return &s.String
 }
 
 // query runs q with ids as its one JSON-array argument and calls scan for

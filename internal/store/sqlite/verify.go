@@ -96,7 +96,7 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 				rec.AgentID, rec.Type, rec.Status, rec.ReceivedAt = r.AgentID, ledger.Type(typ), ledger.Status(status), nullMicros(received)
 				ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 				ev.Event.StartedAt, ev.Event.EndedAt = fromMicros(started), nullMicros(ended)
-				correctedRow(ev, reportedAgent, reportedStatus, voided)
+				ev.SetReported(nullable(&reportedAgent), nullable(&reportedStatus), voided)
 				cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 				cor.At = fromMicros(corrected)
 				if !yield(&r, nil) {
