@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // Schemes are the DSN schemes this back end serves, for store.Backends.
@@ -227,4 +228,11 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// dialect is how PostgreSQL writes the SQL both back ends generate.
+var dialect = store.Dialect{
+	Param:    store.DollarParam,
+	Contains: func(s, sub string) string { return "strpos(" + s + ", " + sub + ") > 0" },
+	Text:     func(c string) string { return c + "::text" },
 }

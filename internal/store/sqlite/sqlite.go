@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 //go:embed migrations/*.sql
@@ -236,4 +237,11 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+// dialect is how SQLite writes the SQL both back ends generate.
+var dialect = store.Dialect{
+	Param:    store.NumberedParam,
+	Contains: func(s, sub string) string { return "instr(" + s + ", " + sub + ") > 0" },
+	Text:     func(c string) string { return c },
 }
