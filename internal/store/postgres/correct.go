@@ -10,21 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
-// eventSelect is an event row as ingest and corrections read it.
-func eventSelect(t ledger.Type) string {
-	switch t {
-	case ledger.AP2Transaction:
-		return `SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq,
-			reported_agent_id, reported_status, voided_at IS NOT NULL FROM ap2_transactions`
-	case ledger.TaskOffer:
-		return `SELECT id, agent_id, buyer_id, operator_id, status, 0::bigint, started_at, decided_at, seq,
-			reported_agent_id, reported_status, voided_at IS NOT NULL FROM task_offers`
-	}
-	return `SELECT id, agent_id, coalesce(buyer_id, ''), operator_id, status, 0::bigint, started_at, completed_at, seq,
-		reported_agent_id, reported_status, voided_at IS NOT NULL FROM conduit_sessions`
-}
+// eventSelect is store.EventSelect.
+var eventSelect = store.EventSelect
 
 // Correct records a correction and re-issues the affected agents' cache
 // entries in one transaction; see service.LedgerStore. The rows of the
@@ -112,13 +102,7 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 			return err
 		}
 	}
-	table, agentCol := "conduit_sessions", "agent_id"
-	switch c.EventType {
-	case ledger.AP2Transaction:
-		table, agentCol = "ap2_transactions", "provider_id"
-	case ledger.TaskOffer:
-		table = "task_offers"
-	}
+	table, agentCol := ledger.EventTable(c.EventType).Name, ledger.EventTable(c.EventType).Owner
 	var voided *time.Time
 	if plan.Event.IsVoided() {
 		voided = &c.At

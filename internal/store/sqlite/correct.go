@@ -7,34 +7,11 @@ import (
 	"fmt"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
-// eventColumns are the columns of an event row as ingest and corrections
-// read it: current agent and status, then the reported ones and the void
-// flag.
-func eventSelect(t ledger.Type) string {
-	switch t {
-	case ledger.AP2Transaction:
-		return `SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq,
-		    reported_agent_id, reported_status, voided_at IS NOT NULL FROM ap2_transactions`
-	case ledger.TaskOffer:
-		return `SELECT id, agent_id, buyer_id, operator_id, status, 0, started_at, decided_at, seq,
-		    reported_agent_id, reported_status, voided_at IS NOT NULL FROM task_offers`
-	}
-	return `SELECT id, agent_id, COALESCE(buyer_id, ''), operator_id, status, 0, started_at, completed_at, seq,
-	    reported_agent_id, reported_status, voided_at IS NOT NULL FROM conduit_sessions`
-}
-
-// tableOf names an event type's table and its agent column.
-func tableOf(t ledger.Type) (table, agentColumn string) {
-	switch t {
-	case ledger.AP2Transaction:
-		return "ap2_transactions", "provider_id"
-	case ledger.TaskOffer:
-		return "task_offers", "agent_id"
-	}
-	return "conduit_sessions", "agent_id"
-}
+// eventSelect is store.EventSelect.
+var eventSelect = store.EventSelect
 
 // scanEvent reads one row of eventSelect.
 func scanEvent(t ledger.Type, scan func(...any) error) (ledger.StoredEvent, error) {
@@ -123,7 +100,7 @@ func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.Correction
 			return ledger.Correction{}, false, dbErr("move chain heads", err)
 		}
 	}
-	table, agentCol := tableOf(req.EventType)
+	table, agentCol := ledger.EventTable(req.EventType).Name, ledger.EventTable(req.EventType).Owner
 	var voided any
 	if plan.Event.IsVoided() {
 		voided = micros(c.At)
