@@ -222,7 +222,7 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // utc returns t in UTC; pgx decodes TIMESTAMPTZ in the local zone.
 func utc(t time.Time) time.Time { return t.UTC() }
 
-// nullTime is the zero time for SQL NULL.
+// timeOrZero is *t in UTC, or the zero time for SQL NULL (nil).
 func timeOrZero(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
