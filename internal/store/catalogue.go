@@ -148,6 +148,26 @@ func tableUpdates(d Dialect, t *ledger.Table) []Statement {
 	return out
 }
 
+// Rename returns the arguments of Update for one row read by Select (its
+// Key columns as text, then its Columns, nil for NULL): the Columns with
+// every occurrence of x that stands as a whole identifier replaced by p
+// (ledger.ReplaceID), then the Key. changed is false when no column
+// names x as a whole identifier (the row is left alone).
+func (t *TextRename) Rename(row []*string, x, p string) (args []any, changed bool) {
+	for _, v := range row[len(t.Key):] {
+		if v != nil {
+			if r := ledger.ReplaceID(*v, x, p); r != *v {
+				v, changed = &r, true
+			}
+		}
+		args = append(args, v)
+	}
+	for _, k := range row[:len(t.Key)] {
+		args = append(args, k)
+	}
+	return args, changed
+}
+
 func textRename(d Dialect, t *ledger.Table, text []string) TextRename {
 	var read, found, set, match []string
 	for _, k := range t.Key {

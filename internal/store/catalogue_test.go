@@ -112,3 +112,20 @@ func TestNotPrunable(t *testing.T) {
 		t.Errorf("NotPrunable:\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestTextRename(t *testing.T) {
+	var tr store.TextRename
+	for _, r := range store.NewErasureSQL(sqliteLike).Texts {
+		if strings.HasPrefix(r.Update, "UPDATE appeal_actions") {
+			tr = r
+		}
+	}
+	s := func(v string) *string { return &v }
+	args, changed := tr.Rename([]*string{s("apl-1"), s("2"), s("agent:x"), nil}, "x", "p")
+	if !changed || len(args) != 4 || *args[0].(*string) != "agent:p" || args[1].(*string) != nil || *args[2].(*string) != "apl-1" || *args[3].(*string) != "2" {
+		t.Errorf("Rename = %v %v", args, changed)
+	}
+	if _, changed := tr.Rename([]*string{s("apl-1"), s("2"), s("agent:x-2"), s("x.")}, "x", "p"); changed {
+		t.Error("renamed an id that does not stand as a whole identifier")
+	}
+}

@@ -26,10 +26,7 @@ func erasures(ctx context.Context, tx pgx.Tx) ([]ledger.Erasure, error) {
 	)
 	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.Pseudonym, &e.Identity, &e.By, &e.At, &digests}, func() error {
 		e.At = e.At.UTC()
-		e.Digests = make([]ledger.Hash, len(digests)/ledger.HashSize)
-		for i := range e.Digests {
-			copy(e.Digests[i][:], digests[i*ledger.HashSize:])
-		}
+		e.SetDigests(digests)
 		out = append(out, e)
 		return nil
 	})
@@ -124,16 +121,7 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 			if err != nil {
 				return err
 			}
-			if r.AgentID != x && !r.NamesAgent(x) {
-				continue
-			}
-			row := *r
-			if row.Record.Type == ledger.SummaryType {
-				row.Summary = ss[x][row.Record.Seq]
-			}
-			row.StoredHash = append([]byte(nil), r.StoredHash...)
-			row.HeadHash = append([]byte(nil), r.HeadHash...)
-			sc.Records = append(sc.Records, ledger.ScopedRow{ChainRow: row})
+			sc.Consider(x, r, ss[x])
 		}
 	}
 	agents := make([]string, len(sc.Records))
@@ -204,16 +192,12 @@ func writeErasure(ctx context.Context, tx pgx.Tx, x string, plan *ledger.Erasure
 func writeErasurePlan(ctx context.Context, tx pgx.Tx, x string, plan *ledger.ErasurePlan) error {
 	e := &plan.Erasure
 	p := e.Pseudonym
-	digests := make([]byte, 0, len(e.Digests)*ledger.HashSize)
-	for _, d := range e.Digests {
-		digests = append(digests, d[:]...)
-	}
 	exec := func(q string, args ...any) error {
 		_, err := tx.Exec(ctx, q, args...)
 		return err
 	}
 	if err := exec(`INSERT INTO erasures (id, pseudonym, identity, actor, created_at, digests) VALUES ($1, $2, $3, $4, $5, $6)`,
-		e.ID, p, e.Identity, e.By, e.At, digests); err != nil {
+		e.ID, p, e.Identity, e.By, e.At, e.DigestBytes()); err != nil {
 		return err
 	}
 	if err := exec(`INSERT INTO agents (id, created_at, head_seq, head_hash, terminal_seq)
@@ -266,40 +250,25 @@ func renameLeaves(ctx context.Context, tx pgx.Tx, x, p string) error {
 	return err
 }
 
-// renameText replaces x by p, as a whole identifier (ledger.ReplaceID), in
-// the free-text columns of t, row by row.
+// renameText replaces x by p, as a whole identifier, in the free-text
+// columns of t, row by row (store.TextRename).
 func renameText(ctx context.Context, tx pgx.Tx, t *store.TextRename, x, p string) error {
 	rows, err := tx.Query(ctx, t.Select, x)
 	if err != nil {
 		return err
 	}
 	var updates [][]any
-	n := len(t.Key) + len(t.Columns)
 	for rows.Next() {
-		vals := make([]*string, n)
-		ptrs := make([]any, n)
-		for i := range vals {
-			ptrs[i] = &vals[i]
+		row := make([]*string, len(t.Key)+len(t.Columns))
+		ptrs := make([]any, len(row))
+		for i := range row {
+			ptrs[i] = &row[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
 			return err
 		}
-		var args []any
-		changed := false
-		for i := range t.Columns {
-			v := vals[len(t.Key)+i]
-			if v != nil {
-				if r := ledger.ReplaceID(*v, x, p); r != *v {
-					v, changed = &r, true
-				}
-			}
-			args = append(args, v)
-		}
-		for i := range t.Key {
-			args = append(args, vals[i])
-		}
-		if changed {
+		if args, changed := t.Rename(row, x, p); changed {
 			updates = append(updates, args)
 		}
 	}

@@ -27,10 +27,7 @@ func erasures(ctx context.Context, q interface {
 			return nil, err
 		}
 		e.At = fromMicros(at)
-		e.Digests = make([]ledger.Hash, len(digests)/ledger.HashSize)
-		for i := range e.Digests {
-			copy(e.Digests[i][:], digests[i*ledger.HashSize:])
-		}
+		e.SetDigests(digests)
 		out = append(out, e)
 	}
 	return out, rows.Err()
@@ -114,16 +111,7 @@ func loadScope(ctx context.Context, tx *sql.Tx, x string, sc *ledger.ErasureScop
 		if err != nil {
 			return err
 		}
-		if r.AgentID != x && !r.NamesAgent(x) {
-			continue
-		}
-		row := *r
-		if row.Record.Type == ledger.SummaryType {
-			row.Summary = ss[x][row.Record.Seq]
-		}
-		row.StoredHash = append([]byte(nil), r.StoredHash...)
-		row.HeadHash = append([]byte(nil), r.HeadHash...)
-		sc.Records = append(sc.Records, ledger.ScopedRow{ChainRow: row})
+		sc.Consider(x, r, ss[x])
 	}
 	for i := range sc.Records {
 		r := &sc.Records[i]
@@ -183,16 +171,12 @@ func writeErasure(ctx context.Context, tx *sql.Tx, x string, plan *ledger.Erasur
 func writeErasurePlan(ctx context.Context, tx *sql.Tx, x string, plan *ledger.ErasurePlan) error {
 	e := &plan.Erasure
 	p := e.Pseudonym
-	digests := make([]byte, 0, len(e.Digests)*ledger.HashSize)
-	for _, d := range e.Digests {
-		digests = append(digests, d[:]...)
-	}
 	exec := func(q string, args ...any) error {
 		_, err := tx.ExecContext(ctx, q, args...)
 		return err
 	}
 	if err := exec(`INSERT INTO erasures (id, pseudonym, identity, actor, created_at, digests) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.ID, p, e.Identity, e.By, micros(e.At), digests); err != nil {
+		e.ID, p, e.Identity, e.By, micros(e.At), e.DigestBytes()); err != nil {
 		return err
 	}
 	if err := exec(`INSERT INTO agents (id, created_at, head_seq, head_hash, terminal_seq)
@@ -251,40 +235,25 @@ func renameLeaves(ctx context.Context, tx *sql.Tx, x, p string) error {
 	return nil
 }
 
-// renameText replaces x by p, as a whole identifier (ledger.ReplaceID), in
-// the free-text columns of t, row by row.
+// renameText replaces x by p, as a whole identifier, in the free-text
+// columns of t, row by row (store.TextRename).
 func renameText(ctx context.Context, tx *sql.Tx, t *store.TextRename, x, p string) error {
 	rows, err := tx.QueryContext(ctx, t.Select, x)
 	if err != nil {
 		return err
 	}
 	var updates [][]any
-	n := len(t.Key) + len(t.Columns)
 	for rows.Next() {
-		vals := make([]sql.NullString, n)
-		ptrs := make([]any, n)
-		for i := range vals {
-			ptrs[i] = &vals[i]
+		row := make([]*string, len(t.Key)+len(t.Columns))
+		ptrs := make([]any, len(row))
+		for i := range row {
+			ptrs[i] = &row[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
 			return err
 		}
-		var args []any
-		changed := false
-		for i := range t.Columns {
-			v := vals[len(t.Key)+i]
-			if v.Valid {
-				if r := ledger.ReplaceID(v.String, x, p); r != v.String {
-					v.String, changed = r, true
-				}
-			}
-			args = append(args, v)
-		}
-		for i := range t.Key {
-			args = append(args, vals[i])
-		}
-		if changed {
+		if args, changed := t.Rename(row, x, p); changed {
 			updates = append(updates, args)
 		}
 	}
