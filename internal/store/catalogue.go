@@ -148,12 +148,37 @@ func tableUpdates(d Dialect, t *ledger.Table) []Statement {
 	return out
 }
 
-// Rename returns the arguments of Update for one row read by Select (its
-// Key columns as text, then its Columns, nil for NULL): the Columns with
-// every occurrence of x that stands as a whole identifier replaced by p
-// (ledger.ReplaceID), then the Key. changed is false when no column
-// names x as a whole identifier (the row is left alone).
-func (t *TextRename) Rename(row []*string, x, p string) (args []any, changed bool) {
+// Rows is what TextRename.Renames reads: the rows of a query, in either
+// back end's driver.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Renames reads the rows of Select (run with the erased id x) and returns
+// the arguments of Update for each row that names x as a whole identifier:
+// its Columns with every such occurrence replaced by p (ledger.ReplaceID;
+// nil for NULL), then its Key. The caller closes rows.
+func (t *TextRename) Renames(rows Rows, x, p string) ([][]any, error) {
+	var updates [][]any
+	for rows.Next() {
+		row := make([]*string, len(t.Key)+len(t.Columns))
+		ptrs := make([]any, len(row))
+		for i := range row {
+			ptrs[i] = &row[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		if args, changed := t.rename(row, x, p); changed {
+			updates = append(updates, args)
+		}
+	}
+	return updates, rows.Err()
+}
+
+func (t *TextRename) rename(row []*string, x, p string) (args []any, changed bool) {
 	for _, v := range row[len(t.Key):] {
 		if v != nil {
 			if r := ledger.ReplaceID(*v, x, p); r != *v {

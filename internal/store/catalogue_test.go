@@ -113,7 +113,22 @@ func TestNotPrunable(t *testing.T) {
 	}
 }
 
-func TestTextRename(t *testing.T) {
+// rows is store.Rows over fixed values.
+type rows struct {
+	vals [][]*string
+	i    int
+}
+
+func (r *rows) Next() bool { r.i++; return r.i <= len(r.vals) }
+func (r *rows) Err() error { return nil }
+func (r *rows) Scan(dest ...any) error {
+	for j, d := range dest {
+		*d.(**string) = r.vals[r.i-1][j]
+	}
+	return nil
+}
+
+func TestTextRenames(t *testing.T) {
 	var tr store.TextRename
 	for _, r := range store.NewErasureSQL(sqliteLike).Texts {
 		if strings.HasPrefix(r.Update, "UPDATE appeal_actions") {
@@ -121,11 +136,14 @@ func TestTextRename(t *testing.T) {
 		}
 	}
 	s := func(v string) *string { return &v }
-	args, changed := tr.Rename([]*string{s("apl-1"), s("2"), s("agent:x"), nil}, "x", "p")
-	if !changed || len(args) != 4 || *args[0].(*string) != "agent:p" || args[1].(*string) != nil || *args[2].(*string) != "apl-1" || *args[3].(*string) != "2" {
-		t.Errorf("Rename = %v %v", args, changed)
+	got, err := tr.Renames(&rows{vals: [][]*string{
+		{s("apl-1"), s("2"), s("agent:x"), nil},
+		{s("apl-1"), s("3"), s("agent:x-2"), s("x.")}, // no whole-identifier x: left alone
+	}}, "x", "p")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Renames = %v %v", got, err)
 	}
-	if _, changed := tr.Rename([]*string{s("apl-1"), s("2"), s("agent:x-2"), s("x.")}, "x", "p"); changed {
-		t.Error("renamed an id that does not stand as a whole identifier")
+	if args := got[0]; len(args) != 4 || *args[0].(*string) != "agent:p" || args[1].(*string) != nil || *args[2].(*string) != "apl-1" || *args[3].(*string) != "2" {
+		t.Errorf("Renames = %v", args)
 	}
 }

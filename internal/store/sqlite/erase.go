@@ -242,23 +242,9 @@ func renameText(ctx context.Context, tx *sql.Tx, t *store.TextRename, x, p strin
 	if err != nil {
 		return err
 	}
-	var updates [][]any
-	for rows.Next() {
-		row := make([]*string, len(t.Key)+len(t.Columns))
-		ptrs := make([]any, len(row))
-		for i := range row {
-			ptrs[i] = &row[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			rows.Close()
-			return err
-		}
-		if args, changed := t.Rename(row, x, p); changed {
-			updates = append(updates, args)
-		}
-	}
+	updates, err := t.Renames(rows, x, p)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	for _, args := range updates {
