@@ -20,6 +20,8 @@ type Dialect struct {
 	Contains func(s, sub string) string
 	// Text is column c read and compared as text (c, c::text).
 	Text func(c string) string
+	// Bytewise is text expression e ordered byte by byte (e, e COLLATE "C").
+	Bytewise func(e string) string
 }
 
 // EraseArg names a value an erasure statement takes.
@@ -256,6 +258,27 @@ func NotPrunable(cutoff string) string {
 	b.WriteString(")\n\tOR EXISTS (SELECT 1 FROM corrections k WHERE k.event_type = r.event_type AND k.event_id = r.event_id AND k.action = " +
 		quote(string(ledger.ActionReattribute)) + ")")
 	return b.String()
+}
+
+// PruneCandidates selects, in byte order, the agents whose chains have a
+// record after their anchor that a prune at the cutoff (parameter 1) may
+// remove: a prune looks no further (the prefix's end is PruneFirstKept's
+// business).
+func PruneCandidates(d Dialect) string {
+	return `SELECT a.id FROM agents a
+	    WHERE EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id
+	        AND r.seq > COALESCE((SELECT c.seq FROM chain_anchors c WHERE c.agent_id = a.id), 0)
+	        AND r.event_type <> ` + quote(string(ledger.SummaryType)) + ` AND NOT (` + NotPrunable(d.Param(1)) + `))
+	    ORDER BY ` + d.Bytewise("a.id")
+}
+
+// PruneFirstKept selects the first record of agent parameter 1's chain
+// after seq parameter 3 (its anchor) that a prune at cutoff parameter 2
+// must keep (NULL when there is none): the prunable prefix ends before
+// it.
+func PruneFirstKept(d Dialect) string {
+	return `SELECT MIN(r.seq) FROM ledger_records r WHERE r.agent_id = ` + d.Param(1) + ` AND r.seq > ` + d.Param(3) +
+		` AND (` + NotPrunable(d.Param(2)) + `)`
 }
 
 // quote is s as an SQL string literal (s has no quote: the values are the

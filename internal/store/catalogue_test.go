@@ -13,6 +13,7 @@ var sqliteLike = store.Dialect{
 	Param:    store.NumberedParam,
 	Contains: func(s, sub string) string { return "instr(" + s + ", " + sub + ") > 0" },
 	Text:     func(c string) string { return c },
+	Bytewise: func(e string) string { return e + " /*bytewise*/" },
 }
 
 // TestErasureSQL pins what the catalogue makes an erasure run: every agent
@@ -110,6 +111,14 @@ func TestNotPrunable(t *testing.T) {
 	OR EXISTS (SELECT 1 FROM corrections k WHERE k.event_type = r.event_type AND k.event_id = r.event_id AND k.action = 'reattribute')`
 	if got := store.NotPrunable("?2"); got != want {
 		t.Errorf("NotPrunable:\n%s\nwant\n%s", got, want)
+	}
+	if got := store.PruneCandidates(sqliteLike); !strings.Contains(got, "NOT ("+strings.ReplaceAll(want, "?2", "?1")+"))") ||
+		!strings.HasSuffix(got, "ORDER BY a.id /*bytewise*/") {
+		t.Errorf("PruneCandidates:\n%s", got)
+	}
+	if got := store.PruneFirstKept(sqliteLike); !strings.HasPrefix(got, "SELECT MIN(r.seq) FROM ledger_records r WHERE r.agent_id = ?1 AND r.seq > ?3 AND (NOT (") ||
+		!strings.HasSuffix(got, want+")") {
+		t.Errorf("PruneFirstKept:\n%s", got)
 	}
 }
 

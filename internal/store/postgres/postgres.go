@@ -235,4 +235,5 @@ var dialect = store.Dialect{
 	Param:    store.DollarParam,
 	Contains: func(s, sub string) string { return "strpos(" + s + ", " + sub + ") > 0" },
 	Text:     func(c string) string { return c + "::text" },
+	Bytewise: func(e string) string { return e + ` COLLATE "C"` },
 }

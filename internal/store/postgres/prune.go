@@ -96,19 +96,15 @@ func (s *Store) Anchors(ctx context.Context) (map[string]ledger.Anchor, error) {
 	return out, nil
 }
 
-// notPrunable is true of a chain record (r) that a prune at $2 must keep
-// (store.NotPrunable).
-var notPrunable = store.NotPrunable("$2")
+// pruneCandidates and pruneFirstKept are store.PruneCandidates and
+// store.PruneFirstKept.
+var pruneCandidates, pruneFirstKept = store.PruneCandidates(dialect), store.PruneFirstKept(dialect)
 
 // Prune implements service.RetentionStore, one transaction per chain, its
 // agent's row locked as an ingest locks it.
 func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneReport, error) {
 	rep := ledger.PruneReport{Cutoff: cutoff}
-	rows, err := s.pool.Query(ctx, `SELECT a.id FROM agents a
-	    WHERE EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id
-	        AND r.seq > coalesce((SELECT c.seq FROM chain_anchors c WHERE c.agent_id = a.id), 0)
-	        AND r.event_type <> 'summary' AND NOT (`+store.NotPrunable("$1")+`))
-	    ORDER BY a.id COLLATE "C"`, cutoff)
+	rows, err := s.pool.Query(ctx, pruneCandidates, cutoff)
 	if err != nil {
 		return rep, fmt.Errorf("postgres: prune candidates: %w", classify(err))
 	}
@@ -162,8 +158,7 @@ func prunePrefix(ctx context.Context, tx pgx.Tx, agentID string, cutoff time.Tim
 	}
 	copy(st.Anchor.Hash[:], anchor)
 	var first *int64
-	if err := tx.QueryRow(ctx, `SELECT min(r.seq) FROM ledger_records r WHERE r.agent_id = $1 AND r.seq > $3 AND (`+notPrunable+`)`,
-		agentID, cutoff, st.Anchor.Seq).Scan(&first); err != nil {
+	if err := tx.QueryRow(ctx, pruneFirstKept, agentID, cutoff, st.Anchor.Seq).Scan(&first); err != nil {
 		return st, false, err
 	}
 	st.Through = st.Head.Seq

@@ -95,9 +95,9 @@ func (s *Store) Anchors(ctx context.Context) (map[string]ledger.Anchor, error) {
 	return a, nil
 }
 
-// notPrunable is true of a chain record (r) that a prune at ?2 must keep
-// (store.NotPrunable).
-var notPrunable = store.NotPrunable("?2")
+// pruneCandidates and pruneFirstKept are store.PruneCandidates and
+// store.PruneFirstKept.
+var pruneCandidates, pruneFirstKept = store.PruneCandidates(dialect), store.PruneFirstKept(dialect)
 
 // Prune implements service.RetentionStore, one write transaction per
 // chain, so that ingests interleave with a long prune.
@@ -105,11 +105,7 @@ func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneRe
 	rep := ledger.PruneReport{Cutoff: cutoff}
 	// Candidates: chains with a prunable event's record after their
 	// anchor; pruneChain finds how far the prefix goes.
-	rows, err := s.r.QueryContext(ctx, `SELECT a.id FROM agents a
-	    WHERE EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id
-	        AND r.seq > COALESCE((SELECT c.seq FROM chain_anchors c WHERE c.agent_id = a.id), 0)
-	        AND r.event_type <> 'summary' AND NOT (`+notPrunable+`))
-	    ORDER BY a.id`, nil, micros(cutoff))
+	rows, err := s.r.QueryContext(ctx, pruneCandidates, micros(cutoff))
 	if err != nil {
 		return rep, dbErr("prune candidates", err)
 	}
@@ -180,8 +176,7 @@ func prunePrefix(ctx context.Context, tx *sql.Tx, agentID string, cutoff time.Ti
 	st.Anchor.Seq = anchorSeq.Int64
 	copy(st.Anchor.Hash[:], anchor)
 	var first sql.NullInt64
-	if err := tx.QueryRowContext(ctx, `SELECT MIN(r.seq) FROM ledger_records r WHERE r.agent_id = ?1 AND r.seq > ?3 AND (`+notPrunable+`)`,
-		agentID, micros(cutoff), st.Anchor.Seq).Scan(&first); err != nil {
+	if err := tx.QueryRowContext(ctx, pruneFirstKept, agentID, micros(cutoff), st.Anchor.Seq).Scan(&first); err != nil {
 		return st, false, dbErr("prune", err)
 	}
 	st.Through = st.Head.Seq

@@ -244,4 +244,5 @@ var dialect = store.Dialect{
 	Param:    store.NumberedParam,
 	Contains: func(s, sub string) string { return "instr(" + s + ", " + sub + ") > 0" },
 	Text:     func(c string) string { return c },
+	Bytewise: func(e string) string { return e },
 }
