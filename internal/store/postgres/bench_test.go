@@ -505,22 +505,7 @@ func BenchmarkIngestResend(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := openTest(b)
 			final := benchEvents("e", (b.N+1)/2, ingestAgents, 1)
-			var history, resend []ledger.Event
-			for _, e := range final {
-				early := e
-				early.EndedAt = time.Time{}
-				if e.Type == ledger.ConduitSession {
-					early.Status = ledger.Running
-				} else {
-					early.Status = ledger.Held
-				}
-				history = append(history, early, e)
-				if name == "export" {
-					resend = append(resend, early, e)
-				} else {
-					resend = append(resend, e, e)
-				}
-			}
+			history, resend := storetest.ResendHistory(final, name == "export")
 			send := func(evs []ledger.Event, want ...ledger.OutcomeStatus) {
 				for len(evs) > 0 {
 					n := min(1000, len(evs))

@@ -143,3 +143,27 @@ func BenchErase(b *testing.B, open func(b *testing.B) service.Backend) {
 		b.Fatal(r, err)
 	}
 }
+
+// ResendHistory returns, for final events, the history that stored them
+// (each first RUNNING or HELD, then final) and that history sent again:
+// each event's history once more when export (the earlier report
+// superseded, the final one a duplicate), else each final report twice
+// (the same number of reports).
+func ResendHistory(final []ledger.Event, export bool) (history, resend []ledger.Event) {
+	for _, e := range final {
+		early := e
+		early.EndedAt = time.Time{}
+		if e.Type == ledger.ConduitSession {
+			early.Status = ledger.Running
+		} else {
+			early.Status = ledger.Held
+		}
+		history = append(history, early, e)
+		if export {
+			resend = append(resend, early, e)
+		} else {
+			resend = append(resend, e, e)
+		}
+	}
+	return history, resend
+}
