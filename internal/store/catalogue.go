@@ -150,12 +150,47 @@ func tableUpdates(d Dialect, t *ledger.Table) []Statement {
 	return out
 }
 
-// Rows is what TextRename.Renames reads: the rows of a query, in either
+// Rows is what the shared code reads: the rows of a query, in either
 // back end's driver.
 type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
+	Close()
+}
+
+// Tx is what the shared code writes through: a back end's transaction.
+type Tx interface {
+	Query(sql string, args ...any) (Rows, error)
+	Exec(sql string, args ...any) error
+}
+
+// Write runs the erasure of erased under pseudonym: Updates, then Texts
+// row by row. at is the erasure's time as the back end stores times, id
+// its id. It returns the first error of tx.
+func (e *ErasureSQL) Write(tx Tx, erased, pseudonym string, at any, id string) error {
+	for _, st := range e.Updates {
+		if err := tx.Exec(st.SQL, st.Values(pseudonym, erased, at, id)...); err != nil {
+			return err
+		}
+	}
+	for _, t := range e.Texts {
+		rows, err := tx.Query(t.Select, erased)
+		if err != nil {
+			return err
+		}
+		updates, err := t.Renames(rows, erased, pseudonym)
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		for _, args := range updates {
+			if err := tx.Exec(t.Update, args...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Renames reads the rows of Select (run with the erased id x) and returns

@@ -130,6 +130,7 @@ type rows struct {
 
 func (r *rows) Next() bool { r.i++; return r.i <= len(r.vals) }
 func (r *rows) Err() error { return nil }
+func (r *rows) Close()     {}
 func (r *rows) Scan(dest ...any) error {
 	for j, d := range dest {
 		*d.(**string) = r.vals[r.i-1][j]

@@ -170,15 +170,8 @@ func writeErasure(ctx context.Context, tx pgx.Tx, x string, plan *ledger.Erasure
 	if err := writeErasurePlan(ctx, tx, x, plan); err != nil {
 		return err
 	}
-	for _, st := range erasureSQL.Updates {
-		if _, err := tx.Exec(ctx, st.SQL, st.Values(e.Pseudonym, x, e.At, e.ID)...); err != nil {
-			return err
-		}
-	}
-	for _, t := range erasureSQL.Texts {
-		if err := renameText(ctx, tx, &t, x, e.Pseudonym); err != nil {
-			return err
-		}
+	if err := erasureSQL.Write(txOf(ctx, tx), x, e.Pseudonym, e.At, e.ID); err != nil {
+		return err
 	}
 	if err := renameLeaves(ctx, tx, x, e.Pseudonym); err != nil {
 		return err
@@ -248,24 +241,4 @@ func renameLeaves(ctx context.Context, tx pgx.Tx, x, p string) error {
 	_, err = tx.Exec(ctx, `UPDATE checkpoint_leaves l SET agent_id = $1, erased_hash = w.h FROM unnest($2::bigint[], $3::bytea[]) AS w(number, h)
 	    WHERE l.number = w.number AND l.agent_id = $4`, p, numbers, hashes, x)
 	return err
-}
-
-// renameText replaces x by p, as a whole identifier, in the free-text
-// columns of t, row by row (store.TextRename).
-func renameText(ctx context.Context, tx pgx.Tx, t *store.TextRename, x, p string) error {
-	rows, err := tx.Query(ctx, t.Select, x)
-	if err != nil {
-		return err
-	}
-	updates, err := t.Renames(rows, x, p)
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	for _, args := range updates {
-		if _, err := tx.Exec(ctx, t.Update, args...); err != nil {
-			return err
-		}
-	}
-	return nil
 }

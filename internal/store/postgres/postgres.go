@@ -237,3 +237,20 @@ var dialect = store.Dialect{
 	Text:     func(c string) string { return c + "::text" },
 	Bytewise: func(e string) string { return e + ` COLLATE "C"` },
 }
+
+// storeTx is a transaction as store.Tx.
+type storeTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func txOf(ctx context.Context, tx pgx.Tx) store.Tx { return storeTx{ctx, tx} }
+
+func (t storeTx) Query(q string, args ...any) (store.Rows, error) {
+	return t.tx.Query(t.ctx, q, args...)
+}
+
+func (t storeTx) Exec(q string, args ...any) error {
+	_, err := t.tx.Exec(t.ctx, q, args...)
+	return err
+}

@@ -149,15 +149,8 @@ func writeErasure(ctx context.Context, tx *sql.Tx, x string, plan *ledger.Erasur
 	if err := writeErasurePlan(ctx, tx, x, plan); err != nil {
 		return err
 	}
-	for _, st := range erasureSQL.Updates {
-		if _, err := tx.ExecContext(ctx, st.SQL, st.Values(e.Pseudonym, x, micros(e.At), e.ID)...); err != nil {
-			return err
-		}
-	}
-	for _, t := range erasureSQL.Texts {
-		if err := renameText(ctx, tx, &t, x, e.Pseudonym); err != nil {
-			return err
-		}
+	if err := erasureSQL.Write(txOf(ctx, tx), x, e.Pseudonym, micros(e.At), e.ID); err != nil {
+		return err
 	}
 	if err := renameLeaves(ctx, tx, x, e.Pseudonym); err != nil {
 		return err
@@ -229,26 +222,6 @@ func renameLeaves(ctx context.Context, tx *sql.Tx, x, p string) error {
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE checkpoint_leaves SET agent_id = ?, erased_hash = ? WHERE number = ? AND agent_id = ?`,
 			p, h[:], l.number, x); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// renameText replaces x by p, as a whole identifier, in the free-text
-// columns of t, row by row (store.TextRename).
-func renameText(ctx context.Context, tx *sql.Tx, t *store.TextRename, x, p string) error {
-	rows, err := tx.QueryContext(ctx, t.Select, x)
-	if err != nil {
-		return err
-	}
-	updates, err := t.Renames(rows, x, p)
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	for _, args := range updates {
-		if _, err := tx.ExecContext(ctx, t.Update, args...); err != nil {
 			return err
 		}
 	}

@@ -246,3 +246,29 @@ var dialect = store.Dialect{
 	Text:     func(c string) string { return c },
 	Bytewise: func(e string) string { return e },
 }
+
+// storeTx is a transaction as store.Tx.
+type storeTx struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func txOf(ctx context.Context, tx *sql.Tx) store.Tx { return storeTx{ctx, tx} }
+
+func (t storeTx) Query(q string, args ...any) (store.Rows, error) {
+	rows, err := t.tx.QueryContext(t.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return storeRows{rows}, nil
+}
+
+func (t storeTx) Exec(q string, args ...any) error {
+	_, err := t.tx.ExecContext(t.ctx, q, args...)
+	return err
+}
+
+// storeRows is rows as store.Rows.
+type storeRows struct{ *sql.Rows }
+
+func (r storeRows) Close() { r.Rows.Close() }
