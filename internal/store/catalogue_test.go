@@ -157,3 +157,11 @@ func TestTextRenames(t *testing.T) {
 		t.Errorf("Renames = %v", args)
 	}
 }
+
+func TestErasureScope(t *testing.T) {
+	q := store.ErasureScope(sqliteLike, "SELECT … FROM ledger_records r")
+	want := "SELECT … FROM ledger_records r WHERE r.agent_id <> ?1 AND (COALESCE(c.buyer_id, t.buyer_id, o.buyer_id) = ?1\n\t    OR k.from_agent = ?1\n\t    OR k.to_agent = ?1\n\t    OR instr(k.reason, ?1) > 0\n\t    OR instr(k.actor, ?1) > 0)\n\t  ORDER BY r.agent_id, r.seq"
+	if len(q) != 2 || q[0] != "SELECT … FROM ledger_records r WHERE r.agent_id = ?1 ORDER BY r.seq" || q[1] != want {
+		t.Errorf("ErasureScope:\n%s\nwant\n%s", strings.Join(q, "\n"), want)
+	}
+}

@@ -145,8 +145,6 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 	return nil
 }
 
-const correctionColumns = `id, event_type, event_id, action, from_agent, to_agent, from_status, to_status, reason, appeal_id, actor, created_at, reissued_at`
-
 func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	var c ledger.Correction
 	var typ, action, from, to string
@@ -166,7 +164,7 @@ func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 }
 
 func readCorrection(ctx context.Context, tx pgx.Tx, id string) (ledger.Correction, bool, error) {
-	c, err := scanCorrection(tx.QueryRow(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE id = $1`, id).Scan)
+	c, err := scanCorrection(tx.QueryRow(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE id = $1`, id).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -176,7 +174,7 @@ func readCorrection(ctx context.Context, tx pgx.Tx, id string) (ledger.Correctio
 // Corrections lists an event's corrections, oldest first; see
 // service.LedgerStore.
 func (s *Store) Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE event_type = $1 AND event_id = $2 ORDER BY created_at, id`,
+	rows, err := s.pool.Query(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE event_type = $1 AND event_id = $2 ORDER BY created_at, id`,
 		string(typ), eventID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read corrections: %w", classify(err))

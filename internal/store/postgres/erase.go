@@ -47,15 +47,8 @@ func (s *Store) Erasures(ctx context.Context) ([]ledger.Erasure, error) {
 	return out, nil
 }
 
-// erasureScope is the scope's chain query: the agent's chain, then the
-// records of other chains whose content may name it (filtered exactly in
-// Go, by ledger.ChainRow.NamesAgent).
-var erasureScope = []string{
-	chainSelect + ` WHERE r.agent_id = $1 ORDER BY r.seq`,
-	chainSelect + ` WHERE r.agent_id <> $1 AND (coalesce(c.buyer_id, t.buyer_id, o.buyer_id) = $1
-	    OR k.from_agent = $1 OR k.to_agent = $1 OR strpos(k.reason, $1) > 0 OR strpos(k.actor, $1) > 0)
-	  ORDER BY r.agent_id, r.seq`,
-}
+// erasureScope is store.ErasureScope over this back end's chain walk.
+var erasureScope = store.ErasureScope(dialect, chainSelect)
 
 // Erase implements service.ErasureStore. It locks agents against new row
 // locks first (ingest and corrections lock agents' rows before writing),

@@ -141,8 +141,6 @@ func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.Correction
 	return *c, true, nil
 }
 
-const correctionColumns = `id, event_type, event_id, action, from_agent, to_agent, from_status, to_status, reason, appeal_id, actor, created_at, reissued_at`
-
 func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	var c ledger.Correction
 	var typ, action, from, to string
@@ -163,7 +161,7 @@ func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 }
 
 func readCorrection(ctx context.Context, q queryer, id string) (ledger.Correction, bool, error) {
-	c, err := scanCorrection(q.QueryRowContext(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE id = ?`, id).Scan)
+	c, err := scanCorrection(q.QueryRowContext(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}
@@ -176,7 +174,7 @@ func readCorrection(ctx context.Context, q queryer, id string) (ledger.Correctio
 // Corrections implements service.LedgerStore: every correction of the
 // event, oldest first.
 func (s *Store) Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE event_type = ? AND event_id = ? ORDER BY created_at, id`,
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE event_type = ? AND event_id = ? ORDER BY created_at, id`,
 		string(typ), eventID)
 	if err != nil {
 		return nil, dbErr("read corrections", err)
