@@ -154,12 +154,7 @@ func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	}
 	c.EventType, c.Action, c.FromStatus, c.ToStatus = ledger.Type(typ), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 	c.At, c.ReissuedAt = c.At.UTC(), timeOrZero(reissued)
-	switch c.Action {
-	case ledger.ActionStatus:
-		c.Status = c.ToStatus
-	case ledger.ActionReattribute:
-		c.AgentID = c.ToAgent
-	}
+	c.SetRequested()
 	return c, nil
 }
 

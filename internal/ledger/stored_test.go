@@ -32,3 +32,34 @@ func TestErasureDigestBytes(t *testing.T) {
 		t.Errorf("SetDigests = %x", back.Digests)
 	}
 }
+
+func TestCorrectionSetRequested(t *testing.T) {
+	for _, c := range []Correction{
+		{CorrectionRequest: CorrectionRequest{Action: ActionStatus}, ToStatus: Refunded, ToAgent: "a"},
+		{CorrectionRequest: CorrectionRequest{Action: ActionReattribute}, ToStatus: Verified, ToAgent: "b"},
+		{CorrectionRequest: CorrectionRequest{Action: ActionVoid}, ToStatus: Verified, ToAgent: "a"},
+	} {
+		c.SetRequested()
+		want := CorrectionRequest{Action: c.Action}
+		switch c.Action {
+		case ActionStatus:
+			want.Status = Refunded
+		case ActionReattribute:
+			want.AgentID = "b"
+		}
+		if c.CorrectionRequest != want {
+			t.Errorf("%s: %+v, want %+v", c.Action, c.CorrectionRequest, want)
+		}
+	}
+}
+
+func TestCheckConsent(t *testing.T) {
+	if err := CheckConsent("disclosure-1", "agent:a"); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range [][2]string{{"", "op"}, {"v1", ""}, {"v 1", "op"}} {
+		if err := CheckConsent(bad[0], bad[1]); err == nil {
+			t.Errorf("CheckConsent(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+}

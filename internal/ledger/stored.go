@@ -1,6 +1,6 @@
 package ledger
 
-// What the back ends need to load an erasure's scope and store an erasure,
+// What the back ends need to turn stored rows into ledger values and back,
 // written once.
 
 // Consider adds r, a row of the walk read for the erasure of x, to the
@@ -36,5 +36,18 @@ func (e *Erasure) SetDigests(b []byte) {
 	e.Digests = make([]Hash, len(b)/HashSize)
 	for i := range e.Digests {
 		copy(e.Digests[i][:], b[i*HashSize:])
+	}
+}
+
+// SetRequested fills in the request fields a stored correction implies
+// (its row keeps the state before and after, not the request): the new
+// status of a status correction, the agent a re-attribution moves the
+// event to.
+func (c *Correction) SetRequested() {
+	switch c.Action {
+	case ActionStatus:
+		c.Status = c.ToStatus
+	case ActionReattribute:
+		c.AgentID = c.ToAgent
 	}
 }
