@@ -127,12 +127,8 @@ func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneRe
 
 // pruneChain prunes one agent's chain inside tx.
 func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.Time, rep *ledger.PruneReport) error {
-	st, ok, err := prunePrefix(ctx, tx, agentID, cutoff)
+	st, events, ok, err := loadPrune(ctx, tx, agentID, cutoff)
 	if err != nil || !ok {
-		return err
-	}
-	events, err := loadPruned(ctx, tx, agentID, &st)
-	if err != nil {
 		return err
 	}
 	plan, ok, err := ledger.DecidePrune(agentID, st, at)
@@ -142,15 +138,16 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 	return writePrune(ctx, tx, agentID, &plan, events, rep)
 }
 
-// prunePrefix locks the agent's row, reads the chain's head and anchor
-// and how far its prefix of prunable records goes (ledger.PrunePrefix); ok
-// is false when there is none past the anchor.
-func prunePrefix(ctx context.Context, tx pgx.Tx, agentID string, cutoff time.Time) (st ledger.PruneState, ok bool, err error) {
+// loadPrune locks the agent's row and reads what its chain's prune is
+// decided against: the head and anchor, how far the prefix of prunable
+// records goes (ledger.PrunePrefix) and what that prefix holds
+// (loadPruned); ok is false when there is no prefix past the anchor.
+func loadPrune(ctx context.Context, tx pgx.Tx, agentID string, cutoff time.Time) (st ledger.PruneState, events map[ledger.Type][]string, ok bool, err error) {
 	var head, anchor []byte
 	var anchorSeq *int64
 	if err := tx.QueryRow(ctx, `SELECT a.head_seq, a.head_hash, c.seq, c.hash FROM agents a LEFT JOIN chain_anchors c ON c.agent_id = a.id
 	    WHERE a.id = $1 FOR UPDATE OF a`, agentID).Scan(&st.Head.Seq, &head, &anchorSeq, &anchor); err != nil {
-		return st, false, err
+		return st, nil, false, err
 	}
 	copy(st.Head.Hash[:], head)
 	if anchorSeq != nil {
@@ -159,36 +156,37 @@ func prunePrefix(ctx context.Context, tx pgx.Tx, agentID string, cutoff time.Tim
 	copy(st.Anchor.Hash[:], anchor)
 	var first *int64
 	if err := tx.QueryRow(ctx, pruneFirstKept, agentID, cutoff, st.Anchor.Seq).Scan(&first); err != nil {
-		return st, false, err
+		return st, nil, false, err
 	}
 	st.Through = st.Head.Seq
 	if first != nil {
 		st.Through = *first - 1
 	}
 	if st.Through <= st.Anchor.Seq {
-		return st, false, nil
+		return st, nil, false, nil
 	}
 	rows, err := tx.Query(ctx, `SELECT min(seq), max(seq) FROM ledger_records WHERE agent_id = $1 AND seq > $2 AND event_type <> 'summary'
 	    GROUP BY event_type, event_id HAVING min(seq) <= $3 AND max(seq) > $3`, agentID, st.Anchor.Seq, st.Through)
 	if err != nil {
-		return st, false, err
+		return st, nil, false, err
 	}
 	var (
 		spans []ledger.EventSpan
 		span  ledger.EventSpan
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&span.First, &span.Last}, func() error { spans = append(spans, span); return nil }); err != nil {
-		return st, false, err
+		return st, nil, false, err
 	}
 	if st.Through = ledger.PrunePrefix(st.Through, spans); st.Through <= st.Anchor.Seq {
-		return st, false, nil
+		return st, nil, false, nil
 	}
 	var through []byte
 	if err := tx.QueryRow(ctx, `SELECT hash FROM ledger_records WHERE agent_id = $1 AND seq = $2`, agentID, st.Through).Scan(&through); err != nil {
-		return st, false, err
+		return st, nil, false, err
 	}
 	copy(st.ThroughHash[:], through)
-	return st, true, nil
+	events, err = loadPruned(ctx, tx, agentID, &st)
+	return st, events, err == nil, err
 }
 
 // loadPruned reads what the prefix through st.Through holds: its events'

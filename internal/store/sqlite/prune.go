@@ -140,12 +140,8 @@ func (s *Store) pruneChain(ctx context.Context, agentID string, cutoff, at time.
 		return dbErr("begin prune", err)
 	}
 	defer tx.Rollback()
-	st, ok, err := prunePrefix(ctx, tx, agentID, cutoff)
+	st, events, ok, err := loadPrune(ctx, tx, agentID, cutoff)
 	if err != nil || !ok {
-		return err
-	}
-	events, err := loadPruned(ctx, tx, agentID, &st)
-	if err != nil {
 		return err
 	}
 	plan, ok, err := ledger.DecidePrune(agentID, st, at)
@@ -162,57 +158,59 @@ func (s *Store) pruneChain(ctx context.Context, agentID string, cutoff, at time.
 	return nil
 }
 
-// prunePrefix reads the chain's head and anchor and how far its prefix of
-// prunable records goes (ledger.PrunePrefix); ok is false when there is
-// none past the anchor.
-func prunePrefix(ctx context.Context, tx *sql.Tx, agentID string, cutoff time.Time) (st ledger.PruneState, ok bool, err error) {
+// loadPrune reads what one chain's prune is decided against: its head and
+// anchor, how far its prefix of prunable records goes (ledger.PrunePrefix)
+// and what that prefix holds (loadPruned); ok is false when there is no
+// prefix past the anchor.
+func loadPrune(ctx context.Context, tx *sql.Tx, agentID string, cutoff time.Time) (st ledger.PruneState, events map[ledger.Type][]string, ok bool, err error) {
 	var head, anchor []byte
 	var anchorSeq sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT a.head_seq, a.head_hash, c.seq, c.hash FROM agents a LEFT JOIN chain_anchors c ON c.agent_id = a.id WHERE a.id = ?`,
 		agentID).Scan(&st.Head.Seq, &head, &anchorSeq, &anchor); err != nil {
-		return st, false, dbErr("prune", err)
+		return st, nil, false, dbErr("prune", err)
 	}
 	copy(st.Head.Hash[:], head)
 	st.Anchor.Seq = anchorSeq.Int64
 	copy(st.Anchor.Hash[:], anchor)
 	var first sql.NullInt64
 	if err := tx.QueryRowContext(ctx, pruneFirstKept, agentID, micros(cutoff), st.Anchor.Seq).Scan(&first); err != nil {
-		return st, false, dbErr("prune", err)
+		return st, nil, false, dbErr("prune", err)
 	}
 	st.Through = st.Head.Seq
 	if first.Valid {
 		st.Through = first.Int64 - 1
 	}
 	if st.Through <= st.Anchor.Seq {
-		return st, false, nil
+		return st, nil, false, nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT MIN(seq), MAX(seq) FROM ledger_records WHERE agent_id = ? AND seq > ? AND event_type <> 'summary'
 	    GROUP BY event_type, event_id HAVING MIN(seq) <= ? AND MAX(seq) > ?`, agentID, st.Anchor.Seq, st.Through, st.Through)
 	if err != nil {
-		return st, false, dbErr("prune", err)
+		return st, nil, false, dbErr("prune", err)
 	}
 	var spans []ledger.EventSpan
 	for rows.Next() {
 		var e ledger.EventSpan
 		if err := rows.Scan(&e.First, &e.Last); err != nil {
 			rows.Close()
-			return st, false, dbErr("prune", err)
+			return st, nil, false, dbErr("prune", err)
 		}
 		spans = append(spans, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return st, false, dbErr("prune", err)
+		return st, nil, false, dbErr("prune", err)
 	}
 	if st.Through = ledger.PrunePrefix(st.Through, spans); st.Through <= st.Anchor.Seq {
-		return st, false, nil
+		return st, nil, false, nil
 	}
 	var through []byte
 	if err := tx.QueryRowContext(ctx, `SELECT hash FROM ledger_records WHERE agent_id = ? AND seq = ?`, agentID, st.Through).Scan(&through); err != nil {
-		return st, false, dbErr("prune", err)
+		return st, nil, false, dbErr("prune", err)
 	}
 	copy(st.ThroughHash[:], through)
-	return st, true, nil
+	events, err = loadPruned(ctx, tx, agentID, &st)
+	return st, events, err == nil, err
 }
 
 // loadPruned reads what the prefix through st.Through holds: its events'
