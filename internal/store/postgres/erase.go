@@ -152,7 +152,7 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 	return nil
 }
 
-// erasureSQL is the erasure's generated scope (store.NewErasureSQL).
+// erasureSQL is what the catalogue makes an erasure run (store.NewErasureSQL).
 var erasureSQL = store.NewErasureSQL(dialect)
 
 // writeErasure applies a decided erasure of x: the plan's rows, then the

@@ -131,7 +131,7 @@ func loadScope(ctx context.Context, tx *sql.Tx, x string, sc *ledger.ErasureScop
 	return nil
 }
 
-// erasureSQL is the erasure's generated scope (store.NewErasureSQL).
+// erasureSQL is what the catalogue makes an erasure run (store.NewErasureSQL).
 var erasureSQL = store.NewErasureSQL(dialect)
 
 // writeErasure applies a decided erasure of x: the plan's rows, then the
