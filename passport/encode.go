@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -12,7 +13,7 @@ import (
 // it feeds): appendMessage writes the signed message, the RFC 8785 (JCS)
 // canonical form of the document without issuer.signature. Members are in
 // JCS order (names sorted by UTF-16 code unit; all names here are ASCII, so
-// that is byte order), strings are escaped as JCS escapes them, numbers are
+// that is byte order), strings are written by jcsstr.Append, numbers are
 // in ECMAScript shortest form. encode_test.go checks the bytes against
 // jcs.Transform, the oracle, over fuzzed passports.
 //
@@ -37,9 +38,9 @@ import (
 // not empty.
 func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b = append(b, `{"agent_id":`...)
-	b = appendStringJCS(b, p.AgentID)
+	b = jcsstr.Append(b, p.AgentID)
 	b = append(b, `,"agent_passport_id":`...)
-	b = appendStringJCS(b, p.AgentPassportID)
+	b = jcsstr.Append(b, p.AgentPassportID)
 	b = append(b, `,"dimensions":{"commercial_reliability":`...)
 	b = appendDimension(b, &p.Dimensions.CommercialReliability, LabelAP2)
 	b = append(b, `,"technical_execution":`...)
@@ -57,7 +58,7 @@ func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	}
 	if p.Issuer.Alg != "" {
 		b = append(b, `"alg":`...)
-		b = appendStringJCS(b, p.Issuer.Alg)
+		b = jcsstr.Append(b, p.Issuer.Alg)
 		b = append(b, ',')
 	}
 	b = append(b, `"computed_at":"`...)
@@ -65,10 +66,10 @@ func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 	b = append(b, '"')
 	if p.Issuer.KID != "" {
 		b = append(b, `,"kid":`...)
-		b = appendStringJCS(b, p.Issuer.KID)
+		b = jcsstr.Append(b, p.Issuer.KID)
 	}
 	b = append(b, `,"platform":`...)
-	b = appendStringJCS(b, p.Issuer.Platform)
+	b = jcsstr.Append(b, p.Issuer.Platform)
 	sigAt = len(b)
 	b = append(b, `},"qualification_gaps":[`...)
 	for i, g := range p.QualificationGaps {
@@ -80,7 +81,7 @@ func appendMessage(b []byte, p *Passport) (msg []byte, sigAt int) {
 		b = append(b, `,"required":`...)
 		b = strconv.AppendInt(b, g.Required, 10)
 		b = append(b, `,"requirement":`...)
-		b = appendStringJCS(b, g.Requirement)
+		b = jcsstr.Append(b, g.Requirement)
 		b = append(b, `,"tier":"`...)
 		b = append(b, g.Tier.String()...)
 		b = append(b, `"}`...)
@@ -133,50 +134,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return score.AppendJSONFloat(b, f)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendStringJCS writes s, valid UTF-8, as a JSON string escaped as RFC 8785
-// §3.2.2.2 requires: \" \\ \b \f \n \r \t, \u00xx (lowercase) for the other
-// control characters, everything else as is.
-func appendStringJCS(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendEscapedJCS(b, s)
-	return append(b, '"')
-}
-
-// appendEscapedJCS writes the content of appendStringJCS, without the quotes.
-func appendEscapedJCS(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		b = appendEscape(b, c)
-		start = i + 1
-	}
-	return append(b, s[start:]...)
-}
-
-// appendEscape writes the JSON escape of c, a control character, quote or
-// backslash, in the form both JCS and encoding/json use.
-func appendEscape(b []byte, c byte) []byte {
-	switch c {
-	case '"', '\\':
-		return append(b, '\\', c)
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
-	}
-	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }

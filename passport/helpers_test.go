@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
 
 	"github.com/swarmscore/swarmscore/score"
@@ -78,15 +77,6 @@ func testKey(t testing.TB) Key {
 		t.Fatal(err)
 	}
 	return k
-}
-
-// fixUUID makes New issue testUUID until the test ends. Tests that use it
-// must not run in parallel.
-func fixUUID(t testing.TB) {
-	t.Helper()
-	old := newUUID
-	newUUID = func() (uuid.UUID, error) { return uuid.MustParse(testUUID), nil }
-	t.Cleanup(func() { newUUID = old })
 }
 
 func newPassport(t testing.TB, c score.Counts) *Passport {

@@ -465,6 +465,8 @@ func decodeSignature[S string | []byte](s S, raw *[64]byte) (n int, ok bool) {
 	return n, true
 }
 
+const hexDigits = "0123456789abcdef"
+
 // lowerHexValue is the value of each lowercase hex digit, and 0xff for any
 // other byte.
 var lowerHexValue = func() (t [256]byte) {

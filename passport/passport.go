@@ -16,15 +16,29 @@
 // (and reported as a warning), and no information is lost between what was
 // signed and what is checked.
 //
-// The package imports nothing internal to the module but score; every error it
-// returns matches ErrInvalid except a failure of the system's random source.
+// A passport naming a key (issuer.kid) is verified with that key only, which
+// must have the algorithm issuer.alg names and be accepted (KeyAccepted): a
+// signature by a retired or revoked key is CodeKeyRetired or CodeKeyRevoked,
+// not tampering. A passport naming no key is tried against every accepted
+// key of its signature's algorithm (so keys can be rotated by verifying with
+// old and new for a while), then against the others, to tell a retired
+// key's passport from a forgery. Ed25519 keys are never used as HMAC
+// secrets. The score block, dimension contributions, rates, volume factors
+// and escrow modifier must be exactly what the formula gives for the
+// document's own counts; what §6.1 leaves open (an agent_id, the contents of
+// qualification_gaps) is checked too, but only warned about.
+//
+// Of this module the package imports only score and two leaves that import
+// nothing of it: internal/jcsstr (the JCS string escaper) and
+// internal/errkind (which gives ErrInvalid its kind for the server's
+// edges). Every error it returns matches ErrInvalid except a failure of the
+// system's random source.
 package passport
 
 import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 	"unicode"
@@ -32,6 +46,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -61,11 +76,7 @@ const (
 // ErrInvalid is matched (with errors.Is) by every error this package returns
 // for bad input: a short key, an invalid agent ID or platform, an
 // inconsistent score result, or a malformed document.
-var ErrInvalid = errors.New("invalid passport")
-
-// newUUID is the source of agent_passport_id; tests replace it to make
-// documents reproducible.
-var newUUID = uuid.NewRandom
+var ErrInvalid = errkind.Sentinel(errkind.ErrInvalid, "invalid passport")
 
 // Passport is the Execution Passport of §6.1 plus the top-level agent_id that
 // binds it to an agent (an extension: the spec's document names no agent).
@@ -77,7 +88,11 @@ var newUUID = uuid.NewRandom
 // which Verify checks.
 type Passport struct {
 	SwarmScoreVersion string `json:"swarmscore_version"`
-	AgentPassportID   string `json:"agent_passport_id"`
+	// AgentPassportID is a hyphenated version 4 UUID: a random one from
+	// New, which a caller may replace with its own (a reproducible test
+	// document, an id allocated elsewhere) before Sign, which refuses any
+	// other form.
+	AgentPassportID string `json:"agent_passport_id"`
 	// AgentID is empty when the document has no agent_id (§6.1 has none:
 	// CodeAgentIDMissing).
 	AgentID           string         `json:"agent_id,omitempty"`
@@ -206,7 +221,7 @@ func NewWith(f score.Formula, agentID, platform string, r score.Result, computed
 	if computedAt.Year() < 1 || expiresAt.Year() > 9999 {
 		return nil, fmt.Errorf("%w: computed_at %s is outside the years RFC 3339 can carry", ErrInvalid, computedAt.Format(time.RFC3339))
 	}
-	id, err := newUUID()
+	id, err := uuid.NewRandom()
 	if err != nil {
 		return nil, fmt.Errorf("passport: generating agent_passport_id: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -232,9 +234,9 @@ func TestSignRefuses(t *testing.T) {
 // -update to regenerate after an intended change to the wire format; the
 // signature is also checked against an HMAC computed here independently.
 func TestGolden(t *testing.T) {
-	fixUUID(t)
 	key := testKey(t)
 	p := newPassport(t, testExample)
+	p.AgentPassportID = testUUID
 	doc, err := p.Sign(key)
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +281,48 @@ func TestGolden(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from the golden file:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
+
+// TestErrorKind: the edges classify the package's errors, Problem
+// included, as errkind.Invalid; ErrInvalid keeps its message.
+func TestErrorKind(t *testing.T) {
+	_, short := NewKey([]byte("short"))
+	_, unreadable := Parse([]byte("{"))
+	_, agent := New("bad agent", "swarmsync.ai", score.Result{}, testComputedAt)
+	for _, err := range []error{ErrInvalid, short, unreadable, agent, Problem{CodeMissingField, "no score"}, fmt.Errorf("issue: %w", agent)} {
+		if !errors.Is(err, ErrInvalid) || !errors.Is(err, errkind.ErrInvalid) || errkind.Of(err) != errkind.Invalid {
+			t.Errorf("%v: of kind %v", err, errkind.Of(err))
+		}
+	}
+	if ErrInvalid.Error() != "invalid passport" || !strings.HasPrefix(agent.Error(), "invalid passport: ") {
+		t.Errorf("messages changed: %q, %q", ErrInvalid, agent)
+	}
+	if _, counts := score.Compute(score.Counts{ConduitTotal: -1}); errors.Is(counts, ErrInvalid) || errors.Is(short, score.ErrInvalid) {
+		t.Error("a score error matches passport.ErrInvalid, or the reverse")
+	}
+}
+
+// TestPassportID: New draws a fresh version 4 UUID each time; a caller may
+// set its own before signing, which Sign checks.
+func TestPassportID(t *testing.T) {
+	a, b := newPassport(t, testExample), newPassport(t, testExample)
+	if u, err := uuid.Parse(a.AgentPassportID); err != nil || u.Version() != 4 || u.String() != a.AgentPassportID || a.AgentPassportID == b.AgentPassportID {
+		t.Fatalf("ids %q, %q: %v", a.AgentPassportID, b.AgentPassportID, err)
+	}
+	a.AgentPassportID = testUUID
+	doc, err := a.Sign(testKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Verify(doc, []Key{testKey(t)}, testComputedAt); !v.Valid || v.Passport.AgentPassportID != testUUID {
+		t.Fatalf("caller's id: %+v", v)
+	}
+	for _, id := range []string{"6ba7b810-9dad-11d1-80b4-00c04fd430c8", strings.ReplaceAll(testUUID, "-", "")} { // version 1; not hyphenated
+		b.AgentPassportID = id
+		if _, err := b.Sign(testKey(t)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Sign with id %q: %v", id, err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -118,7 +119,7 @@ type Problem struct {
 func (p Problem) Error() string { return p.Code + ": " + p.Message }
 
 // Is makes errors.Is(p, ErrInvalid) true.
-func (p Problem) Is(target error) bool { return target == ErrInvalid }
+func (p Problem) Is(target error) bool { return errors.Is(ErrInvalid, target) }
 
 // Verification is the outcome of Verify, shaped as the §7.3 response plus
 // what each check found and the lists of errors and warnings. Valid is
@@ -136,8 +137,14 @@ func (p Problem) Is(target error) bool { return target == ErrInvalid }
 // malformed, names a key this verifier does not have, or was signed by a
 // retired or revoked key is invalid but not "tampered".
 type Verification struct {
-	Valid             bool       `json:"valid"`
-	SignatureValid    bool       `json:"signature_valid"`
+	Valid bool `json:"valid"`
+	// SignatureValid: a key of the keyring that is accepted signed the
+	// RFC 8785 form of the document as received, without issuer.signature.
+	SignatureValid bool `json:"signature_valid"`
+	// ScoreValid: the document is a well-formed passport of supported
+	// versions whose score block, dimensions and escrow modifier are what
+	// its formula gives for its own counts, and whose expires_at is
+	// computed_at + Validity.
 	ScoreValid        bool       `json:"score_valid"`
 	ExpiresAt         *time.Time `json:"expires_at"`
 	DetectedTampering bool       `json:"detected_tampering"`
@@ -173,30 +180,14 @@ func (v *Verification) Warn(code, message string) {
 	v.Warnings = append(v.Warnings, Problem{code, message})
 }
 
-// Verify checks doc, a passport as received, at instant at, against a keyring.
-// It never panics and never fails: every problem, including unreadable
-// input, is in the result.
-//
-// A passport naming a key (issuer.kid) is checked with that key only, which
-// must have the algorithm issuer.alg names, and must be accepted
-// (KeyAccepted): a signature by a retired or revoked key is CodeKeyRetired or
-// CodeKeyRevoked, not tampering. A passport naming no key is tried against
-// every accepted key of its signature's algorithm (so keys can be rotated by
-// verifying with old and new key for a while), then against the others, to
-// tell a retired key's passport from a forgery. Ed25519 keys are never used
-// as HMAC secrets.
-//
-// The signed message is the RFC 8785 canonical form of doc with the member
-// issuer.signature removed, computed from the bytes received, so members this
-// version does not know are covered (and listed as CodeUnknownField warnings).
-// ScoreValid is true when the document is a well-formed passport whose score
-// block, dimension contributions, rates, volume factors and escrow modifier
-// are exactly what score.Compute gives for its own counts, with supported
-// versions and expires_at = computed_at + 7 days. Verify accepts formula
-// version "1.0" (score.V1) only; Acceptance.Verify accepts others, each in
-// its window. What §6.1 leaves open (an agent_id, the contents of
-// qualification_gaps) is checked too, but only warned about. It is not valid at or after expires_at, nor when computed_at
-// is more than MaxClockSkew after at.
+// Verify checks doc, a passport as received, against keys at instant at,
+// accepting formula version "1.0" (score.V1) only; Acceptance.Verify accepts
+// others. It never panics and never fails: every problem, unreadable input
+// included, is in the result, as a Code* in Errors or Warnings. The result
+// is Valid when an accepted key of keys signed the document's canonical
+// form, its score block is what its own counts give, and
+// computed_at − MaxClockSkew ≤ at < expires_at. The package doc says how
+// the key is chosen and what is checked.
 func Verify(doc []byte, keys []Key, at time.Time) *Verification {
 	if v := verifyFast(doc, keys, at, Acceptance{}); v != nil {
 		return v

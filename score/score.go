@@ -9,14 +9,17 @@
 // integers. Rates and volume factors are exposed both as exact fractions and,
 // for wire formats that need them, as the nearest float64.
 //
-// The package is pure: it imports nothing but the standard library and does
-// no I/O, so any Go program can embed it.
+// The package is pure: it does no I/O, and imports nothing but the standard
+// library and internal/errkind (itself a leaf on the standard library, which
+// gives ErrInvalid its kind), so any Go program can embed it.
 package score
 
 import (
 	"errors"
 	"fmt"
 	"math/bits"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
 )
 
 // FormulaVersion is the formula_version of V1, the formula this package
@@ -50,7 +53,7 @@ const (
 
 // ErrInvalid is matched (with errors.Is) by every error this package returns:
 // all of them mean the caller passed an impossible input.
-var ErrInvalid = errors.New("invalid input")
+var ErrInvalid = errkind.Sentinel(errkind.ErrInvalid, "invalid input")
 
 // InputError reports which input was rejected and why. It matches ErrInvalid.
 type InputError struct {
@@ -64,7 +67,7 @@ func (e *InputError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrInvalid) true for every InputError.
-func (e *InputError) Is(target error) bool { return target == ErrInvalid }
+func (e *InputError) Is(target error) bool { return errors.Is(ErrInvalid, target) }
 
 // Counts are the four 90-day metrics of §3.1.
 type Counts struct {

@@ -2,10 +2,13 @@ package score
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/swarmscore/swarmscore/internal/errkind"
 )
 
 // oracle applies §3 literally in exact rational arithmetic: rate, volume
@@ -393,4 +396,20 @@ func FuzzCompute(f *testing.F) {
 			t.Fatalf("out of range: %+v", r)
 		}
 	})
+}
+
+// TestErrorKind: the edges classify every error of the package as
+// errkind.Invalid, InputError included, and ErrInvalid keeps its message.
+func TestErrorKind(t *testing.T) {
+	_, counts := Compute(Counts{ConduitTotal: 1, ConduitSuccess: 2})
+	_, tier := ParseTier("GOLD")
+	_, modifier := ParseModifier("2")
+	for _, err := range []error{ErrInvalid, counts, tier, modifier, fmt.Errorf("request: %w", counts)} {
+		if !errors.Is(err, ErrInvalid) || !errors.Is(err, errkind.ErrInvalid) || errkind.Of(err) != errkind.Invalid {
+			t.Errorf("%v: of kind %v", err, errkind.Of(err))
+		}
+	}
+	if ErrInvalid.Error() != "invalid input" || counts.Error() != "conduit_success = 2: exceeds conduit_total (1)" {
+		t.Errorf("messages changed: %q, %q", ErrInvalid, counts)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
@@ -96,7 +97,7 @@ func (c Content) appendCanonical(dst []byte) []byte {
 		case c[i].IsRows:
 			dst = ledger.AppendSummaryRows(dst, c[i].Rows)
 		default:
-			dst = appendJCSString(dst, c[i].Str.S)
+			dst = jcsstr.Append(dst, c[i].Str.S)
 		}
 	}
 	return append(dst, '}')
@@ -167,33 +168,6 @@ func (c Content) Canonical() ([]byte, bool) {
 		return nil, false
 	}
 	return c.appendCanonical(nil), true
-}
-
-// appendJCSString appends s as an RFC 8785 string.
-func appendJCSString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\b':
-			dst = append(dst, '\\', 'b')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\f':
-			dst = append(dst, '\\', 'f')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 // placeholder stands for a withheld string while a record's structure is

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
@@ -32,7 +33,7 @@ import (
 //	…]}]}
 func (b *Bundle) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"type":"`+Type+`",`+"\n"+`"agent_id":`...)
-	dst = appendJCSString(dst, b.AgentID)
+	dst = jcsstr.Append(dst, b.AgentID)
 	dst = append(dst, ",\n"+`"as_of":`...)
 	dst = appendTime(dst, b.AsOf)
 	dst = append(dst, ",\n"+`"window":{"start":`...)
@@ -58,7 +59,7 @@ func (b *Bundle) AppendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJCSString(dst, string(c))
+		dst = jcsstr.Append(dst, string(c))
 	}
 	dst = append(dst, "],\n"+`"passport":`...)
 	dst = appendRaw(dst, b.Passport)
@@ -90,7 +91,7 @@ func (b *Bundle) AppendJSON(dst []byte) []byte {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, "\n"+`{"erasure":`...)
-			dst = appendJCSString(dst, b.Sealings[i].ID)
+			dst = jcsstr.Append(dst, b.Sealings[i].ID)
 			dst = append(dst, `,"digests":[`...)
 			for k, d := range b.Sealings[i].Digests {
 				if k > 0 {
@@ -127,21 +128,21 @@ func appendHash(dst []byte, h ledger.Hash) []byte {
 func (v Value) appendJSON(dst []byte) []byte {
 	if v.Withheld {
 		dst = append(dst, `{"withheld":`...)
-		dst = appendJCSString(dst, v.S)
+		dst = jcsstr.Append(dst, v.S)
 		return append(dst, '}')
 	}
-	return appendJCSString(dst, v.S)
+	return jcsstr.Append(dst, v.S)
 }
 
 func (e *Event) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"type":`...)
-	dst = appendJCSString(dst, string(e.Type))
+	dst = jcsstr.Append(dst, string(e.Type))
 	dst = append(dst, `,"id":`...)
-	dst = appendJCSString(dst, e.ID)
+	dst = jcsstr.Append(dst, e.ID)
 	dst = append(dst, `,"outcome":`...)
-	dst = appendJCSString(dst, string(e.Outcome))
+	dst = jcsstr.Append(dst, string(e.Outcome))
 	dst = append(dst, `,"status":`...)
-	dst = appendJCSString(dst, string(e.Status))
+	dst = jcsstr.Append(dst, string(e.Status))
 	if !e.EndedAt.IsZero() {
 		dst = append(dst, `,"ended_at":`...)
 		dst = appendTime(dst, e.EndedAt)
@@ -151,7 +152,7 @@ func (e *Event) appendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJCSString(dst, c)
+		dst = jcsstr.Append(dst, c)
 	}
 	dst = append(dst, ']')
 	if !e.MovedFrom.IsZero() {
@@ -201,7 +202,7 @@ func (c *Chain) appendJSON(dst []byte) []byte {
 		dst = c.Records[i].Content.appendJSON(dst)
 		if by := c.Records[i].SealedBy; by != "" {
 			dst = append(dst, `,"sealed_by":`...)
-			dst = appendJCSString(dst, by)
+			dst = jcsstr.Append(dst, by)
 		}
 		dst = append(dst, '}')
 	}

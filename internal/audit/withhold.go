@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 )
 
 // A withheld value is replaced by a salted commitment,
@@ -225,7 +226,7 @@ func (o Openings) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `","salt":"`...)
 		dst = hex.AppendEncode(dst, op.Salt[:])
 		dst = append(dst, `","value":`...)
-		dst = appendJCSString(dst, op.Value)
+		dst = jcsstr.Append(dst, op.Value)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}\n"...)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
@@ -223,20 +224,20 @@ func (c Checkpoint) MarshalJSON() ([]byte, error) {
 // appendCanonical writes the members in RFC 8785 order, which for these
 // ASCII names is byte order: agents, checkpoint, environment, issuer (alg,
 // kid, platform, signature), root, time, type. Integers are at most 2^53−1,
-// whose JCS form is their decimal digits; strings take appendString.
+// whose JCS form is their decimal digits; strings take jcsstr.Append.
 func (c *Checkpoint) appendCanonical(dst []byte, withSignature bool) []byte {
 	dst = append(dst, `{"agents":`...)
 	dst = strconv.AppendInt(dst, c.Agents, 10)
 	dst = append(dst, `,"checkpoint":`...)
 	dst = strconv.AppendInt(dst, c.Number, 10)
 	dst = append(dst, `,"environment":`...)
-	dst = appendString(dst, c.Environment)
+	dst = jcsstr.Append(dst, c.Environment)
 	dst = append(dst, `,"issuer":{"alg":`...)
-	dst = appendString(dst, c.Issuer.Alg)
+	dst = jcsstr.Append(dst, c.Issuer.Alg)
 	dst = append(dst, `,"kid":`...)
-	dst = appendString(dst, c.Issuer.KeyID)
+	dst = jcsstr.Append(dst, c.Issuer.KeyID)
 	dst = append(dst, `,"platform":`...)
-	dst = appendString(dst, c.Issuer.Platform)
+	dst = jcsstr.Append(dst, c.Issuer.Platform)
 	if withSignature {
 		// Neither hex nor base64url has a character JSON escapes.
 		dst = append(dst, `,"signature":"`...)
@@ -249,42 +250,6 @@ func (c *Checkpoint) appendCanonical(dst []byte, withSignature bool) []byte {
 	dst = c.Time.UTC().AppendFormat(dst, TimeLayout)
 	dst = append(dst, `","type":"`+Type+`"}`...)
 	return dst
-}
-
-// appendString appends s as an RFC 8785 string (§3.2.2.2): quote and
-// backslash escaped with a backslash, U+0000 to U+001F as \b \t \n \f \r or
-// \u00xx (lowercase hex), every other character as its UTF-8 bytes. s must
-// be valid UTF-8, which validate ensures.
-func appendString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // Sign sets the issuer's key id and algorithm to the signer's and signs the

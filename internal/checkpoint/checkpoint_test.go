@@ -379,31 +379,6 @@ func TestLargestDocument(t *testing.T) {
 	}
 }
 
-func TestAppendStringMatchesJCS(t *testing.T) {
-	var all strings.Builder
-	for c := rune(0); c < 0x80; c++ {
-		all.WriteRune(c)
-	}
-	for _, s := range []string{"", all.String(), "\x00\x1f\b\t\n\f\r", "é\u2028😀\ufeff"} {
-		checkAppendString(t, s)
-	}
-}
-
-func checkAppendString(t *testing.T, s string) {
-	t.Helper()
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := jcs.Transform(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := appendString(nil, s); !bytes.Equal(got, want) {
-		t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
-	}
-}
-
 func TestKeysDoNotPrintSecrets(t *testing.T) {
 	hs := testHMAC(t)
 	ed := testEd25519(t)

@@ -136,19 +136,18 @@ func exitStatus(err error) int {
 	if !errors.As(err, &run) || errors.As(err, &usage) {
 		return ExitUsage
 	}
-	switch errkind.Of(err) {
-	case errkind.Invalid:
-		return ExitUsage
-	case errkind.NotFound:
-		return ExitNotFound
-	case errkind.Unavailable:
-		return ExitUnavailable
-	case errkind.Conflict:
-		return ExitConflict
-	case errkind.Unauthorized, errkind.Forbidden:
-		return ExitDenied
-	}
-	return ExitFailure
+	return kindExit[errkind.Of(err)]
+}
+
+// kindExit is the exit status of a command's own error of each kind.
+var kindExit = [...]int{
+	errkind.Unknown:      ExitFailure,
+	errkind.Invalid:      ExitUsage,
+	errkind.NotFound:     ExitNotFound,
+	errkind.Unavailable:  ExitUnavailable,
+	errkind.Conflict:     ExitConflict,
+	errkind.Unauthorized: ExitDenied,
+	errkind.Forbidden:    ExitDenied,
 }
 
 // reportFrom prints err for the command cmd that failed and returns the exit

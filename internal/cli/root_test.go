@@ -228,6 +228,14 @@ func TestExitStatus(t *testing.T) {
 	if invalidf("x %d", 1).Error() != "x 1" {
 		t.Error("invalidf must not prefix the sentinel's name")
 	}
+	if len(kindExit) != len(errkind.Kinds()) {
+		t.Errorf("kindExit has %d rows for %d kinds", len(kindExit), len(errkind.Kinds()))
+	}
+	for _, k := range errkind.Kinds() {
+		if kindExit[k] == ExitOK {
+			t.Errorf("kind %v exits 0", k)
+		}
+	}
 }
 
 func TestOneLine(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // lockSQLite's second writer
 
 	"github.com/swarmscore/swarmscore/client"
@@ -37,29 +40,35 @@ var serverEnv = []string{"SWARMSCORE_ADMIN_TOKEN=" + adminToken, "SWARMSCORE_SIG
 type call struct {
 	name, method, path, body string
 	operator                 bool
+	page                     bool // HTML, not the API
 }
 
 // dbRoutes are every route that reaches the database: the public ones for
 // agent (fresh: never asked for, so nothing about it is in memory), a
-// verification of cert, and the operator ones, which look up their token.
+// verification of cert, the operator ones, which look up their token, and
+// two pages.
 func dbRoutes(agent string, cert []byte) []call {
 	return []call{
-		{"certificate", "GET", "/swarmscore/" + agent + "/certificate", "", false},
-		{"score", "GET", "/swarmscore/" + agent, "", false},
-		{"verify", "POST", "/swarmscore/verify", string(cert), false},
-		{"events", "POST", "/swarmscore/events", `[]`, true},
-		{"escrow", "POST", "/swarmscore/" + agent + "/escrow", `{"amount_cents":100}`, true},
-		{"agents", "GET", "/swarmscore/agents", "", true},
-		{"readyz", "GET", "/readyz", "", false},
+		{name: "certificate", method: "GET", path: "/swarmscore/" + agent + "/certificate"},
+		{name: "score", method: "GET", path: "/swarmscore/" + agent},
+		{name: "verify", method: "POST", path: "/swarmscore/verify", body: string(cert)},
+		{name: "events", method: "POST", path: "/swarmscore/events", body: `[]`, operator: true},
+		{name: "escrow", method: "POST", path: "/swarmscore/" + agent + "/escrow", body: `{"amount_cents":100}`, operator: true},
+		{name: "agents", method: "GET", path: "/swarmscore/agents", operator: true},
+		{name: "readyz", method: "GET", path: "/readyz"},
+		{name: "leaderboard page", method: "GET", path: "/", page: true},
+		{name: "agent page", method: "GET", path: "/agents/" + agent, page: true},
 	}
 }
 
 type answer struct {
-	status     int
-	retryAfter string
-	problem    string
-	took       time.Duration
-	err        error
+	status      int
+	retryAfter  string
+	problem     string
+	contentType string
+	page        bool
+	took        time.Duration
+	err         error
 }
 
 var plain = &http.Client{Timeout: 30 * time.Second}
@@ -79,7 +88,8 @@ func (s *server) send(c call) answer {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	a := answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), took: time.Since(start)}
+	a := answer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), took: time.Since(start),
+		contentType: resp.Header.Get("Content-Type"), page: c.page}
 	var p client.Problem
 	if json.Unmarshal(body, &p) == nil {
 		a.problem = p.Type
@@ -87,13 +97,15 @@ func (s *server) send(c call) answer {
 	return a
 }
 
-// unavailable checks that a is a 503 problem with Retry-After within
-// bound.
+// unavailable checks that a is a 503 with Retry-After within bound: a
+// problem, or a page for a page.
 func unavailable(a answer, bound time.Duration) error {
 	switch {
 	case a.err != nil:
 		return a.err
-	case a.status != 503 || a.problem != client.ProblemUnavailable:
+	case a.page && (a.status != 503 || !strings.HasPrefix(a.contentType, "text/html")):
+		return fmt.Errorf("%d %s, want a 503 page", a.status, a.contentType)
+	case !a.page && (a.status != 503 || a.problem != client.ProblemUnavailable):
 		return fmt.Errorf("%d %s, want 503 unavailable", a.status, a.problem)
 	case a.retryAfter == "":
 		return fmt.Errorf("503 without Retry-After")
@@ -131,13 +143,16 @@ func (s *server) settle(t *testing.T, want int, within time.Duration) int {
 }
 
 // waitReady polls /readyz until it answers 200 and returns how long that
-// took.
-func (s *server) waitReady(t *testing.T, within time.Duration) time.Duration {
+// took and how many 503s it got meanwhile.
+func (s *server) waitReady(t *testing.T, within time.Duration) (time.Duration, int) {
 	t.Helper()
 	start := time.Now()
-	for {
-		if a := s.send(call{method: "GET", path: "/readyz"}); a.status == 200 {
-			return time.Since(start)
+	for n := 0; ; {
+		switch a := s.send(call{method: "GET", path: "/readyz"}); a.status {
+		case 200:
+			return time.Since(start), n
+		case 503:
+			n++
 		}
 		if time.Since(start) > within {
 			t.Fatalf("not ready %s after the database came back:\n%s", within, s.logs)
@@ -151,10 +166,65 @@ func (s *server) lines(msg string) int {
 	return strings.Count(s.logs.String(), `"msg":"`+msg+`"`)
 }
 
+// unavailableResponses reads swarmscore_db_unavailable_responses_total by
+// reason, and their sum, from the server's /metrics.
+func (s *server) unavailableResponses(t *testing.T) (map[string]int, int) {
+	t.Helper()
+	m, err := s.client("").Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, total := map[string]int{}, 0
+	for _, v := range regexp.MustCompile(`(?m)^swarmscore_db_unavailable_responses_total\{reason="(\w+)"\} (\d+)$`).FindAllStringSubmatch(m, -1) {
+		n, _ := strconv.Atoi(v[2])
+		by[v[1]] = n
+		total += n
+	}
+	if len(by) != 3 {
+		t.Fatalf("swarmscore_db_unavailable_responses_total: %v", by)
+	}
+	return by, total
+}
+
+// outageEnd is the line that ends an outage.
+type outageEnd struct {
+	OutageMS int64          `json:"outage_ms"`
+	Total    int            `json:"unavailable_responses"`
+	ByReason map[string]int `json:"unavailable_by_reason"`
+}
+
+// checkUnavailable waits for the one line that ends the outage and checks
+// that it and swarmscore_db_unavailable_responses_total both count the
+// seen 503s the clients got, with the same reasons. It returns the line.
+func (s *server) checkUnavailable(t *testing.T, seen int) outageEnd {
+	t.Helper()
+	// The line comes once no 503 has been answered for Retry-After and
+	// --db-timeout.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(s.logs.String(), `"msg":"database available again"`); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the end of the outage was not logged:\n%s", s.logs)
+		}
+	}
+	var end outageEnd
+	for _, l := range strings.Split(s.logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"database available again"`) {
+			if err := json.Unmarshal([]byte(l), &end); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	by, total := s.unavailableResponses(t)
+	if end.Total != seen || total != seen || !maps.Equal(end.ByReason, by) || end.OutageMS <= 0 {
+		t.Errorf("the clients got %d 503s; the outage's last line says %+v; the metric %d, %v", seen, end, total, by)
+	}
+	return end
+}
+
 // TestOutagePostgres: while PostgreSQL refuses connections (SQLSTATE
 // 55000, and 57P01 for the sessions it ends), every route that needs it
 // answers 503 with Retry-After, at once; the outage and the recovery are
-// logged once each; recovery needs no restart.
+// logged once each, the recovery and swarmscore_db_unavailable_responses_total
+// with every 503 the clients got; recovery needs no restart.
 func TestOutagePostgres(t *testing.T) {
 	t.Parallel() // mostly waiting on timeouts
 	ctx := context.Background()
@@ -174,11 +244,15 @@ func TestOutagePostgres(t *testing.T) {
 	admin.Terminate("swarmscore")
 
 	var worst time.Duration
+	seen := 0
 	for round := range 3 {
 		for _, c := range dbRoutes("agent-p", cert.Raw) {
 			a := s.send(c)
 			if err := unavailable(a, 2*time.Second); err != nil {
 				t.Errorf("round %d, %s during the outage: %v", round, c.name, err)
+			}
+			if a.status == 503 {
+				seen++
 			}
 			worst = max(worst, a.took)
 		}
@@ -191,20 +265,23 @@ func TestOutagePostgres(t *testing.T) {
 	}
 
 	admin.AllowConnections(true)
-	recovery := s.waitReady(t, 10*time.Second)
+	recovery, polls := s.waitReady(t, 10*time.Second)
+	seen += polls
+	end := s.checkUnavailable(t, seen)
+	if end.ByReason["refused"] != seen {
+		t.Errorf("refused connections counted as %v", end.ByReason)
+	}
 	for _, c := range dbRoutes("agent-p", cert.Raw) {
 		if a := s.send(c); a.status != 200 {
 			t.Errorf("%s after the outage: %d %s", c.name, a.status, a.problem)
 		}
 	}
-	if !s.logged(`"msg":"database available again"`) {
-		t.Fatalf("the recovery was not logged:\n%s", s.logs)
-	}
 	if n, m := s.lines("database unavailable: answering 503 until it recovers"), s.lines("database available again"); n != 1 || m != 1 {
 		t.Errorf("the outage was logged %d times and its end %d times, want once each", n, m)
 	}
-	t.Logf("outage (refused connections): %d routes × 3 answered 503 with Retry-After, slowest in %s; ready again %s after connections were allowed",
-		len(dbRoutes("", nil)), worst.Round(time.Millisecond), recovery.Round(time.Millisecond))
+	t.Logf("outage (refused connections): %d routes × 3 answered 503 with Retry-After, slowest in %s; ready again %s after connections were allowed; "+
+		"503s seen %d, in the last line and the metric %d (%v), outage %d ms",
+		len(dbRoutes("", nil)), worst.Round(time.Millisecond), recovery.Round(time.Millisecond), seen, end.Total, end.ByReason, end.OutageMS)
 	s.stop()
 }
 
@@ -228,11 +305,16 @@ func TestOutageSQLiteLocked(t *testing.T) {
 	body, _ := json.Marshal(more)
 	var worst time.Duration
 	for range 3 {
-		a := s.send(call{"events", "POST", "/swarmscore/events", string(body), true})
+		a := s.send(call{name: "events", method: "POST", path: "/swarmscore/events", body: string(body), operator: true})
 		if err := unavailable(a, 2500*time.Millisecond); err != nil {
 			t.Fatalf("ingest into a locked database: %v\n%s", err, s.logs)
 		}
 		worst = max(worst, a.took)
+	}
+	// The database answers its probe (reads go on), but the writes have
+	// gone on failing for more than a probe interval: an outage.
+	if !s.logged(`"msg":"database unavailable: answering 503 until it recovers"`, `it answers a probe`) {
+		t.Errorf("the lock was not logged as an outage:\n%s", s.logs)
 	}
 	if sc, err := s.client("").Score(ctx, "agent-l"); err != nil || sc.Score != 760 {
 		t.Fatalf("reading while another process writes: %+v %v", sc, err)
@@ -241,16 +323,20 @@ func TestOutageSQLiteLocked(t *testing.T) {
 	if res, err := op.IngestEvents(ctx, more); err != nil || res.Accepted != 1 {
 		t.Fatalf("ingest after the lock went: %+v %v", res, err)
 	}
-	t.Logf("SQLite locked by another writer: ingest answered 503 with Retry-After, slowest in %s (--db-timeout 1s); reads served; ingest accepted once the lock went",
-		worst.Round(time.Millisecond))
+	end := s.checkUnavailable(t, 3)
+	t.Logf("SQLite locked by another writer: ingest answered 503 with Retry-After, slowest in %s (--db-timeout 1s); reads served; ingest accepted once the lock went; 503s %v",
+		worst.Round(time.Millisecond), end.ByReason)
 	s.stop()
 }
 
 // TestPartition: a TCP relay between the server and PostgreSQL stops
 // forwarding (packets dropped: nothing is refused, nothing arrives). Every
 // route that needs the database answers 503 within --db-timeout, however
-// many requests arrive; the goroutines stay bounded and return to their
-// baseline after the network heals, and the server recovers by itself.
+// many requests arrive (past --db-max-requests, at once); the goroutines
+// stay bounded and return to their baseline after the network heals, and
+// the server recovers by itself. The partition's last log line and
+// swarmscore_db_unavailable_responses_total count every 503 the clients
+// got, timeouts and refusals for want of a slot.
 func TestPartition(t *testing.T) {
 	t.Parallel() // mostly waiting on timeouts
 	ctx := context.Background()
@@ -277,7 +363,7 @@ func TestPartition(t *testing.T) {
 	var worst time.Duration
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	peak := 0
+	peak, seen := 0, 0
 	const clients = 8
 	for i := range clients * len(routes) {
 		wg.Add(1)
@@ -290,6 +376,9 @@ func TestPartition(t *testing.T) {
 			worst = max(worst, a.took)
 			if err := unavailable(a, timeout+1500*time.Millisecond); err != nil {
 				t.Errorf("%s during the partition: %v", c.name, err)
+			}
+			if a.status == 503 {
+				seen++
 			}
 		}()
 	}
@@ -309,6 +398,9 @@ func TestPartition(t *testing.T) {
 			if err := unavailable(a, timeout+1500*time.Millisecond); err != nil {
 				t.Errorf("%s, second wave: %v", c.name, err)
 			}
+			if a.status == 503 {
+				seen++
+			}
 			worst = max(worst, a.took)
 		}()
 	}
@@ -316,7 +408,12 @@ func TestPartition(t *testing.T) {
 	during := s.goroutines(t)
 
 	r.heal()
-	recovery := s.waitReady(t, 15*time.Second)
+	recovery, polls := s.waitReady(t, 15*time.Second)
+	seen += polls
+	end := s.checkUnavailable(t, seen)
+	if end.ByReason["timeout"] == 0 || end.ByReason["slots"] == 0 {
+		t.Errorf("a partition's 503s: %v, want timeouts and refusals for want of a slot", end.ByReason)
+	}
 	for _, c := range dbRoutes("agent-m", cert.Raw) {
 		if a := s.send(c); a.status != 200 {
 			t.Errorf("%s after the partition: %d %s", c.name, a.status, a.problem)
@@ -326,14 +423,106 @@ func TestPartition(t *testing.T) {
 	if after > baseline+3 {
 		t.Errorf("%d goroutines after the partition, %d before", after, baseline)
 	}
-	if !s.logged(`"msg":"database available again"`) {
-		t.Errorf("the end of the partition was not logged:\n%s", s.logs)
-	}
 	if n, m := s.lines("database unavailable: answering 503 until it recovers"), s.lines("database available again"); n != 1 || m != 1 {
 		t.Errorf("the partition was logged %d times and its end %d times, want once each:\n%s", n, m, s.logs)
 	}
-	t.Logf("partition: %d requests (%d routes) answered 503 with Retry-After, slowest in %s (--db-timeout %s); goroutines %d before, peak %d, %d after the requests, %d after healing; ready %s after healing",
-		clients*len(routes)+len(routes), len(routes), worst.Round(time.Millisecond), timeout, baseline, peak, during, after, recovery.Round(time.Millisecond))
+	t.Logf("partition: %d requests (%d routes) answered 503 with Retry-After, slowest in %s (--db-timeout %s); goroutines %d before, peak %d, %d after the requests, %d after healing; ready %s after healing; "+
+		"503s seen %d (%d /readyz polls after healing), in the last line and the metric %d (%v), outage %d ms",
+		clients*len(routes)+len(routes), len(routes), worst.Round(time.Millisecond), timeout, baseline, peak, during, after, recovery.Round(time.Millisecond),
+		seen, polls, end.Total, end.ByReason, end.OutageMS)
+	s.stop()
+}
+
+// TestSlotsExhausted: another session holds an exclusive lock on every
+// table of the ledger (a long migration would), so the database answers
+// its probe but every statement waits. Clients that keep asking fill the
+// --db-max-requests slots: those in a slot answer 503 at --db-timeout, the
+// others at once. The 503s outlasting a probe interval are an outage,
+// logged once, and its last line and swarmscore_db_unavailable_responses_total
+// count every 503 the clients got.
+func TestSlotsExhausted(t *testing.T) {
+	t.Parallel() // mostly waiting on timeouts
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	const timeout = 500 * time.Millisecond
+	s := startArgs(t, dsn, []string{"--db-timeout", timeout.String(), "--db-max-requests", "4"}, serverEnv...)
+	if _, err := s.client(adminToken).IngestEvents(ctx, append(history("agent-k"), history("agent-j")...)); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := s.client("").Certificate(ctx, "agent-k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close(ctx)
+	tx, err := lock.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `DO $$ DECLARE t text; BEGIN
+		FOR t IN SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema() AND tablename NOT LIKE 'goose%' LOOP
+			EXECUTE 'LOCK TABLE ' || t || ' IN ACCESS EXCLUSIVE MODE';
+		END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+
+	routes := dbRoutes("agent-j", cert.Raw)
+	routes = slices.DeleteFunc(routes, func(c call) bool { return c.name == "readyz" }) // it answers
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	seen, ok, failed := 0, 0, 0
+	stop := time.Now().Add(3 * time.Second)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := i; time.Now().Before(stop); j++ {
+				c := routes[j%len(routes)]
+				a := s.send(c)
+				mu.Lock()
+				switch {
+				case a.status == 503:
+					seen++
+					if err := unavailable(a, timeout+time.Second); err != nil {
+						t.Errorf("%s under the lock: %v", c.name, err)
+					}
+				case a.status == 200:
+					ok++ // what needs no table
+				default:
+					failed++
+					t.Errorf("%s under the lock: %d %s %v", c.name, a.status, a.problem, a.err)
+				}
+				mu.Unlock()
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	// Confirmed by a probe that waited for a connection in vain, or by
+	// the 503s going on though it answered.
+	if !s.logged(`"msg":"database unavailable: answering 503 until it recovers"`) {
+		t.Errorf("the lock was not logged as an outage:\n%s", s.logs)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	end := s.checkUnavailable(t, seen)
+	if end.ByReason["timeout"] == 0 || end.ByReason["slots"] == 0 {
+		t.Errorf("503s under a lock: %v, want timeouts and refusals for want of a slot", end.ByReason)
+	}
+	for _, c := range dbRoutes("agent-j", cert.Raw) {
+		if a := s.send(c); a.status != 200 {
+			t.Errorf("%s after the lock: %d %s", c.name, a.status, a.problem)
+		}
+	}
+	if n, m := s.lines("database unavailable: answering 503 until it recovers"), s.lines("database available again"); n != 1 || m != 1 {
+		t.Errorf("the outage was logged %d times and its end %d times, want once each:\n%s", n, m, s.logs)
+	}
+	t.Logf("every table locked for 3 s, 12 clients, --db-max-requests 4, --db-timeout %s: %d answered 503 (%d served without a table), in the last line and the metric %d (%v), outage %d ms",
+		timeout, seen, ok, end.Total, end.ByReason, end.OutageMS)
 	s.stop()
 }
 

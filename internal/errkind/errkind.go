@@ -5,15 +5,15 @@
 //
 //	return fmt.Errorf("%w: agent %q", errkind.ErrNotFound, id)
 //
-// and the edges ask Of(err) which kind it is.
+// and the edges ask Of(err) which kind it is. A package with a sentinel of
+// its own (the public passport.ErrInvalid and score.ErrInvalid) makes it
+// with Sentinel, so that it has a kind without errkind knowing the package:
+// errkind imports nothing of this module.
 package errkind
 
 import (
 	"context"
 	"errors"
-
-	"github.com/swarmscore/swarmscore/passport"
-	"github.com/swarmscore/swarmscore/score"
 )
 
 // Kind classifies an error for the edges.
@@ -41,13 +41,30 @@ var (
 	ErrUnavailable  = errors.New("unavailable")
 )
 
+// Kinds lists every kind, Unknown first: what each edge's table maps.
+func Kinds() []Kind {
+	return []Kind{Unknown, Invalid, NotFound, Conflict, Unauthorized, Forbidden, Unavailable}
+}
+
+// Sentinel returns a new sentinel error whose message is msg and which
+// matches kind, one of the sentinels above, with errors.Is: a package's own
+// sentinel with the kind of errkind's, and errors wrapping it with %w are
+// of that kind. Two calls return distinct errors.
+func Sentinel(kind error, msg string) error { return &sentinel{msg, kind} }
+
+type sentinel struct {
+	msg  string
+	kind error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.kind }
+
 var sentinels = []struct {
 	err  error
 	kind Kind
 }{
 	{ErrInvalid, Invalid},
-	{score.ErrInvalid, Invalid},
-	{passport.ErrInvalid, Invalid},
 	{ErrNotFound, NotFound},
 	{ErrConflict, Conflict},
 	{ErrUnauthorized, Unauthorized},

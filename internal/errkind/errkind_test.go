@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-
-	"github.com/swarmscore/swarmscore/score"
 )
 
 func TestOf(t *testing.T) {
-	_, scoreErr := score.Compute(score.Counts{ConduitTotal: 1, ConduitSuccess: 2})
+	own := Sentinel(ErrInvalid, "invalid widget")
 	cases := []struct {
 		err  error
 		want Kind
@@ -20,7 +18,9 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("%w: agent %q", ErrNotFound, "a"), NotFound},
 		{fmt.Errorf("ingest: %w", fmt.Errorf("%w: id reused", ErrConflict)), Conflict},
 		{fmt.Errorf("%w: bad", ErrInvalid), Invalid},
-		{scoreErr, Invalid},
+		{own, Invalid},
+		{fmt.Errorf("%w: no such widget", Sentinel(ErrNotFound, "widget")), NotFound},
+		{fmt.Errorf("%w: bad size", own), Invalid},
 		{ErrUnauthorized, Unauthorized},
 		{ErrForbidden, Forbidden},
 		{fmt.Errorf("db: %w", ErrUnavailable), Unavailable},
@@ -39,11 +39,32 @@ func TestOf(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for k := Unknown; k <= Unavailable; k++ {
+	for i, k := range Kinds() {
+		if k != Kind(i) {
+			t.Errorf("Kinds()[%d] = %v", i, k)
+		}
 		if seen[k.String()] {
 			t.Errorf("duplicate name %q", k)
 		}
 		seen[k.String()] = true
+	}
+	if next := Kind(len(Kinds())); next.String() != Unknown.String() {
+		t.Errorf("kind %d (%v) is missing from Kinds", next, next)
+	}
+}
+
+// TestSentinel: a package's own sentinel keeps its message and identity,
+// and has errkind's kind.
+func TestSentinel(t *testing.T) {
+	a, b := Sentinel(ErrInvalid, "invalid widget"), Sentinel(ErrInvalid, "invalid widget")
+	err := fmt.Errorf("%w: size 0", a)
+	switch {
+	case a.Error() != "invalid widget" || err.Error() != "invalid widget: size 0":
+		t.Errorf("messages %q, %q", a, err)
+	case !errors.Is(err, a) || !errors.Is(err, ErrInvalid) || errors.Is(err, b) || errors.Is(err, ErrNotFound):
+		t.Errorf("errors.Is: %v matches the wrong sentinels", err)
+	case errors.Is(ErrInvalid, a):
+		t.Error("errkind's sentinel matches the package's")
 	}
 }
 

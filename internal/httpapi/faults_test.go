@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"strings"
@@ -444,14 +446,24 @@ func TestAuthThrottleAgentRoutes(t *testing.T) {
 }
 
 // blocking is a Service whose data use cases wait for the database until
-// their context ends, as a store behind a partition does.
+// their context ends, as a store behind a partition does; so does Ready,
+// unless pings (a lock: the database answers, the statements wait). Once
+// up, nothing waits.
 type blocking struct {
 	*fake
-	entered chan struct{}
+	entered chan struct{} // a use case began waiting (if there is room)
+	pings   bool
+	up      atomic.Bool
 }
 
 func (b *blocking) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
-	b.entered <- struct{}{}
+	if b.up.Load() {
+		return b.fake.Score(ctx, agentID)
+	}
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
 	<-ctx.Done()
 	return ledger.ScoreEntry{}, fmt.Errorf("postgres: cached score: %w", ctx.Err())
 }
@@ -461,18 +473,24 @@ func (b *blocking) ScoreFor(ctx context.Context, _ service.Caller, agentID strin
 }
 
 func (b *blocking) Ready(ctx context.Context) error {
+	if b.up.Load() || b.pings {
+		return nil
+	}
 	<-ctx.Done()
 	return fmt.Errorf("postgres: database unreachable: %w", ctx.Err())
 }
 
 // TestBoundedWaits: a request waits on the database at most DBTimeout and
-// then gets 503 with Retry-After; past DBMaxRequests waiting, 503 at once;
-// /readyz answers within its bound; nothing is left running.
+// then gets 503 with Retry-After; past DBMaxRequests waiting (the slots
+// exhausted), 503 at once; /readyz answers within its bound; nothing is
+// left running. Every 503 is counted by reason, in the metric and in the
+// outage's last log line.
 func TestBoundedWaits(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	h := newHarness(t, Options{})
 	b := &blocking{fake: h.f, entered: make(chan struct{}, 10)}
-	s := New(b, Options{Logger: h.s.log, DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
+	logs := &syncLog{}
+	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
 	defer s.Close()
 	serve := func(target string) (response, time.Duration) {
 		start := time.Now()
@@ -515,6 +533,19 @@ func TestBoundedWaits(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+	// The database back: the outage's line counts the four 503s, as the
+	// metric does: three timeouts (two requests, /readyz) and a refusal
+	// for want of a slot.
+	b.up.Store(true)
+	want := map[string]int{"timeout": 3, "refused": 0, "slots": 1}
+	// The outage began when the first requests began to wait, not at
+	// their 503s; it lasted at least until /readyz's.
+	if end := checkOutage(t, s, logs, 4, want); end.OutageMS < 600 {
+		t.Errorf("the outage lasted %d ms, less than its 503s took", end.OutageMS)
+	}
+	if r, _ := serve("/swarmscore/agent-1"); r.code != 200 {
+		t.Fatalf("after the outage: %d", r.code)
+	}
 	s.Close()
 	h.s.Close()
 	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > goroutines+2; time.Sleep(10 * time.Millisecond) {
@@ -522,6 +553,136 @@ func TestBoundedWaits(t *testing.T) {
 			t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), goroutines)
 		}
 	}
+}
+
+// TestSlotsHeldByALock: the database answers its probe, but every
+// statement waits (a lock held elsewhere): requests time out in their
+// slots and the others are refused at once, for as long as it lasts. That
+// is an outage too, confirmed once the 503s outlast a probe interval, and
+// its last line counts every 503 the clients got.
+func TestSlotsHeldByALock(t *testing.T) {
+	t.Parallel()
+	b := &blocking{fake: newHarness(t, Options{}).f, pings: true}
+	logs := &syncLog{}
+	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), DBTimeout: 200 * time.Millisecond, DBMaxRequests: 2,
+		MetricsAllow: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})
+	defer s.Close()
+	var got [3]atomic.Int64 // 503 timeouts, 503 refusals, others
+	var wg sync.WaitGroup
+	stop := time.Now().Add(1500 * time.Millisecond)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, httptest.NewRequest("GET", "/swarmscore/agent-1", nil))
+				switch {
+				case rec.Code != 503:
+					got[2].Add(1)
+				case strings.Contains(rec.Body.String(), "already waiting"):
+					got[1].Add(1)
+				default:
+					got[0].Add(1)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if got[2].Load() != 0 || got[0].Load() == 0 || got[1].Load() == 0 {
+		t.Fatalf("answers: %d timeouts, %d refused at once, %d others", got[0].Load(), got[1].Load(), got[2].Load())
+	}
+	waitLog(t, logs, `it answers a probe, but requests go on getting 503`)
+	b.up.Store(true)
+	timeouts, slots := int(got[0].Load()), int(got[1].Load())
+	checkOutage(t, s, logs, timeouts+slots, map[string]int{"timeout": timeouts, "refused": 0, "slots": slots})
+	t.Logf("a lock for 1.5 s: %d timeouts, %d refused for want of a slot; metric and log agree", timeouts, slots)
+}
+
+// TestUnavailableBlip: a single 503 while the database answers its probe
+// is counted, and no outage is logged.
+func TestUnavailableBlip(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, Options{})
+	f := &flaky{fake: h.f}
+	s := New(pinging{f}, Options{Logger: h.s.log, MetricsAllow: h.s.scrapers, DBTimeout: 100 * time.Millisecond})
+	defer s.Close()
+	h.s = s
+	down := fmt.Errorf("sqlite: step: %w: database is locked", errkind.ErrUnavailable)
+	f.down.Store(&down)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/swarmscore/agent-1", nil))
+	f.down.Store(nil)
+	if rec.Code != 503 {
+		t.Fatalf("%d", rec.Code)
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.health.episode(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the episode did not end")
+		}
+	}
+	if got := unavailableResponses(t, s); got["refused"] != 1 || got["timeout"] != 0 || got["slots"] != 0 {
+		t.Fatalf("metric %v", got)
+	}
+	if out := h.logs.String(); strings.Contains(out, "database unavailable") || strings.Contains(out, "available again") {
+		t.Fatalf("a blip logged as an outage:\n%s", out)
+	}
+}
+
+// pinging is flaky whose database always answers its probe.
+type pinging struct{ *flaky }
+
+func (pinging) Ready(context.Context) error { return nil }
+
+// unavailableResponses reads swarmscore_db_unavailable_responses_total by
+// reason from s's /metrics.
+func unavailableResponses(t *testing.T, s http.Handler) map[string]int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	got := map[string]int{}
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		var reason string
+		var n int
+		if _, err := fmt.Sscanf(l, "swarmscore_db_unavailable_responses_total{reason=%q} %d", &reason, &n); err == nil {
+			got[reason] = n
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("swarmscore_db_unavailable_responses_total: %v in\n%s", got, grep(rec.Body.Bytes(), "unavailable"))
+	}
+	return got
+}
+
+// outageEnd is the outage's last line.
+type outageEnd struct {
+	Msg      string         `json:"msg"`
+	OutageMS int64          `json:"outage_ms"`
+	Total    int            `json:"unavailable_responses"`
+	ByReason map[string]int `json:"unavailable_by_reason"`
+}
+
+// checkOutage waits for the line that ends an outage and checks that it
+// and the metric count total 503s, by reason as want. It returns the line.
+func checkOutage(t *testing.T, s http.Handler, logs *syncLog, total int, want map[string]int) outageEnd {
+	t.Helper()
+	waitLog(t, logs, `"msg":"database available again"`)
+	var end outageEnd
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"database available again"`) {
+			if err := json.Unmarshal([]byte(l), &end); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if end.Total != total || !maps.Equal(end.ByReason, want) || end.OutageMS <= 0 {
+		t.Errorf("the outage's last line: %+v; the clients got %d 503s, %v", end, total, want)
+	}
+	if got := unavailableResponses(t, s); !maps.Equal(got, want) {
+		t.Errorf("swarmscore_db_unavailable_responses_total %v; the clients got %v", got, want)
+	}
+	return end
 }
 
 // TestReadyzWithinTwoSeconds: a database that never answers gets /readyz
@@ -596,12 +757,14 @@ func (l *syncLog) String() string {
 }
 
 // TestOutageLoggedOnce: an outage is logged once when a probe confirms it
-// and once when it ends; the requests refused between are DEBUG lines.
+// and once when it ends, with the 503s it cost (connections refused); the
+// requests refused between are DEBUG lines.
 func TestOutageLoggedOnce(t *testing.T) {
 	h := newHarness(t, Options{})
 	f := &flaky{fake: h.f}
 	logs := &syncLog{}
-	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now})
+	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now, MetricsAllow: h.s.scrapers,
+		DBTimeout: 300 * time.Millisecond}) // an outage ends 2.3 s after its last 503
 	defer s.Close()
 	h.s = s
 	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
@@ -623,16 +786,35 @@ func TestOutageLoggedOnce(t *testing.T) {
 	if n := strings.Count(out, `"level":"WARN"`); n != 2 {
 		t.Errorf("%d WARN lines, want the first refused request's and the recovery's:\n%s", n, out)
 	}
-	if !strings.Contains(out, `"requests_refused":40`) {
-		t.Errorf("the recovery line does not count the 40 refused requests:\n%s", out)
+	checkOutage(t, s, logs, 40, map[string]int{"timeout": 0, "refused": 40, "slots": 0})
+}
+
+// TestStoppingDuringAnOutage: a server closed during an outage logs the
+// 503s it has cost so far, which no other line counts.
+func TestStoppingDuringAnOutage(t *testing.T) {
+	t.Parallel()
+	f := &flaky{fake: newHarness(t, Options{}).f}
+	logs := &syncLog{}
+	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
+	f.down.Store(&down)
+	for range 3 {
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, httptest.NewRequest("GET", "/swarmscore/agent-1", nil))
+	}
+	waitLog(t, logs, `"msg":"database unavailable: answering 503 until it recovers"`)
+	s.Close()
+	if out := logs.String(); !strings.Contains(out, `"msg":"stopping during a database outage"`) ||
+		!strings.Contains(out, `"unavailable_responses":3,"unavailable_by_reason":{"timeout":0,"refused":3,"slots":0}`) {
+		t.Fatalf("closed during an outage:\n%s", out)
 	}
 }
 
 func waitLog(t *testing.T, logs *syncLog, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), want); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 5 s:\n%s", want, logs)
+			t.Fatalf("no %s in 10 s:\n%s", want, logs)
 		}
 	}
 }

@@ -395,8 +395,9 @@ func (c *capture) Write(b []byte) (int, error) {
 // fail answers with the problem for err. An error whose message the caller
 // does not see (an internal failure, the database being unavailable, a
 // back end's "not found") is logged with it, under the request id the
-// problem carries; during a database outage only its first 503 is logged
-// above DEBUG (health). A 429 or 503 carries Retry-After.
+// problem carries; a 503 is counted (dbUnavailable), and during a
+// database outage only its first 503 is logged above DEBUG (health). A
+// 429 or 503 carries Retry-After.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	r = withRequestID(w, r)
 	if s.clientGone(w, r, err) {
@@ -405,12 +406,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p, level, logged := problemFor(err)
 	switch p.Status {
 	case http.StatusServiceUnavailable:
-		var busy *busyError
-		if errors.As(err, &busy) {
-			s.logBusy(r)
-		} else if logged {
-			level = s.health.unavailable(level)
-		}
+		level = s.dbUnavailable(r, err, level)
 	case http.StatusTooManyRequests:
 		if rw, ok := w.(*recorder); ok {
 			rw.rateLimited = true // sampled in the access log

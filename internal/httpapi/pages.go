@@ -89,13 +89,29 @@ func (s *Server) CertificateCaching(h http.Header, c *service.Certificate) {
 // API route that reads the database does: it returns r bounded by the
 // server's database timeout (Options.DBTimeout) and the function that
 // gives the slot back. With every slot taken it takes none and returns an
-// error matching errkind.ErrUnavailable (logged as the API's refusals
-// are), so a page under load fails fast with a 503 rather than queueing.
+// error matching errkind.ErrUnavailable, for the page's 503 (to pass to
+// PageUnavailable), so a page under load fails fast rather than queueing.
 func (s *Server) EnterDB(r *http.Request) (*http.Request, func(), error) {
 	ctx, done, err := s.gate.enter(r.Context())
 	if err != nil {
-		s.logBusy(r)
-		return r, nil, fmt.Errorf("%w: %v", errkind.ErrUnavailable, err)
+		return r, nil, fmt.Errorf("%w: %w", errkind.ErrUnavailable, err)
 	}
 	return r.WithContext(ctx), done, nil
+}
+
+// PageUnavailable records a page answered 503 because of err, an error
+// matching errkind.ErrUnavailable (from a use case, or EnterDB), as the
+// API's 503s are: counted in swarmscore_db_unavailable_responses_total
+// under its reason, counted in the database outage it belongs to, and
+// logged (the first 503 of an outage at WARN, the others at DEBUG; a
+// refusal for want of a slot sampled). r is the request the page ran
+// with. It writes nothing to w, whose X-Request-Id the log line quotes.
+func (s *Server) PageUnavailable(w http.ResponseWriter, r *http.Request, err error) {
+	r = withRequestID(w, r)
+	p, level, logged := problemFor(err)
+	level = s.dbUnavailable(r, err, level)
+	if logged {
+		s.log.Log(r.Context(), level, "request failed", "request_id", requestIDFrom(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "problem", p.Type[len(ProblemBase):], "err", err)
+	}
 }

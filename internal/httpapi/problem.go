@@ -121,34 +121,37 @@ func classify(err error) (pt problemType, detail string, level slog.Level, logge
 	case errors.As(err, &ie) && ie.Problem == service.InputTooLarge:
 		return ptBodyTooLarge, ie.Detail, 0, false
 	}
+	row := kindProblems[errkind.Of(err)]
 	public, hasPublic := errkind.PublicDetail(err)
-	shown := func(pt problemType) (problemType, string, slog.Level, bool) {
-		if hasPublic {
-			return pt, public, slog.LevelDebug, public != err.Error()
-		}
-		return pt, err.Error(), 0, false
+	hasPublic = hasPublic && !row.internal
+	switch {
+	case row.fixed == "" && hasPublic:
+		return row.pt, public, slog.LevelDebug, public != err.Error()
+	case row.fixed == "":
+		return row.pt, err.Error(), 0, false
+	case hasPublic:
+		return row.pt, public, row.level, true
 	}
-	hidden := func(pt problemType, fixed string, level slog.Level) (problemType, string, slog.Level, bool) {
-		if hasPublic {
-			return pt, public, level, true
-		}
-		return pt, fixed, level, true
-	}
-	switch errkind.Of(err) {
-	case errkind.Invalid:
-		return shown(ptInvalid)
-	case errkind.Conflict:
-		return shown(ptConflict)
-	case errkind.Unauthorized:
-		return shown(ptUnauthorized)
-	case errkind.Forbidden:
-		return shown(ptForbidden)
-	case errkind.NotFound:
-		return hidden(ptNotFound, detailNotFound, slog.LevelDebug)
-	case errkind.Unavailable:
-		return hidden(ptUnavailable, detailUnavailable, slog.LevelWarn)
-	}
-	return ptInternal, detailInternal, slog.LevelError, true
+	return row.pt, row.fixed, row.level, true
+}
+
+// kindProblems is the problem of a use case's error of each kind. A kind
+// without a fixed detail shows the error's message; the others show fixed
+// and log the message at level. A public detail (errkind.WithPublic)
+// replaces either, except for an internal error.
+var kindProblems = [...]struct {
+	pt       problemType
+	fixed    string
+	level    slog.Level
+	internal bool
+}{
+	errkind.Invalid:      {pt: ptInvalid},
+	errkind.Conflict:     {pt: ptConflict},
+	errkind.Unauthorized: {pt: ptUnauthorized},
+	errkind.Forbidden:    {pt: ptForbidden},
+	errkind.NotFound:     {pt: ptNotFound, fixed: detailNotFound, level: slog.LevelDebug},
+	errkind.Unavailable:  {pt: ptUnavailable, fixed: detailUnavailable, level: slog.LevelWarn},
+	errkind.Unknown:      {pt: ptInternal, fixed: detailInternal, level: slog.LevelError, internal: true},
 }
 
 // writeProblem sends p as application/problem+json.

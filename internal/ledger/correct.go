@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 )
 
 // A correction never edits history (spec §11.3, §8.2): it is a record
@@ -303,64 +304,34 @@ func (s *StoredEvent) IsVoided() bool { return s.Corrected != nil && s.Corrected
 // and no "buyer_id"), so the two kinds of content never coincide.
 func (c *Correction) AppendCanonical(dst []byte, agent string, seq int64) []byte {
 	dst = append(dst, `{"action":`...)
-	dst = appendJCSString(dst, string(c.Action))
+	dst = jcsstr.Append(dst, string(c.Action))
 	dst = append(dst, `,"agent_id":`...)
-	dst = appendJCSString(dst, agent)
+	dst = jcsstr.Append(dst, agent)
 	dst = append(dst, `,"appeal_id":`...)
-	dst = appendJCSString(dst, c.AppealID)
+	dst = jcsstr.Append(dst, c.AppealID)
 	dst = append(dst, `,"at":`...)
 	dst = appendJSONTime(dst, c.At)
 	dst = append(dst, `,"by":`...)
-	dst = appendJCSString(dst, c.By)
+	dst = jcsstr.Append(dst, c.By)
 	dst = append(dst, `,"correction":`...)
-	dst = appendJCSString(dst, c.ID)
+	dst = jcsstr.Append(dst, c.ID)
 	dst = append(dst, `,"event_id":`...)
-	dst = appendJCSString(dst, c.EventID)
+	dst = jcsstr.Append(dst, c.EventID)
 	dst = append(dst, `,"from_agent":`...)
-	dst = appendJCSString(dst, c.FromAgent)
+	dst = jcsstr.Append(dst, c.FromAgent)
 	dst = append(dst, `,"from_status":`...)
-	dst = appendJCSString(dst, string(c.FromStatus))
+	dst = jcsstr.Append(dst, string(c.FromStatus))
 	dst = append(dst, `,"reason":`...)
-	dst = appendJCSString(dst, c.Reason)
+	dst = jcsstr.Append(dst, c.Reason)
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendInt(dst, seq, 10)
 	dst = append(dst, `,"to_agent":`...)
-	dst = appendJCSString(dst, c.ToAgent)
+	dst = jcsstr.Append(dst, c.ToAgent)
 	dst = append(dst, `,"to_status":`...)
-	dst = appendJCSString(dst, string(c.ToStatus))
+	dst = jcsstr.Append(dst, string(c.ToStatus))
 	dst = append(dst, `,"type":`...)
-	dst = appendJCSString(dst, string(c.EventType))
+	dst = jcsstr.Append(dst, string(c.EventType))
 	return append(dst, '}')
-}
-
-// appendJCSString appends s as an RFC 8785 string: quote and backslash
-// escaped, control characters as \b \t \n \f \r or \u00XX, everything else
-// (valid UTF-8 is assumed; invalid bytes are replaced by U+FFFD, which a
-// validated correction never has) as it is.
-func appendJCSString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, c := range s {
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', byte(c))
-		case c == '\b':
-			dst = append(dst, '\\', 'b')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\f':
-			dst = append(dst, '\\', 'f')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			dst = utf8.AppendRune(dst, c)
-		}
-	}
-	return append(dst, '"')
 }
 
 // LinkCorrection returns the chain hash of the correction's record in the

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,5 +249,19 @@ func TestCorrectionCanonical(t *testing.T) {
 	}
 	if err := (&CorrectionRequest{}).Validate(); !errors.Is(err, errkind.ErrInvalid) {
 		t.Errorf("empty request: %v", err)
+	}
+}
+
+// TestCorrectionCanonicalKeepsInvalidBytes: a reason holding U+FFFD,
+// rewritten in a row as an invalid byte, is other content, so the chain
+// breaks. (Replacing invalid bytes with U+FFFD when hashing, as this
+// encoder once did, made the two hash alike.)
+func TestCorrectionCanonicalKeepsInvalidBytes(t *testing.T) {
+	c := Correction{ID: "cor-1", CorrectionRequest: CorrectionRequest{EventType: ConduitSession, EventID: "c-1", Action: ActionVoid,
+		Reason: "duplicate \uFFFD entry", By: "op", At: t0}, FromAgent: "a", ToAgent: "a"}
+	tampered := c
+	tampered.Reason = "duplicate \xff entry"
+	if got, bad := c.AppendCanonical(nil, "a", 1), tampered.AppendCanonical(nil, "a", 1); bytes.Equal(got, bad) {
+		t.Fatalf("an invalid byte hashes as U+FFFD: %s", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 )
 
 // An erasure (GDPR Art. 17, spec §11.4) replaces an agent's id with an
@@ -66,15 +67,15 @@ func (e *Erasure) Commitment() Hash {
 func (e *Erasure) AppendCanonical(dst []byte, seq int64) []byte {
 	c := e.Commitment()
 	dst = append(dst, `{"agent_id":`...)
-	dst = appendJCSString(dst, e.Pseudonym)
+	dst = jcsstr.Append(dst, e.Pseudonym)
 	dst = append(dst, `,"at":`...)
 	dst = appendJSONTime(dst, e.At)
 	dst = append(dst, `,"by":`...)
-	dst = appendJCSString(dst, e.By)
+	dst = jcsstr.Append(dst, e.By)
 	dst = append(dst, `,"erasure":`...)
-	dst = appendJCSString(dst, e.ID)
+	dst = jcsstr.Append(dst, e.ID)
 	dst = append(dst, `,"identity":`...)
-	dst = appendJCSString(dst, e.Identity)
+	dst = jcsstr.Append(dst, e.Identity)
 	dst = append(dst, `,"sealed":"`...)
 	dst = hex.AppendEncode(dst, c[:])
 	dst = append(dst, `","sealed_count":`...)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/jcsstr"
 )
 
 // Retention (spec §11.4: keep transaction-level data 90 days, then
@@ -92,7 +93,7 @@ type Summary struct {
 // 8785 JSON with a "summary" type no event has.
 func (s *Summary) AppendCanonical(dst []byte) []byte {
 	dst = append(dst, `{"agent_id":`...)
-	dst = appendJCSString(dst, s.AgentID)
+	dst = jcsstr.Append(dst, s.AgentID)
 	dst = append(dst, `,"anchor":"`...)
 	dst = hex.AppendEncode(dst, s.Anchor[:])
 	dst = append(dst, `","at":`...)
@@ -119,11 +120,11 @@ func AppendSummaryRows(dst []byte, rows []SummaryRow) []byte {
 		dst = append(dst, `,"escrow_cents":`...)
 		dst = strconv.AppendInt(dst, r.EscrowCents, 10)
 		dst = append(dst, `,"month":`...)
-		dst = appendJCSString(dst, r.Month)
+		dst = jcsstr.Append(dst, r.Month)
 		dst = append(dst, `,"status":`...)
-		dst = appendJCSString(dst, string(r.Status))
+		dst = jcsstr.Append(dst, string(r.Status))
 		dst = append(dst, `,"type":`...)
-		dst = appendJCSString(dst, string(r.Type))
+		dst = jcsstr.Append(dst, string(r.Type))
 		dst = append(dst, `,"voided":`...)
 		dst = strconv.AppendBool(dst, r.Voided)
 		dst = append(dst, '}')

@@ -54,8 +54,8 @@ func (u *UseCases) signer(k passport.Key) ledger.IssueFunc {
 // ("" for the fixed key, which has none), and whether one of s did: a
 // stored passport is served only while the key that signed it is the
 // active one. The store records the key of what this version issues;
-// a passport stored without it (issued before keyrings) is verified to
-// find it, which costs about one HMAC.
+// a passport stored without it (issued before keyrings) is verified
+// against s to find it: a full L1 verification, not a lookup.
 func signedBy(s *keySet, e *ledger.ScoreEntry, now time.Time) (string, bool) {
 	if e.KeyID != "" {
 		return e.KeyID, true

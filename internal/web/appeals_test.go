@@ -200,7 +200,8 @@ func TestConsoleAppeals(t *testing.T) {
 }
 
 // TestConsoleBusyDatabase: console pages take a database slot as API
-// routes do; with none free the answer is a 503 page at once.
+// routes do; with none free the answer is a 503 page at once, counted as
+// the API's are.
 func TestConsoleBusyDatabase(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{DBMaxRequests: 1})
 	c := openConsole(t, s)
@@ -216,6 +217,9 @@ func TestConsoleBusyDatabase(t *testing.T) {
 	s.get("/", "RemoteAddr", "192.0.2.9:1").page(t, http.StatusServiceUnavailable)
 	done()
 	c.get("/operator/appeals", 200)
+	// Both 503s are counted with the API's.
+	mustContain(t, s.get("/metrics", "RemoteAddr", "127.0.0.1:1").body,
+		`swarmscore_db_unavailable_responses_total{reason="slots"} 2`, `swarmscore_db_unavailable_responses_total{reason="refused"} 0`)
 }
 
 func httptestRequest() *http.Request { return httptest.NewRequest("GET", "/", nil) }

@@ -195,8 +195,11 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error, notFound
 	if status == http.StatusNotFound && notFound != "" {
 		message = notFound
 	}
-	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "2") // the API's answer to the same
+	if status == http.StatusServiceUnavailable {
+		p.host.PageUnavailable(w, r, err)
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", "2") // the API's answer to the same
+		}
 	}
 	if status == http.StatusInternalServerError {
 		p.log.Error("internal error", "request_id", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "err", err)

@@ -73,6 +73,10 @@ type Host interface {
 	// database timeout, and the function giving the slot back; with none
 	// free, an error matching errkind.ErrUnavailable.
 	EnterDB(r *http.Request) (*http.Request, func(), error)
+	// PageUnavailable counts and logs a page answered 503 because of err
+	// (errkind.Unavailable) as the API's 503s are, so that the server's
+	// count of the 503s the database caused holds the pages' too.
+	PageUnavailable(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Options tunes the pages. The zero value is usable.

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -475,7 +476,9 @@ func (u unavailable) Authenticate(context.Context, string) (string, error) { ret
 func TestErrorPages(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
 	// The database gone: a friendly 503 that names nothing internal.
-	api := httpapi.New(s.u, httpapi.Options{})
+	logs := &syncBuffer{}
+	api := httpapi.New(s.u, httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	defer api.Close()
 	Mount(api, unavailable{s.u}, Options{})
 	s.handler = api
 	for _, path := range []string{"/", "/agents/agent-7"} {
@@ -490,6 +493,11 @@ func TestErrorPages(t *testing.T) {
 		mustNotContain(t, body, testToken, "ledger.db")
 	}
 	s.get("/operator/nothing").page(t, 404)
+	// Each 503 is counted and logged as the API's are: the first of the
+	// outage at WARN, with its request id.
+	mustContain(t, s.get("/metrics", "RemoteAddr", "127.0.0.1:1").body,
+		`swarmscore_db_unavailable_responses_total{reason="refused"} `+itoa(2+signinBurst+1))
+	mustContain(t, logs.String(), `"level":"WARN","msg":"request failed","request_id":"`, `"path":"/","problem":"unavailable"`)
 	// Pages answer HEAD like GET, without a body.
 	s2 := newSite(t, testNow, httpapi.Options{})
 	if r := s2.do("HEAD", "/agents/agent-7", nil); r.code != 200 || r.body != "" || r.header.Get("Content-Length") == "" {
