@@ -241,6 +241,26 @@ func (tamperer) Dump(t *testing.T, s service.Backend) string {
 	return b.String()
 }
 
+// Schema implements storetest.Tamperer: information_schema.columns of the
+// store's schema.
+func (tamperer) Schema(t *testing.T, s service.Backend) []ledger.SchemaColumn {
+	t.Helper()
+	rows, err := s.(*Store).pool.Query(context.Background(), `SELECT c.table_name, c.column_name, c.data_type
+		FROM information_schema.columns c JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' ORDER BY c.table_name, c.ordinal_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.SchemaColumn, error) {
+		var c ledger.SchemaColumn
+		return c, r.Scan(&c.Table, &c.Column, &c.Type)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cols
+}
+
 func (tamperer) CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64) {
 	t.Helper()
 	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT c.ledger_seq, a.terminal_seq
