@@ -148,7 +148,7 @@ func TestTextRenames(t *testing.T) {
 	s := func(v string) *string { return &v }
 	got, err := tr.Renames(&rows{vals: [][]*string{
 		{s("apl-1"), s("2"), s("agent:x"), nil},
-		{s("apl-1"), s("3"), s("agent:x-2"), s("x.")}, // no whole-identifier x: left alone
+		{s("apl-1"), s("3"), s("agent:x-2"), s("x.y")}, // no whole-identifier x: left alone
 	}}, "x", "p")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Renames = %v %v", got, err)
