@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,6 +48,20 @@ func (s *Store) Erasures(ctx context.Context) ([]ledger.Erasure, error) {
 	return out, nil
 }
 
+// erasureLocked are the tables an erasure locks against writers besides
+// agents. A row that names an agent through a foreign key to agents waits
+// for the erasure's lock on agents (the key check locks the agent's row),
+// and then fails if the agent is gone; every other table whose columns
+// name agents (ledger.Catalogue) is here, so that a row written while the
+// erasure runs is renamed by it or waits for its end
+// (TestErasureLocksEveryAgentTable). The chain tables are here because
+// the erasure appends to and seals chains. A writer that took its table's
+// lock before the agents row it refers to can deadlock with an erasure;
+// PostgreSQL aborts one of the two, and both retry (inTx).
+var erasureLocked = []string{"conduit_sessions", "ap2_transactions", "task_offers", "corrections",
+	"ledger_records", "checkpoints", "checkpoint_leaves", "appeals", "appeal_actions", "api_tokens",
+	"consent", "chain_breaks", "ledger_summaries", "ledger_summary_rows"}
+
 // erasureScope is store.ErasureScope over this back end's chain walk.
 var erasureScope = store.ErasureScope(dialect, chainSelect)
 
@@ -58,7 +73,7 @@ func (s *Store) Erase(ctx context.Context, req ledger.ErasureRequest) (ledger.Er
 	var plan ledger.ErasurePlan
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE agents IN EXCLUSIVE MODE;
-		    LOCK TABLE conduit_sessions, ap2_transactions, task_offers, corrections, ledger_records, checkpoints, checkpoint_leaves IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		    LOCK TABLE `+strings.Join(erasureLocked, ", ")+` IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		x, p := req.AgentID, req.Pseudonym
