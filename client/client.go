@@ -13,7 +13,8 @@
 //	ov, err := c.VerifyOffline(ctx, cert.Raw, time.Now()) // Ed25519 passports, with the server's public keys
 //
 // The package imports nothing of the server's internals: only the module's
-// public packages passport (offline verification) and score.
+// public packages api (the JSON shapes, the same types the server writes),
+// passport (offline verification) and score.
 package client
 
 import (
@@ -22,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"net/http"
 	"net/url"
@@ -33,44 +35,42 @@ import (
 )
 
 // ProblemBase prefixes every problem Type the server sends.
-const ProblemBase = "https://swarmscore.dev/problems/"
+const ProblemBase = api.ProblemBase
 
-// The problem types, for comparison with Problem.Type.
+// The problem types, for comparison with Problem.Type (api.Problem*).
 const (
-	ProblemInvalid          = ProblemBase + "invalid-request"
-	ProblemMalformedJSON    = ProblemBase + "malformed-json"
-	ProblemWrongType        = ProblemBase + "wrong-type"
-	ProblemUnauthorized     = ProblemBase + "unauthorized"
-	ProblemForbidden        = ProblemBase + "forbidden"
-	ProblemNotFound         = ProblemBase + "not-found"
-	ProblemNoRoute          = ProblemBase + "no-route"
-	ProblemMethodNotAllowed = ProblemBase + "method-not-allowed"
-	ProblemConflict         = ProblemBase + "conflict"
-	ProblemBodyTooLarge     = ProblemBase + "body-too-large"
-	ProblemRateLimited      = ProblemBase + "rate-limited"
-	ProblemInternal         = ProblemBase + "internal"
-	ProblemUnavailable      = ProblemBase + "unavailable"
+	ProblemInvalid          = api.ProblemInvalid
+	ProblemMalformedJSON    = api.ProblemMalformedJSON
+	ProblemWrongType        = api.ProblemWrongType
+	ProblemUnauthorized     = api.ProblemUnauthorized
+	ProblemForbidden        = api.ProblemForbidden
+	ProblemNotFound         = api.ProblemNotFound
+	ProblemNoRoute          = api.ProblemNoRoute
+	ProblemMethodNotAllowed = api.ProblemMethodNotAllowed
+	ProblemConflict         = api.ProblemConflict
+	ProblemBodyTooLarge     = api.ProblemBodyTooLarge
+	// ProblemUnsupportedMediaType: a batch sent with another Content-Type
+	// than IngestEvents and IngestNDJSON send.
+	ProblemUnsupportedMediaType = api.ProblemUnsupportedMediaType
+	ProblemRateLimited          = api.ProblemRateLimited
+	ProblemInternal             = api.ProblemInternal
+	ProblemUnavailable          = api.ProblemUnavailable
 	// What the server's HTTP layer answers before any route: headers too
 	// large (431), an unsupported Transfer-Encoding (501), HTTP version
 	// (505) or Expect (417). A malformed request is ProblemInvalid.
-	ProblemHeadersTooLarge     = ProblemBase + "headers-too-large"
-	ProblemNotImplemented      = ProblemBase + "not-implemented"
-	ProblemVersionNotSupported = ProblemBase + "http-version-not-supported"
-	ProblemExpectationFailed   = ProblemBase + "expectation-failed"
+	ProblemHeadersTooLarge     = api.ProblemHeadersTooLarge
+	ProblemNotImplemented      = api.ProblemNotImplemented
+	ProblemVersionNotSupported = api.ProblemVersionNotSupported
+	ProblemExpectationFailed   = api.ProblemExpectationFailed
 )
 
-// Problem is an error response (RFC 9457). A response that is not a
-// problem document (a proxy's HTML page, say) becomes a Problem with the
-// HTTP status, Type "about:blank" and the start of the body as Detail.
+// Problem is an error response (RFC 9457, api.Problem). A response that is
+// not a problem document (a proxy's HTML page, say) becomes a Problem with
+// the HTTP status, Type "about:blank" and the start of the body as Detail.
 type Problem struct {
-	Type      string `json:"type"`
-	Title     string `json:"title"`
-	Status    int    `json:"status"`
-	Detail    string `json:"detail"`
-	Instance  string `json:"instance"`
-	RequestID string `json:"request_id"`
+	api.Problem
 	// RetryAfter is the Retry-After header of a 429 or 503, zero if none.
-	RetryAfter time.Duration `json:"-"`
+	RetryAfter time.Duration
 }
 
 func (p *Problem) Error() string {
@@ -181,7 +181,7 @@ func problemFrom(resp *http.Response, b []byte) error {
 		if len(detail) > 200 {
 			detail = detail[:200]
 		}
-		p = &Problem{Type: "about:blank", Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(detail)}
+		p = &Problem{Problem: api.Problem{Type: "about:blank", Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(detail)}}
 	}
 	p.Status = resp.StatusCode
 	p.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
@@ -254,88 +254,50 @@ func (c *Client) CertificateIfNoneMatch(ctx context.Context, agentID, etag strin
 }
 
 // Verification is the §7.3 verdict, the reasons behind it, and what each
-// level of verification found.
-type Verification struct {
-	Valid             bool          `json:"valid"`
-	SignatureValid    bool          `json:"signature_valid"`
-	ScoreValid        bool          `json:"score_valid"`
-	ExpiresAt         *time.Time    `json:"expires_at"`
-	DetectedTampering bool          `json:"detected_tampering"`
-	Errors            []VerifyError `json:"errors"`
-	// Warnings do not affect validity (a member the server's version does
-	// not know, a passport that names no agent).
-	Warnings []VerifyError `json:"warnings"`
-	// Checks maps each level the server ran to its result (the Check*
-	// names and results below); a server may report more levels.
-	Checks map[string]string `json:"checks"`
-	// Current is the agent's score now, when the server holds its ledger
-	// (nil otherwise). A passport that was true when issued but whose
-	// agent's counts have changed since has the warning WarningSuperseded.
-	Current *CurrentScore `json:"current"`
-	// ChangedSinceIssue lists, with the warning
-	// WarningLedgerChangedSinceIssue, the events reported or corrected
-	// after the passport was issued that changed the window it counts.
-	ChangedSinceIssue []EventRef `json:"changed_since_issue"`
-}
+// level of verification found (api.Verification).
+type Verification = api.Verification
 
-// CurrentScore is an agent's score as of ComputedAt.
-type CurrentScore struct {
-	Score      int       `json:"score"`
-	Tier       string    `json:"tier"`
-	ComputedAt time.Time `json:"computed_at"`
-}
+// CurrentScore is an agent's score as of its ComputedAt.
+type CurrentScore = api.CurrentScore
 
 // EventRef names an event: its type (conduit_session, ap2_transaction)
 // and id.
-type EventRef struct {
-	Type string `json:"type"`
-	ID   string `json:"id"`
-}
+type EventRef = api.EventRef
 
 // Warnings of the verification policy (Verification.Warnings codes): the
 // passport still verifies.
 const (
-	WarningSuperseded              = "superseded"
-	WarningLedgerChangedSinceIssue = "ledger_changed_since_issue"
+	WarningSuperseded              = api.CodeSuperseded
+	WarningLedgerChangedSinceIssue = api.CodeLedgerChangedSinceIssue
 )
 
 // ErrorPassportRevoked is the Verification.Errors code of a passport the
 // server issued and has revoked, because its agent was erased (GDPR
 // Art. 17): refused even if genuine and unexpired.
-const ErrorPassportRevoked = "passport_revoked"
+const ErrorPassportRevoked = api.CodePassportRevoked
 
-// The checks a server reports in Verification.Checks, and their results.
+// The checks a server reports in Verification.Checks, and their results
+// (api.Check*).
 const (
-	CheckSignature   = "signature"   // CheckOK or CheckFailed
-	CheckConsistency = "consistency" // CheckOK or CheckFailed
-	CheckExpiry      = "expiry"      // CheckOK, CheckExpired, CheckNotYetValid, or CheckFailed (no readable expires_at)
-	// CheckLedger: CheckConfirmed by the server's ledger; CheckMismatch;
-	// CheckChangedSinceIssue when the ledger confirmed it as it stood at
-	// issue and reports received since changed it; CheckNotApplicable
-	// when the server has no ledger for the agent (one it has never seen);
-	// CheckRevoked for a passport it revoked.
-	CheckLedger = "ledger"
-	CheckAgent  = "agent" // CheckOK, CheckMismatch, or CheckNotApplicable when no agent was asked about
+	CheckSignature   = api.CheckSignature
+	CheckConsistency = api.CheckConsistency
+	CheckExpiry      = api.CheckExpiry
+	CheckLedger      = api.CheckLedger
+	CheckAgent       = api.CheckAgent
 
-	CheckOK            = "ok"
-	CheckFailed        = "failed"
-	CheckExpired       = "expired"
-	CheckNotYetValid   = "not_yet_valid" // computed_at more than 5 minutes after the server's clock
-	CheckConfirmed     = "confirmed"
-	CheckMismatch      = "mismatch"
-	CheckNotApplicable = "not_applicable"
-	// CheckRevoked: the ledger check of a passport the server revoked
-	// (ErrorPassportRevoked).
-	CheckRevoked = "revoked"
-	// CheckChangedSinceIssue: see CheckLedger.
-	CheckChangedSinceIssue = "changed_since_issue"
+	CheckOK                = api.CheckOK
+	CheckFailed            = api.CheckFailed
+	CheckExpired           = api.CheckExpired
+	CheckNotYetValid       = api.CheckNotYetValid
+	CheckConfirmed         = api.CheckConfirmed
+	CheckMismatch          = api.CheckMismatch
+	CheckNotApplicable     = api.CheckNotApplicable
+	CheckRevoked           = api.CheckRevoked
+	CheckChangedSinceIssue = api.CheckChangedSinceIssue
 )
 
 // VerifyError is one reason a passport is not valid, with a stable code.
-type VerifyError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type VerifyError = passport.Problem
 
 // Verify asks the server to verify a passport for agentID (POST
 // /swarmscore/verify), or for the agent the passport names when agentID
@@ -366,38 +328,9 @@ func (c *Client) Verify(ctx context.Context, certificate []byte, agentID string)
 	return v, decode(b, v)
 }
 
-// Dimension is one scored dimension of a Score.
-type Dimension struct {
-	Total           int64   `json:"total"`
-	Success         int64   `json:"success"`
-	Rate            float64 `json:"rate"`
-	VolumeFactor    float64 `json:"volume_factor"`
-	Contribution    int     `json:"contribution"`
-	MaxContribution int     `json:"max_contribution"`
-}
-
-// Gap is an unmet requirement for the next tier.
-type Gap struct {
-	Tier        string `json:"tier"`
-	Requirement string `json:"requirement"`
-	Required    int64  `json:"required"`
-	Actual      int64  `json:"actual"`
-}
-
-// Score is an agent's current score. EscrowModifier is kept as the exact
-// decimal the server sent (e.g. "0.392").
-type Score struct {
-	AgentID           string      `json:"agent_id"`
-	ComputedAt        time.Time   `json:"computed_at"`
-	ExpiresAt         time.Time   `json:"expires_at"`
-	FormulaVersion    string      `json:"formula_version"`
-	Score             int         `json:"score"`
-	Tier              string      `json:"tier"`
-	EscrowModifier    json.Number `json:"escrow_modifier"`
-	Conduit           Dimension   `json:"conduit"`
-	AP2               Dimension   `json:"ap2"`
-	QualificationGaps []Gap       `json:"qualification_gaps"`
-}
+// Score is an agent's current score (api.Score): decoding checks that
+// every derived member agrees with the counts.
+type Score = api.Score
 
 // Score fetches the agent's current score (GET /swarmscore/{agent_id}).
 func (c *Client) Score(ctx context.Context, agentID string) (*Score, error) {
@@ -410,20 +343,9 @@ func (c *Client) Score(ctx context.Context, agentID string) (*Score, error) {
 }
 
 // Event is one Conduit session or AP2 transaction report, in the wire
-// format of `swarmscore ingest`. Use ConduitSession or AP2Transaction to
-// build one.
-type Event struct {
-	Type              string     `json:"type"`
-	ID                string     `json:"id"`
-	AgentID           string     `json:"agent_id,omitempty"`
-	ProviderID        string     `json:"provider_id,omitempty"`
-	BuyerID           string     `json:"buyer_id,omitempty"`
-	Status            string     `json:"status"`
-	EscrowAmountCents *int64     `json:"escrow_amount_cents,omitempty"`
-	StartedAt         time.Time  `json:"started_at"`
-	CompletedAt       *time.Time `json:"completed_at,omitempty"`
-	SettledAt         *time.Time `json:"settled_at,omitempty"`
-}
+// format of `swarmscore ingest` (api.Event). Use ConduitSession or
+// AP2Transaction to build one.
+type Event = api.Event
 
 // ConduitSession builds a Conduit session event; completed is ignored when
 // zero (a non-terminal status). Times are taken as they come (time.Now()
@@ -457,32 +379,16 @@ func AP2Transaction(id, providerID, buyerID, status string, escrowCents int64, s
 func ledgerTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // IngestResult says what the server did with a batch: every event is
-// counted once.
-type IngestResult struct {
-	Accepted   int `json:"accepted"`   // new events and status transitions recorded
-	Duplicates int `json:"duplicates"` // already recorded unchanged (no-ops)
-	// Superseded counts reports of an earlier status than the one
-	// recorded, agreeing with it otherwise (no-ops).
-	Superseded int         `json:"superseded"`
-	Rejected   []Rejection `json:"rejected"`
-}
-
-// MaxEvents is the most events the server accepts in one call; a larger
-// batch is refused whole with a 413 problem, so split it.
-const MaxEvents = 10000
+// counted once (api.IngestResult).
+type IngestResult = api.IngestResult
 
 // Rejection is one refused event: its 0-based index in the batch, its
 // NDJSON line (0 for a JSON array), its id when it parsed, and why.
-type Rejection struct {
-	Index  int    `json:"index"`
-	Line   int    `json:"line"`
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
+type Rejection = api.Rejection
 
 // IngestEvents sends events as a JSON array (POST /swarmscore/events) with
-// the operator token, in one request: at most MaxEvents events and
-// MaxBodyBytes (IngestStream has no such limit). Build events with
+// the operator token, in one request: at most api.MaxEvents events and
+// api.MaxBodyBytes (IngestStream has no such limit). Build events with
 // ConduitSession and AP2Transaction, or give their times at most
 // microsecond precision.
 func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResult, error) {
@@ -494,7 +400,7 @@ func (c *Client) IngestEvents(ctx context.Context, events []Event) (*IngestResul
 }
 
 // IngestNDJSON sends the NDJSON events (one object per line) of r in one
-// request: at most MaxEvents of them and MaxBodyBytes. IngestStream sends
+// request: at most api.MaxEvents of them and api.MaxBodyBytes. IngestStream sends
 // input of any size.
 func (c *Client) IngestNDJSON(ctx context.Context, r io.Reader) (*IngestResult, error) {
 	return c.ingest(ctx, r, "application/x-ndjson")
@@ -509,18 +415,16 @@ func (c *Client) ingest(ctx context.Context, r io.Reader, ct string) (*IngestRes
 	return res, decode(b, res)
 }
 
-// Escrow is the hold for one payment (§5).
-type Escrow struct {
-	Score          int         `json:"score"`
-	EscrowModifier json.Number `json:"escrow_modifier"`
-	HoldCents      int64       `json:"hold_cents"`
-	ReleasedCents  int64       `json:"released_cents"`
-}
+// Escrow is the hold for one payment (§5; api.Escrow).
+type Escrow = api.Escrow
 
 // Escrow computes the hold for a payment of amountCents to the agent (POST
 // /swarmscore/{agent_id}/escrow) with the operator token.
 func (c *Client) Escrow(ctx context.Context, agentID string, amountCents int64) (*Escrow, error) {
-	body := []byte(`{"amount_cents":` + strconv.FormatInt(amountCents, 10) + `}`)
+	body, err := json.Marshal(api.EscrowRequest{AmountCents: amountCents})
+	if err != nil {
+		return nil, err
+	}
 	_, b, err := c.do(ctx, http.MethodPost, "/swarmscore/"+agentID+"/escrow", nil, bytes.NewReader(body), "application/json", true, nil)
 	if err != nil {
 		return nil, err
@@ -538,23 +442,12 @@ type AgentsQuery struct {
 	Cursor   string // NextCursor of the previous page
 }
 
-// RankedAgent is one entry of the ranking.
-type RankedAgent struct {
-	AgentID        string      `json:"agent_id"`
-	Score          int         `json:"score"`
-	Tier           string      `json:"tier"`
-	EscrowModifier json.Number `json:"escrow_modifier"`
-	ConduitTotal   int64       `json:"conduit_sessions_90d"`
-	AP2Total       int64       `json:"ap2_sessions_90d"`
-	ComputedAt     time.Time   `json:"computed_at"`
-	ExpiresAt      time.Time   `json:"expires_at"`
-}
+// RankedAgent is one entry of the ranking (api.RankedAgent).
+type RankedAgent = api.RankedAgent
 
-// AgentsPage is one page of the ranking; NextCursor is "" on the last page.
-type AgentsPage struct {
-	Agents     []RankedAgent `json:"agents"`
-	NextCursor string        `json:"next_cursor"`
-}
+// AgentsPage is one page of the ranking; NextCursor is nil on the last
+// page (api.AgentsPage).
+type AgentsPage = api.AgentsPage
 
 // Agents lists agents by current score, highest first (GET
 // /swarmscore/agents) with the operator token.

@@ -99,7 +99,7 @@ func TestRequests(t *testing.T) {
 	c, s := newTest(t, map[string]reply{
 		"GET /swarmscore/a:1/certificate": {200, `{"agent_id":"a:1", "x":1}`, http.Header{"Etag": {`"e1"`}}},
 		"POST /swarmscore/verify":         {200, `{"valid":false,"signature_valid":false,"score_valid":true,"expires_at":"2026-03-24T14:30:00Z","detected_tampering":true,"errors":[{"code":"signature_mismatch","message":"m"}],"warnings":[{"code":"unknown_field","message":"w"}],"checks":{"signature":"failed","consistency":"ok","expiry":"ok","ledger":"not_applicable","agent":"ok"}}`, nil},
-		"GET /swarmscore/a:1":             {200, `{"agent_id":"a:1","computed_at":"2026-03-17T14:30:00Z","expires_at":"2026-03-24T14:30:00Z","formula_version":"1.0","score":760,"tier":"STANDARD","escrow_modifier":0.392,"conduit":{"total":80,"success":76,"rate":0.95,"volume_factor":0.8,"contribution":304,"max_contribution":400},"ap2":{"total":40,"success":38,"rate":0.95,"volume_factor":0.8,"contribution":456,"max_contribution":600},"qualification_gaps":[{"tier":"ELITE","requirement":"score","required":850,"actual":760}]}`, nil},
+		"GET /swarmscore/a:1":             {200, `{"agent_id":"a:1","computed_at":"2026-03-17T14:30:00Z","expires_at":"2026-03-24T14:30:00Z","formula_version":"1.0","score":760,"tier":"STANDARD","escrow_modifier":0.392,"conduit":{"total":80,"success":76,"rate":0.95,"volume_factor":0.8,"contribution":304,"max_contribution":400},"ap2":{"total":40,"success":38,"rate":0.95,"volume_factor":0.8,"contribution":456,"max_contribution":600},"qualification_gaps":[{"tier":"ELITE","requirement":"score","required":850,"actual":760},{"tier":"ELITE","requirement":"conduit_sessions_90d","required":100,"actual":80},{"tier":"ELITE","requirement":"ap2_sessions_90d","required":50,"actual":40}]}`, nil},
 		"POST /swarmscore/events":         {200, `{"accepted":1,"duplicates":0,"superseded":2,"rejected":[{"index":1,"id":"t1","reason":"conflict"}]}`, nil},
 		"POST /swarmscore/a:1/escrow":     {200, `{"score":760,"escrow_modifier":0.392,"hold_cents":39200,"released_cents":60800}`, nil},
 		"GET /swarmscore/agents":          {200, `{"agents":[{"agent_id":"a:1","score":760,"tier":"STANDARD","escrow_modifier":0.392,"conduit_sessions_90d":80,"ap2_sessions_90d":40,"computed_at":"2026-03-17T14:30:00Z","expires_at":"2026-03-24T14:30:00Z"}],"next_cursor":"abc"}`, nil},
@@ -113,7 +113,7 @@ func TestRequests(t *testing.T) {
 	}
 	v, err := c.Verify(ctx, cert.Raw, "a:1")
 	if err != nil || !v.DetectedTampering || v.Valid || v.ExpiresAt == nil || len(v.Errors) != 1 || len(v.Warnings) != 1 ||
-		v.Checks[CheckSignature] != CheckFailed || v.Checks[CheckLedger] != CheckNotApplicable || v.Checks[CheckAgent] != CheckOK {
+		v.Checks.Result(CheckSignature) != CheckFailed || v.Checks.Result(CheckLedger) != CheckNotApplicable || v.Checks.Result(CheckAgent) != CheckOK {
 		t.Fatalf("verify %+v %v", v, err)
 	}
 	if s.gotBody != `{"certificate":{"agent_id":"a:1", "x":1},"agent_id":"a:1"}` {
@@ -127,7 +127,7 @@ func TestRequests(t *testing.T) {
 		t.Fatal("invalid JSON certificate accepted")
 	}
 	sc, err := c.Score(ctx, "a:1")
-	if err != nil || sc.Score != 760 || sc.EscrowModifier.String() != "0.392" || sc.AP2.Contribution != 456 || len(sc.QualificationGaps) != 1 {
+	if err != nil || sc.Score != 760 || sc.Escrow.String() != "0.392" || sc.AP2().Contribution != 456 || len(sc.Gaps()) != 3 {
 		t.Fatalf("score %+v %v", sc, err)
 	}
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -151,7 +151,7 @@ func TestRequests(t *testing.T) {
 		t.Fatalf("escrow %+v %v %s", e, err, s.gotBody)
 	}
 	page, err := c.Agents(ctx, AgentsQuery{Tier: "STANDARD", MinScore: 700, Limit: 10, Cursor: "xyz"})
-	if err != nil || page.NextCursor != "abc" || len(page.Agents) != 1 || page.Agents[0].ConduitTotal != 80 {
+	if err != nil || page.NextCursor == nil || *page.NextCursor != "abc" || len(page.Agents) != 1 || page.Agents[0].ConduitTotal != 80 {
 		t.Fatalf("agents %+v %v", page, err)
 	}
 	if q := s.got.URL.Query(); q.Get("tier") != "STANDARD" || q.Get("min_score") != "700" || q.Get("limit") != "10" || q.Get("cursor") != "xyz" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,41 +12,15 @@ import (
 )
 
 // CorrectionRequest asks for a correction of one recorded event (spec
-// §11.3): Action "status" with the new final Status (a chargeback:
-// SETTLED → DISPUTED or REFUNDED), "reattribute" with the AgentID it moves
-// to, or "void". Reason is required; AppealID names the appeal it answers.
-type CorrectionRequest struct {
-	EventType string `json:"event_type"`
-	EventID   string `json:"event_id"`
-	Action    string `json:"action"`
-	Status    string `json:"status,omitempty"`
-	AgentID   string `json:"agent_id,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	AppealID  string `json:"appeal_id,omitempty"`
-}
+// §11.3; api.CorrectionRequest).
+type CorrectionRequest = api.CorrectionRequest
 
-// Correction is a stored correction.
+// Correction is a stored correction (api.Correction).
 type Correction struct {
-	ID         string `json:"id"`
-	EventType  string `json:"event_type"`
-	EventID    string `json:"event_id"`
-	Action     string `json:"action"`
-	Status     string `json:"status"`
-	AgentID    string `json:"agent_id"`
-	Reason     string `json:"reason"`
-	AppealID   string `json:"appeal_id"`
-	By         string `json:"by"`
-	At         string `json:"at"`
-	FromAgent  string `json:"from_agent"`
-	ToAgent    string `json:"to_agent"`
-	FromStatus string `json:"from_status"`
-	ToStatus   string `json:"to_status"`
-	// ReissuedAt is when the affected passports were re-issued; nil if
-	// they were not.
-	ReissuedAt *string `json:"reissued_at"`
+	api.Correction
 	// Created is false when the same correction had been recorded before
 	// (the server answered 200 with the first one instead of 201).
-	Created bool `json:"-"`
+	Created bool
 }
 
 // Correct records a correction (POST /swarmscore/corrections) with the
@@ -65,51 +40,14 @@ func (c *Client) Correct(ctx context.Context, req CorrectionRequest) (*Correctio
 }
 
 // EventKey names an event.
-type EventKey struct {
-	EventType string `json:"event_type"`
-	EventID   string `json:"event_id"`
-}
+type EventKey = api.EventKey
 
-// AppealFiling is an appeal as filed on an agent's behalf: the disputed
-// passport's agent_passport_id, the grounds (incorrect_count,
-// incorrect_status or identity_error), a statement and the disputed events.
-type AppealFiling struct {
-	PassportID string     `json:"agent_passport_id"`
-	Grounds    string     `json:"grounds"`
-	Statement  string     `json:"statement"`
-	Events     []EventKey `json:"events"`
-}
+// AppealFiling is an appeal as filed on an agent's behalf
+// (api.AppealFiling).
+type AppealFiling = api.AppealFiling
 
-// Appeal is an appeal with its deadline and history.
-type Appeal struct {
-	ID                 string     `json:"id"`
-	AgentID            string     `json:"agent_id"`
-	PassportID         string     `json:"agent_passport_id"`
-	PassportComputedAt string     `json:"passport_computed_at"`
-	Grounds            string     `json:"grounds"`
-	Statement          string     `json:"statement"`
-	Events             []EventKey `json:"events"`
-	State              string     `json:"state"`
-	FiledBy            string     `json:"filed_by"`
-	FiledAt            string     `json:"filed_at"`
-	AcknowledgedAt     *string    `json:"acknowledged_at"`
-	DecidedAt          *string    `json:"decided_at"`
-	EscalatedAt        *string    `json:"escalated_at"`
-	Decision           string     `json:"decision"`
-	Corrections        []string   `json:"corrections"`
-	ReissuedAt         *string    `json:"reissued_at"`
-	NextDeadline       *struct {
-		Duty string `json:"duty"`
-		Due  string `json:"due"`
-	} `json:"next_deadline"`
-	Overdue bool `json:"overdue"`
-	History []struct {
-		Action string `json:"action"`
-		By     string `json:"by"`
-		At     string `json:"at"`
-		Note   string `json:"note"`
-	} `json:"history"`
-}
+// Appeal is an appeal with its deadline and history (api.Appeal).
+type Appeal = api.Appeal
 
 // FileAppeal files an appeal (POST /swarmscore/appeals) with the client's
 // token: an operator's, for any agent, or an agent's own, for its own
@@ -143,9 +81,7 @@ func (c *Client) Appeals(ctx context.Context, state string, overdue bool) ([]App
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
-		Appeals []Appeal `json:"appeals"`
-	}
+	var out api.Appeals
 	return out.Appeals, decode(b, &out)
 }
 
@@ -155,11 +91,7 @@ func (c *Client) Appeals(ctx context.Context, state string, overdue bool) ([]App
 // returns the appeal after the action. An agent's token may only escalate
 // its own appeal; the other actions are the operator's (ProblemForbidden).
 func (c *Client) ActOnAppeal(ctx context.Context, id, action, reason string, corrections []CorrectionRequest) (*Appeal, error) {
-	req := struct {
-		Reason      string              `json:"reason,omitempty"`
-		Corrections []CorrectionRequest `json:"corrections,omitempty"`
-	}{reason, corrections}
-	body, err := json.Marshal(req)
+	body, err := json.Marshal(api.AppealAction{Reason: reason, Corrections: corrections})
 	if err != nil {
 		return nil, err
 	}

@@ -4,37 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"net/http"
-	"time"
 )
 
-// Erasure is an agent's erasure (GDPR Art. 17): the pseudonym it now has,
-// the commitment to its old id (Identity), and, in the answer to
-// EraseAgent only, the opening of that commitment. No answer names the
-// erased id.
-type Erasure struct {
-	ID            string    `json:"erasure_id"`
-	Pseudonym     string    `json:"pseudonym"`
-	ErasedAt      time.Time `json:"erased_at"`
-	ErasedBy      string    `json:"erased_by"`
-	Identity      string    `json:"identity"`
-	SealedRecords int       `json:"sealed_records"`
-	// Opening is set only in EraseAgent's result: shown once, stored
-	// nowhere by the server. Identity is hex SHA-256(
-	// "swarmscore-audit-withheld/v1" 0x00 Category 0x00 salt id).
-	Opening *Opening `json:"opening,omitempty"`
-	// Reason is the reason sent, the erased id in it replaced by the
-	// pseudonym (EraseAgent only; not stored).
-	Reason string `json:"reason,omitempty"`
-}
+// Erasure is an agent's erasure (GDPR Art. 17; api.Erasure): the
+// pseudonym it now has, the commitment to its old id (Identity), and, in
+// the answer to EraseAgent only, the opening of that commitment. No answer
+// names the erased id.
+type Erasure = api.Erasure
 
-// Opening opens an erasure's identity commitment: its category ("agents")
-// and salt (32 hex digits).
-type Opening struct {
-	Category string `json:"category"`
-	Salt     string `json:"salt"`
-}
+// Opening opens an erasure's identity commitment.
+type Opening = api.Opening
 
 // EraseAgent erases an agent (POST /swarmscore/{agent_id}/erase) with the
 // operator token; reason may be "". It cannot be undone. The result holds
@@ -43,7 +25,7 @@ func (c *Client) EraseAgent(ctx context.Context, agentID, reason string) (*Erasu
 	var body io.Reader
 	ct := ""
 	if reason != "" {
-		b, err := json.Marshal(map[string]string{"reason": reason})
+		b, err := json.Marshal(api.EraseRequest{Reason: reason})
 		if err != nil {
 			return nil, err
 		}
@@ -64,8 +46,6 @@ func (c *Client) Erasures(ctx context.Context) ([]Erasure, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
-		Erasures []Erasure `json:"erasures"`
-	}
+	var out api.Erasures
 	return out.Erasures, decode(b, &out)
 }

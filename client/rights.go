@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,12 +15,9 @@ import (
 // the agent's own token (swarmscore token create --agent) or an operator
 // token, given with WithToken.
 
-// Disclosure is what agents consent to, and the liability disclaimer.
-type Disclosure struct {
-	Version    string `json:"version"`
-	Disclosure string `json:"disclosure"`
-	Disclaimer string `json:"disclaimer"`
-}
+// Disclosure is what agents consent to, and the liability disclaimer
+// (api.Disclosure).
+type Disclosure = api.Disclosure
 
 // Disclosure fetches a version of the disclosure (GET
 // /swarmscore/disclosure), the current one for "".
@@ -36,18 +34,10 @@ func (c *Client) Disclosure(ctx context.Context, version string) (*Disclosure, e
 	return d, decode(b, d)
 }
 
-// Consent is an agent's consent and visibility. DisclosureVersion,
-// ConsentedAt and ConsentedBy are empty until it consents.
-type Consent struct {
-	AgentID           string     `json:"agent_id"`
-	Visibility        string     `json:"visibility"`
-	Consented         bool       `json:"consented"`
-	DisclosureVersion string     `json:"disclosure_version"`
-	ConsentedAt       *time.Time `json:"consented_at"`
-	ConsentedBy       string     `json:"consented_by"`
-	RequireConsent    bool       `json:"require_consent"`
-	Published         bool       `json:"published"`
-}
+// Consent is an agent's consent and visibility, and whether the server
+// publishes it (api.ConsentStatus). DisclosureVersion, ConsentedAt and
+// ConsentedBy are nil until it consents.
+type Consent = api.ConsentStatus
 
 // Consent fetches the agent's consent and visibility (GET
 // /swarmscore/{agent_id}/consent).
@@ -58,20 +48,16 @@ func (c *Client) Consent(ctx context.Context, agentID string) (*Consent, error) 
 // RecordConsent records the agent's consent to a disclosure version, the
 // current one for "" (PUT /swarmscore/{agent_id}/consent).
 func (c *Client) RecordConsent(ctx context.Context, agentID, version string) (*Consent, error) {
-	body := map[string]string{}
-	if version != "" {
-		body["disclosure_version"] = version
-	}
-	return c.consent(ctx, http.MethodPut, "/swarmscore/"+agentID+"/consent", body)
+	return c.consent(ctx, http.MethodPut, "/swarmscore/"+agentID+"/consent", api.ConsentRequest{DisclosureVersion: version})
 }
 
 // SetVisibility makes the agent "public" or "unlisted" (PUT
 // /swarmscore/{agent_id}/visibility).
 func (c *Client) SetVisibility(ctx context.Context, agentID, visibility string) (*Consent, error) {
-	return c.consent(ctx, http.MethodPut, "/swarmscore/"+agentID+"/visibility", map[string]string{"visibility": visibility})
+	return c.consent(ctx, http.MethodPut, "/swarmscore/"+agentID+"/visibility", api.VisibilityRequest{Visibility: visibility})
 }
 
-func (c *Client) consent(ctx context.Context, method, path string, body map[string]string) (*Consent, error) {
+func (c *Client) consent(ctx context.Context, method, path string, body any) (*Consent, error) {
 	var r io.Reader
 	ct := ""
 	if body != nil {
@@ -89,43 +75,16 @@ func (c *Client) consent(ctx context.Context, method, path string, body map[stri
 	return out, decode(b, out)
 }
 
-// Record is one event counting in an agent's score, in its current state.
-// BuyerID is a pseudonym when Records.BuyerIDsMasked.
-type Record struct {
-	Type              string     `json:"type"`
-	ID                string     `json:"id"`
-	AgentID           string     `json:"agent_id"`
-	BuyerID           string     `json:"buyer_id"`
-	Status            string     `json:"status"`
-	ReportedStatus    string     `json:"reported_status"`
-	ReportedAgentID   string     `json:"reported_agent_id"`
-	EscrowAmountCents int64      `json:"escrow_amount_cents"`
-	StartedAt         time.Time  `json:"started_at"`
-	CompletedAt       *time.Time `json:"completed_at"`
-	SettledAt         *time.Time `json:"settled_at"`
-	Operator          string     `json:"operator"`
-	Seq               int64      `json:"seq"`
-	Corrected         bool       `json:"corrected"`
-}
+// Record is one event counting in an agent's score, in its current state
+// (api.Record). BuyerID is a pseudonym when Records.BuyerIDsMasked.
+type Record = api.Record
 
-// IssuedPassport is a passport issued to an agent.
-type IssuedPassport struct {
-	ID         string          `json:"agent_passport_id"`
-	ComputedAt time.Time       `json:"computed_at"`
-	ExpiresAt  time.Time       `json:"expires_at"`
-	KeyID      string          `json:"key_id"`
-	Passport   json.RawMessage `json:"passport"`
-}
+// IssuedPassport is a passport issued to an agent (api.IssuedPassport).
+type IssuedPassport = api.IssuedPassport
 
 // Records are the events counting in an agent's score as of AsOf and the
-// passports issued to it by then.
-type Records struct {
-	AgentID        string           `json:"agent_id"`
-	AsOf           time.Time        `json:"as_of"`
-	BuyerIDsMasked bool             `json:"buyer_ids_masked"`
-	Events         []Record         `json:"events"`
-	Passports      []IssuedPassport `json:"passports"`
-}
+// passports issued to it by then (api.Records).
+type Records = api.Records
 
 func asOfQuery(asOf time.Time) url.Values {
 	if asOf.IsZero() {
@@ -146,22 +105,10 @@ func (c *Client) Records(ctx context.Context, agentID string, asOf time.Time) (*
 }
 
 // Signal is one gaming signal: its figure beside its threshold.
-type Signal struct {
-	Name      string  `json:"name"`
-	Value     float64 `json:"value"`
-	Threshold float64 `json:"threshold"`
-	Flagged   bool    `json:"flagged"`
-	// Note says why the signal was not judged ("no task offers reported",
-	// or too few events for a share); empty when it was.
-	Note string `json:"note,omitempty"`
-}
+type Signal = api.Signal
 
 // AgentSignals are an agent's gaming signals as of AsOf.
-type AgentSignals struct {
-	AgentID string    `json:"agent_id"`
-	AsOf    time.Time `json:"as_of"`
-	Signals []Signal  `json:"signals"`
-}
+type AgentSignals = api.AgentSignals
 
 // Signals fetches the agent's gaming signals over the window ending at
 // asOf (now when zero): GET /swarmscore/{agent_id}/signals.
@@ -175,13 +122,7 @@ func (c *Client) Signals(ctx context.Context, agentID string, asOf time.Time) (*
 }
 
 // FlaggedAgents are the agents with a flagged signal as of AsOf.
-type FlaggedAgents struct {
-	AsOf   time.Time `json:"as_of"`
-	Agents []struct {
-		AgentID string   `json:"agent_id"`
-		Signals []Signal `json:"signals"`
-	} `json:"agents"`
-}
+type FlaggedAgents = api.FlaggedAgents
 
 // FlaggedAgents lists the agents with a flagged gaming signal as of asOf
 // (now when zero), with the operator token: GET

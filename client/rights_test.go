@@ -27,7 +27,7 @@ func TestRightsRequests(t *testing.T) {
 		t.Fatalf("disclosure %+v %v", d, err)
 	}
 	st, err := c.SetVisibility(ctx, "a:1", "unlisted")
-	if err != nil || st.Visibility != "unlisted" || !st.Consented || st.ConsentedAt == nil || st.ConsentedBy != "agent:tok-1" ||
+	if err != nil || st.Visibility != "unlisted" || !st.Consented || st.ConsentedAt == nil || st.ConsentedBy == nil || *st.ConsentedBy != "agent:tok-1" ||
 		s.gotBody != `{"visibility":"unlisted"}` || s.got.Header.Get("Authorization") != "Bearer sst_secret" {
 		t.Fatalf("visibility %+v %v, sent %s", st, err, s.gotBody)
 	}
@@ -43,7 +43,7 @@ func TestRightsRequests(t *testing.T) {
 	asOf := time.Date(2026, 3, 17, 14, 30, 0, 500_000_000, time.FixedZone("x", 3600))
 	r, err := c.Records(ctx, "a:1", asOf)
 	if err != nil || s.got.URL.Query().Get("as_of") != "2026-03-17T13:30:00.5Z" || !r.BuyerIDsMasked || len(r.Events) != 1 ||
-		r.Events[0].SettledAt == nil || r.Events[0].SettledAt.Nanosecond() != 250_000_000 || r.Events[0].EscrowAmountCents != 100 ||
+		r.Events[0].SettledAt == nil || r.Events[0].SettledAt.Nanosecond() != 250_000_000 || r.Events[0].EscrowAmountCents == nil || *r.Events[0].EscrowAmountCents != 100 ||
 		len(r.Passports) != 1 || string(r.Passports[0].Passport) != `{"agent_id":"a:1"}` {
 		t.Fatalf("records %+v %v", r, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,23 +15,14 @@ import (
 	"time"
 )
 
-// MaxBodyBytes is the largest request body the server accepts on POST
-// /swarmscore/events (a larger one is refused whole with a 413 problem).
-const MaxBodyBytes = 8 << 20
-
-// MaxLineBytes is the longest NDJSON line the server reads as an event; a
-// longer line is rejected on its own, by the server or, in IngestStream,
-// before it is sent.
-const MaxLineBytes = 64 << 10
-
 // StreamOptions tunes IngestStream. The zero value sends batches as large
 // as the server accepts and tries each one up to 5 times.
 type StreamOptions struct {
-	// MaxEvents is the most events sent in one request: 1..MaxEvents
-	// (0 means MaxEvents).
+	// MaxEvents is the most events sent in one request: 1..api.MaxEvents
+	// (0 means api.MaxEvents).
 	MaxEvents int
-	// MaxBytes bounds one request body: MaxLineBytes+1..MaxBodyBytes (0
-	// means MaxBodyBytes).
+	// MaxBytes bounds one request body: api.MaxLineBytes+1..api.MaxBodyBytes
+	// (0 means api.MaxBodyBytes).
 	MaxBytes int
 	// Attempts is how many times one batch is sent before IngestStream
 	// gives up (0 means 5).
@@ -73,10 +65,10 @@ func (e *BatchError) Unwrap() error { return e.Err }
 
 // IngestStream sends the NDJSON events read from r (a file of any size) to
 // POST /swarmscore/events with the operator token, in batches within the
-// server's limits (at most MaxEvents events and MaxBodyBytes per request),
-// reading r once, in memory bounded by one batch. Blank lines are skipped
-// and a UTF-8 byte-order mark at the start of r is dropped, as the server
-// does; a line longer than MaxLineBytes is rejected here, unsent.
+// server's limits (at most api.MaxEvents events and api.MaxBodyBytes per
+// request), reading r once, in memory bounded by one batch. Blank lines are
+// skipped and a UTF-8 byte-order mark at the start of r is dropped, as the
+// server does; a line longer than api.MaxLineBytes is rejected here, unsent.
 //
 // A batch that fails transiently (a connection error, or a 429, 502, 503
 // or 504 answer) is sent again, up to opt.Attempts times with backoff:
@@ -113,10 +105,10 @@ func (c *Client) IngestStream(ctx context.Context, r io.Reader, opt StreamOption
 
 func (o *StreamOptions) normalise() error {
 	if o.MaxEvents == 0 {
-		o.MaxEvents = MaxEvents
+		o.MaxEvents = api.MaxEvents
 	}
 	if o.MaxBytes == 0 {
-		o.MaxBytes = MaxBodyBytes
+		o.MaxBytes = api.MaxBodyBytes
 	}
 	if o.Attempts == 0 {
 		o.Attempts = 5
@@ -125,10 +117,10 @@ func (o *StreamOptions) normalise() error {
 		o.Backoff = 500 * time.Millisecond
 	}
 	switch {
-	case o.MaxEvents < 1 || o.MaxEvents > MaxEvents:
-		return fmt.Errorf("client: StreamOptions.MaxEvents %d is outside 1..%d", o.MaxEvents, MaxEvents)
-	case o.MaxBytes <= MaxLineBytes || o.MaxBytes > MaxBodyBytes:
-		return fmt.Errorf("client: StreamOptions.MaxBytes %d is outside %d..%d", o.MaxBytes, MaxLineBytes+1, MaxBodyBytes)
+	case o.MaxEvents < 1 || o.MaxEvents > api.MaxEvents:
+		return fmt.Errorf("client: StreamOptions.MaxEvents %d is outside 1..%d", o.MaxEvents, api.MaxEvents)
+	case o.MaxBytes <= api.MaxLineBytes || o.MaxBytes > api.MaxBodyBytes:
+		return fmt.Errorf("client: StreamOptions.MaxBytes %d is outside %d..%d", o.MaxBytes, api.MaxLineBytes+1, api.MaxBodyBytes)
 	case o.Attempts < 1 || o.Backoff < 0:
 		return fmt.Errorf("client: StreamOptions.Attempts must be at least 1 and Backoff not negative")
 	}
@@ -181,7 +173,7 @@ func (s *streamer) fill() (more bool, err error) {
 		}
 		s.line++
 		if tooLong {
-			s.local = append(s.local, Rejection{Index: s.index, Line: s.line, Reason: fmt.Sprintf("line longer than %d bytes", MaxLineBytes)})
+			s.local = append(s.local, Rejection{Index: s.index, Line: s.line, Reason: fmt.Sprintf("line longer than %d bytes", api.MaxLineBytes)})
 			s.index++
 			continue
 		}
@@ -207,13 +199,13 @@ func (s *streamer) add(data []byte, line, index int) {
 }
 
 // readLine reads one line without its terminator into s.buf; a line longer
-// than MaxLineBytes is read to its end and discarded (tooLong).
+// than api.MaxLineBytes is read to its end and discarded (tooLong).
 func (s *streamer) readLine() (data []byte, tooLong bool, err error) {
 	s.buf = s.buf[:0]
 	for {
 		chunk, isPrefix, err := s.in.ReadLine()
 		if !tooLong {
-			if len(s.buf)+len(chunk) > MaxLineBytes {
+			if len(s.buf)+len(chunk) > api.MaxLineBytes {
 				tooLong, s.buf = true, s.buf[:0]
 			} else {
 				s.buf = append(s.buf, chunk...)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,7 +48,7 @@ func (s *ingestServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	res := IngestResult{Rejected: []Rejection{}}
 	sc := bufio.NewScanner(&body)
-	sc.Buffer(nil, MaxBodyBytes)
+	sc.Buffer(nil, api.MaxBodyBytes)
 	line, index := 0, 0
 	for sc.Scan() {
 		line++
@@ -84,7 +85,7 @@ func newIngestTest(t *testing.T, s *ingestServer) *Client {
 func TestIngestStream(t *testing.T) {
 	s := &ingestServer{}
 	c := newIngestTest(t, s)
-	long := `{"pad":"` + strings.Repeat("x", MaxLineBytes) + `"}`
+	long := `{"pad":"` + strings.Repeat("x", api.MaxLineBytes) + `"}`
 	in := "\xef\xbb\xbfe1\n\n  \ne2 bad\ne3 dup\n" + long + "\ne4\r\ne5 bad\ne6\n\ne7 bad" // no newline at the end
 	var progress []StreamProgress
 	res, err := c.IngestStream(context.Background(), strings.NewReader(in), StreamOptions{MaxEvents: 2, Progress: func(p StreamProgress) {
@@ -117,11 +118,11 @@ func TestIngestStream(t *testing.T) {
 	// Bytes bound a batch too: 3 lines of 30 KiB in 64 KiB + 1 bodies.
 	s.bodies = nil
 	line := strings.Repeat("y", 30<<10)
-	res, err = c.IngestStream(context.Background(), strings.NewReader(line+"\n"+line+"\n"+line+"\n"), StreamOptions{MaxBytes: MaxLineBytes + 1})
+	res, err = c.IngestStream(context.Background(), strings.NewReader(line+"\n"+line+"\n"+line+"\n"), StreamOptions{MaxBytes: api.MaxLineBytes + 1})
 	if err != nil || res.Accepted != 3 || len(s.bodies) != 2 || len(s.bodies[0]) != 2*(len(line)+1) {
 		t.Fatalf("byte-bounded: %+v %v (%d bodies)", res, err, len(s.bodies))
 	}
-	for _, o := range []StreamOptions{{MaxEvents: MaxEvents + 1}, {MaxBytes: MaxBodyBytes + 1}, {MaxBytes: MaxLineBytes}, {Attempts: -1}} {
+	for _, o := range []StreamOptions{{MaxEvents: api.MaxEvents + 1}, {MaxBytes: api.MaxBodyBytes + 1}, {MaxBytes: api.MaxLineBytes}, {Attempts: -1}} {
 		if _, err := c.IngestStream(context.Background(), strings.NewReader("e\n"), o); err == nil {
 			t.Errorf("options %+v accepted", o)
 		}

@@ -63,6 +63,17 @@ func (m Modifier) AppendText(b []byte) ([]byte, error) {
 // MarshalJSON renders the modifier as an exact JSON number.
 func (m Modifier) MarshalJSON() ([]byte, error) { return m.AppendText(nil) }
 
+// UnmarshalJSON reads a JSON number as ParseModifier does: exactly, or an
+// error matching ErrInvalid.
+func (m *Modifier) UnmarshalJSON(b []byte) error {
+	v, err := ParseModifier(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
 // ParseModifier parses a JSON number such as "0.392", "1" or "2.5e-1" into
 // basis points. It fails (matching ErrInvalid) unless the value is an exact
 // multiple of 0.0001 in [0, 1]; no float is involved.

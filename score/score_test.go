@@ -1,6 +1,7 @@
 package score
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -303,6 +304,14 @@ func TestModifierRoundTrip(t *testing.T) {
 		if string(j) != s {
 			t.Fatalf("MarshalJSON %q != String %q", j, s)
 		}
+		var back Modifier
+		if err := json.Unmarshal(j, &back); err != nil || back != bp {
+			t.Fatalf("UnmarshalJSON %s = %d, %v", j, back, err)
+		}
+	}
+	var m Modifier
+	if err := json.Unmarshal([]byte(`"0.5"`), &m); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a JSON string as a modifier: %v", err)
 	}
 	for _, s := range []string{"0.25", "2.5e-1", "25E-2", "0.2500", "1.0", "1e0", "0"} {
 		if _, err := ParseModifier(s); err != nil {

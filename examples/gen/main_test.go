@@ -186,9 +186,9 @@ func TestIngestAndTiers(t *testing.T) {
 	defer st.Close()
 	for _, later := range []time.Duration{0, 30 * 24 * time.Hour} {
 		at := anchor.Add(later)
-		u := &service.UseCases{Store: st, Now: func() time.Time { return at }}
+		u := service.New(st, service.Config{Now: func() time.Time { return at }})
 		for _, p := range profiles {
-			s, err := u.AgentScore(ctx, p.ID, at)
+			s, err := u.Certificates.AgentScore(ctx, p.ID, at)
 			if err != nil {
 				t.Fatalf("%s as of %s: %v", p.ID, at, err)
 			}
@@ -222,8 +222,8 @@ func TestIngestAndTiers(t *testing.T) {
 		}
 	}
 	// The disputes are on record, not only refunds.
-	u := &service.UseCases{Store: st, Now: func() time.Time { return anchor }}
-	rec, err := u.Records(ctx, service.OperatorCaller("example"), "shadow-reseller", anchor)
+	u := service.New(st, service.Config{Now: func() time.Time { return anchor }})
+	rec, err := u.Rights.Records(ctx, service.OperatorCaller("example"), "shadow-reseller", anchor)
 	if err != nil {
 		t.Fatal(err)
 	}

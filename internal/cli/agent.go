@@ -54,11 +54,11 @@ used, otherwise it is computed from the ledger without caching ("bypassed").`,
 				at = t
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				info, err := u.Agent(cmd.Context(), args[0])
+				info, err := u.Certificates.Agent(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				s, err := u.AgentScore(cmd.Context(), args[0], at)
+				s, err := u.Certificates.AgentScore(cmd.Context(), args[0], at)
 				if err != nil {
 					return err
 				}

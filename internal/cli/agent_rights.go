@@ -26,24 +26,10 @@ func agentRightsCmds() []*cobra.Command {
 		newAgentEraseCmd(), newAgentErasuresCmd()}
 }
 
-type consentJSON struct {
-	AgentID           string  `json:"agent_id"`
-	Visibility        string  `json:"visibility"`
-	Consented         bool    `json:"consented"`
-	DisclosureVersion *string `json:"disclosure_version"`
-	ConsentedAt       *string `json:"consented_at"`
-	ConsentedBy       *string `json:"consented_by"`
-}
-
 // printConsent prints an agent's consent and visibility.
 func printConsent(cmd *cobra.Command, st *service.ConsentStatus, asJSON bool) error {
 	if asJSON {
-		j := consentJSON{AgentID: st.AgentID, Visibility: string(st.Visibility), Consented: st.Consented()}
-		if st.Consented() {
-			at := ledger.FormatTime(st.GivenAt)
-			j.DisclosureVersion, j.ConsentedAt, j.ConsentedBy = &st.DisclosureVersion, &at, &st.By
-		}
-		return printJSON(cmd, j)
+		return printJSON(cmd, wire.ConsentOf(st))
 	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "agent\t%s\n", st.AgentID)
@@ -80,7 +66,7 @@ within a second (PostgreSQL).`,
 				return usageErrorf("visibility %q is neither public nor unlisted", args[1])
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				st, err := u.SetVisibility(cmd.Context(), service.OperatorCaller(operator), args[0], v)
+				st, err := u.Rights.SetVisibility(cmd.Context(), service.OperatorCaller(operator), args[0], v)
 				if err != nil {
 					return err
 				}
@@ -118,9 +104,9 @@ its own with its token: PUT /swarmscore/{agent_id}/consent.`,
 				var st service.ConsentStatus
 				var err error
 				if record {
-					st, err = u.RecordConsent(cmd.Context(), c, args[0], version)
+					st, err = u.Rights.RecordConsent(cmd.Context(), c, args[0], version)
 				} else {
-					st, err = u.Consent(cmd.Context(), c, args[0])
+					st, err = u.Rights.Consent(cmd.Context(), c, args[0])
 				}
 				if err != nil {
 					return err
@@ -149,7 +135,7 @@ disclaimer (§11.2), as GET /swarmscore/disclosure serves them: the current
 version, or --version.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := (&service.UseCases{}).Disclosure(version)
+			d, err := service.FindDisclosure(version)
 			if err != nil {
 				return err
 			}
@@ -197,7 +183,7 @@ With --json: the route's shape, {"agent_id","as_of","buyer_ids_masked","events":
 				return err
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				rec, err := u.Records(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
+				rec, err := u.Rights.Records(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
 				if err != nil {
 					return err
 				}
@@ -302,29 +288,27 @@ or with --flagged {"as_of","agents":[{"agent_id","signals":[…]}]}.`,
 				return err
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				u.SignalThresholds = th
 				if flagged {
-					list, err := u.FlaggedAgents(cmd.Context(), at)
+					list, err := u.Signals.FlaggedAgents(cmd.Context(), at)
 					if err != nil {
 						return err
 					}
 					return printFlagged(cmd, &list, asJSON)
 				}
-				a, err := u.Signals(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
+				a, err := u.Signals.Signals(cmd.Context(), service.OperatorCaller(cliOperator), args[0], at)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd, struct {
-						AgentID string          `json:"agent_id"`
-						AsOf    string          `json:"as_of"`
-						Signals []signal.Signal `json:"signals"`
-					}{a.AgentID, wire.Micros(a.AsOf), a.Signals})
+					return printJSON(cmd, wire.SignalsOf(&a))
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintf(w, "%s as of %s\n\nSIGNAL\tVALUE\tTHRESHOLD\tFLAGGED\tNOTE\n", a.AgentID, wire.Micros(a.AsOf))
 				printSignals(w, a.Signals, "")
 				return w.Flush()
+			}, func(_ service.Backend, cfg *service.Config) error {
+				cfg.SignalThresholds = th
+				return nil
 			})
 		},
 	}
@@ -349,18 +333,7 @@ func printSignals(w *tabwriter.Writer, sigs []signal.Signal, prefix string) {
 
 func printFlagged(cmd *cobra.Command, list *service.Flagged, asJSON bool) error {
 	if asJSON {
-		type agent struct {
-			AgentID string          `json:"agent_id"`
-			Signals []signal.Signal `json:"signals"`
-		}
-		out := struct {
-			AsOf   string  `json:"as_of"`
-			Agents []agent `json:"agents"`
-		}{wire.Micros(list.AsOf), make([]agent, 0, len(list.Agents))}
-		for _, a := range list.Agents {
-			out.Agents = append(out.Agents, agent{a.AgentID, a.Signals})
-		}
-		return printJSON(cmd, out)
+		return printJSON(cmd, wire.FlaggedOf(list))
 	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "%s flagged as of %s\n", countOf(len(list.Agents), "agent"), wire.Micros(list.AsOf))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"os"
 	"strings"
@@ -30,8 +31,7 @@ States: submitted -> acknowledged -> upheld | rejected, and escalated from
 either decision. Deadlines run on the server's clock.`
 
 func newAppealCmd() *cobra.Command {
-	var db, operator string
-	var asJSON bool
+	af := &appealFlags{}
 	cmd := &cobra.Command{
 		Use:   "appeal",
 		Short: "File, list and decide appeals against issued passports",
@@ -42,17 +42,41 @@ func newAppealCmd() *cobra.Command {
 		},
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&db, "db", "", dbFlagUsage)
-	pf.StringVar(&operator, "operator", "local", "the operator acting (recorded in the appeal's history)")
-	pf.BoolVar(&asJSON, "json", false, "print the appeal(s) as JSON, as the HTTP API does")
-	show := func(cmd *cobra.Command, a *service.AppealStatus) error {
-		if asJSON {
-			return printJSON(cmd, wire.AppealOf(a))
-		}
-		printAppeal(cmd.OutOrStdout(), a)
-		return nil
-	}
+	pf.StringVar(&af.db, "db", "", dbFlagUsage)
+	pf.StringVar(&af.operator, "operator", "local", "the operator acting (recorded in the appeal's history)")
+	pf.BoolVar(&af.asJSON, "json", false, "print the appeal(s) as JSON, as the HTTP API does")
+	cmd.AddCommand(newAppealFileCmd(af), newAppealListCmd(af), newAppealShowCmd(af),
+		newAppealActCmd(af, appeal.Ack, "Acknowledge a submitted appeal", false), newAppealUpholdCmd(af),
+		newAppealActCmd(af, appeal.Reject, "Reject an appeal (with --reason)", true),
+		newAppealActCmd(af, appeal.Escalate, "Escalate a decided appeal to the Advisory Board", false))
+	return cmd
+}
 
+// appealFlags are the appeal command's persistent flags.
+type appealFlags struct {
+	db, operator string
+	asJSON       bool
+}
+
+// run runs f over the use cases as serve configures them (issuer,
+// environment, clock).
+func (af *appealFlags) run(cmd *cobra.Command, f func(u *service.UseCases) error) error {
+	return withUseCases(cmd, af.db, readOnly, f, configure(cmd))
+}
+
+// caller is the operator acting.
+func (af *appealFlags) caller() service.Caller { return service.OperatorCaller(af.operator) }
+
+// show prints an appeal, as JSON with --json.
+func (af *appealFlags) show(cmd *cobra.Command, a *service.AppealStatus) error {
+	if af.asJSON {
+		return printJSON(cmd, wire.AppealOf(a))
+	}
+	printAppeal(cmd.OutOrStdout(), a)
+	return nil
+}
+
+func newAppealFileCmd(af *appealFlags) *cobra.Command {
 	var passportID, grounds, statement string
 	var events []string
 	file := &cobra.Command{
@@ -64,14 +88,13 @@ func newAppealCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				configure(cmd, u)
-				a, err := u.FileAppeal(cmd.Context(), service.OperatorCaller(operator), service.AppealFiling{PassportID: passportID,
+			return af.run(cmd, func(u *service.UseCases) error {
+				a, err := u.Corrections.FileAppeal(cmd.Context(), af.caller(), service.AppealFiling{PassportID: passportID,
 					Grounds: appeal.Grounds(grounds), Statement: statement, Events: keys})
 				if err != nil {
 					return err
 				}
-				return show(cmd, &a)
+				return af.show(cmd, &a)
 			})
 		},
 	}
@@ -79,7 +102,10 @@ func newAppealCmd() *cobra.Command {
 	file.Flags().StringVar(&grounds, "grounds", "", "incorrect_count, incorrect_status or identity_error")
 	file.Flags().StringVar(&statement, "statement", "", "the agent's account of the error")
 	file.Flags().StringArrayVar(&events, "event", nil, "a disputed event as TYPE:ID, e.g. conduit_session:s-1 (repeatable)")
+	return file
+}
 
+func newAppealListCmd(af *appealFlags) *cobra.Command {
 	var state string
 	var overdue bool
 	list := &cobra.Command{
@@ -87,20 +113,13 @@ func newAppealCmd() *cobra.Command {
 		Short: "List appeals, overdue first",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				configure(cmd, u)
-				list, err := u.Appeals(cmd.Context(), service.OperatorCaller(operator), service.AppealQuery{State: appeal.State(state), Overdue: overdue})
+			return af.run(cmd, func(u *service.UseCases) error {
+				list, err := u.Corrections.Appeals(cmd.Context(), af.caller(), service.AppealQuery{State: appeal.State(state), Overdue: overdue})
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					out := struct {
-						Appeals []wire.Appeal `json:"appeals"`
-					}{make([]wire.Appeal, len(list))}
-					for i := range list {
-						out.Appeals[i] = wire.AppealOf(&list[i])
-					}
-					return printJSON(cmd, out)
+				if af.asJSON {
+					return printJSON(cmd, wire.AppealsOf(list))
 				}
 				printAppeals(cmd.OutOrStdout(), list)
 				return nil
@@ -109,54 +128,59 @@ func newAppealCmd() *cobra.Command {
 	}
 	list.Flags().StringVar(&state, "state", "", "only appeals in this state (submitted, acknowledged, upheld, rejected, escalated)")
 	list.Flags().BoolVar(&overdue, "overdue", false, "only appeals past a deadline")
+	return list
+}
 
-	showCmd := &cobra.Command{
+func newAppealShowCmd(af *appealFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Show an appeal with its deadline and history",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				configure(cmd, u)
-				a, err := u.Appeal(cmd.Context(), service.OperatorCaller(operator), args[0])
+			return af.run(cmd, func(u *service.UseCases) error {
+				a, err := u.Corrections.Appeal(cmd.Context(), af.caller(), args[0])
 				if err != nil {
 					return err
 				}
-				return show(cmd, &a)
+				return af.show(cmd, &a)
 			})
 		},
 	}
+}
 
-	// act builds ack, reject and escalate; uphold adds its corrections.
-	act := func(action appeal.Action, short string, needReason bool) (*cobra.Command, *string) {
-		var reason string
-		c := &cobra.Command{
-			Use:   string(action) + " ID",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
-		}
-		usage := "a note kept in the appeal's history"
-		if needReason {
-			usage = "why (required)"
-		}
-		c.Flags().StringVar(&reason, "reason", "", usage)
-		c.RunE = func(cmd *cobra.Command, args []string) error {
-			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				configure(cmd, u)
-				a, _, err := u.ActOnAppeal(cmd.Context(), args[0], service.OperatorCaller(operator), service.AppealDecision{Action: action, Reason: reason})
+// newAppealActCmd is ack, reject or escalate: action with a --reason,
+// required when needReason.
+func newAppealActCmd(af *appealFlags, action appeal.Action, short string, needReason bool) *cobra.Command {
+	var reason string
+	c := &cobra.Command{
+		Use:   string(action) + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return af.run(cmd, func(u *service.UseCases) error {
+				a, _, err := u.Corrections.ActOnAppeal(cmd.Context(), args[0], af.caller(), service.AppealDecision{Action: action, Reason: reason})
 				if err != nil {
 					return err
 				}
-				return show(cmd, &a)
+				return af.show(cmd, &a)
 			})
-		}
-		return c, &reason
+		},
 	}
-	ack, _ := act(appeal.Ack, "Acknowledge a submitted appeal", false)
-	reject, _ := act(appeal.Reject, "Reject an appeal (with --reason)", true)
-	escalate, _ := act(appeal.Escalate, "Escalate a decided appeal to the Advisory Board", false)
-	uphold, upholdReason := act(appeal.Uphold, "Uphold an appeal, applying its corrections (with --reason)", true)
-	uphold.Use = "uphold ID --reason TEXT (--event TYPE:ID (--status S | --agent ID | --void) | --corrections FILE)"
-	uphold.Long = `Uphold an appeal: record the corrections of the events it disputes, re-issue
+	usage := "a note kept in the appeal's history"
+	if needReason {
+		usage = "why (required)"
+	}
+	c.Flags().StringVar(&reason, "reason", "", usage)
+	return c
+}
+
+func newAppealUpholdCmd(af *appealFlags) *cobra.Command {
+	var reason, event, status, agent, correctionsFile string
+	var void bool
+	uphold := &cobra.Command{
+		Use:   "uphold ID --reason TEXT (--event TYPE:ID (--status S | --agent ID | --void) | --corrections FILE)",
+		Short: "Uphold an appeal, applying its corrections (with --reason)",
+		Long: `Uphold an appeal: record the corrections of the events it disputes, re-issue
 the affected passports and store the decision, in one transaction. Give one
 correction with --event and exactly one of --status, --agent and --void, or
 several with --corrections FILE ('-' reads standard input): a JSON array of
@@ -165,38 +189,38 @@ objects in the shape of POST /swarmscore/corrections, e.g.
   [{"event_type":"conduit_session","event_id":"s-9","action":"status","status":"VERIFIED"}]
 
 A correction's reason defaults to the decision's. Needs the signing key, as
-'swarmscore correct' does.`
-	var event, status, agent, correctionsFile string
-	var void bool
+'swarmscore correct' does.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reqs, err := upholdCorrections(cmd, event, status, agent, void, correctionsFile)
+			if err != nil {
+				return err
+			}
+			return withSigning(cmd, af.db, readOnly, func(u *service.UseCases) error {
+				a, done, err := u.Corrections.ActOnAppeal(cmd.Context(), args[0], af.caller(), service.AppealDecision{Action: appeal.Uphold,
+					Reason: reason, Corrections: reqs})
+				if err != nil {
+					return err
+				}
+				if af.asJSON {
+					return printJSON(cmd, wire.AppealOf(&a))
+				}
+				for i := range done {
+					printCorrection(cmd.OutOrStdout(), &done[i], true)
+				}
+				printAppeal(cmd.OutOrStdout(), &a)
+				return nil
+			})
+		},
+	}
 	uf := uphold.Flags()
+	uf.StringVar(&reason, "reason", "", "why (required)")
 	uf.StringVar(&event, "event", "", "the disputed event to correct, as TYPE:ID")
 	uf.StringVar(&status, "status", "", "its new final status")
 	uf.StringVar(&agent, "agent", "", "the agent it moves to")
 	uf.BoolVar(&void, "void", false, "void it")
 	uf.StringVar(&correctionsFile, "corrections", "", "a JSON array of corrections ('-' for standard input)")
-	uphold.RunE = func(cmd *cobra.Command, args []string) error {
-		reqs, err := upholdCorrections(cmd, event, status, agent, void, correctionsFile)
-		if err != nil {
-			return err
-		}
-		return withSigning(cmd, db, readOnly, func(u *service.UseCases) error {
-			a, done, err := u.ActOnAppeal(cmd.Context(), args[0], service.OperatorCaller(operator), service.AppealDecision{Action: appeal.Uphold,
-				Reason: *upholdReason, Corrections: reqs})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd, wire.AppealOf(&a))
-			}
-			for i := range done {
-				printCorrection(cmd.OutOrStdout(), &done[i], true)
-			}
-			printAppeal(cmd.OutOrStdout(), &a)
-			return nil
-		})
-	}
-	cmd.AddCommand(file, list, showCmd, ack, uphold, reject, escalate)
-	return cmd
+	return uphold
 }
 
 // eventKeys reads TYPE:ID values. The type never holds a colon, so an id
@@ -236,18 +260,6 @@ func upholdCorrections(cmd *cobra.Command, event, status, agent string, void boo
 	return []ledger.CorrectionRequest{req}, nil
 }
 
-// correctionInput is one element of --corrections: the members of POST
-// /swarmscore/corrections.
-type correctionInput struct {
-	EventType string `json:"event_type"`
-	EventID   string `json:"event_id"`
-	Action    string `json:"action"`
-	Status    string `json:"status"`
-	AgentID   string `json:"agent_id"`
-	Reason    string `json:"reason"`
-	AppealID  string `json:"appeal_id"`
-}
-
 func readCorrections(cmd *cobra.Command, file string) ([]ledger.CorrectionRequest, error) {
 	var r io.Reader = cmd.InOrStdin()
 	name := "standard input"
@@ -265,14 +277,13 @@ func readCorrections(cmd *cobra.Command, file string) ([]ledger.CorrectionReques
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var in []correctionInput
+	var in []api.CorrectionRequest // the members of POST /swarmscore/corrections
 	if err := dec.Decode(&in); err != nil {
 		return nil, invalidf("%s: not a JSON array of corrections: %v", name, err)
 	}
 	out := make([]ledger.CorrectionRequest, len(in))
-	for i, c := range in {
-		out[i] = ledger.CorrectionRequest{EventType: ledger.Type(c.EventType), EventID: c.EventID, Action: ledger.CorrectionAction(c.Action),
-			Status: ledger.Status(c.Status), AgentID: c.AgentID, Reason: c.Reason, AppealID: c.AppealID}
+	for i := range in {
+		out[i] = wire.CorrectionRequest(&in[i])
 	}
 	return out, nil
 }

@@ -72,15 +72,18 @@ Exit status: 0 printed, 2 usage, 3 unknown agent, 4 database unavailable,
 			if openings != "" && len(cats) == 0 {
 				return usageErrorf("--openings needs --withhold: nothing is withheld")
 			}
-			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				if err := exportKeys(cmd, db, u, q.AsOf.IsZero()); err != nil {
+			setup := func(st service.Backend, cfg *service.Config) error {
+				if err := exportKeys(cmd, db, st, cfg, q.AsOf.IsZero()); err != nil {
 					return err
 				}
-				u.Platform = getenv(cmd, platformEnv)
-				if u.Platform == "" {
-					u.Platform = "swarmscore"
+				cfg.Platform = getenv(cmd, platformEnv)
+				if cfg.Platform == "" {
+					cfg.Platform = "swarmscore"
 				}
-				b, open, err := u.AuditBundle(cmd.Context(), args[0], q)
+				return nil
+			}
+			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
+				b, open, err := u.Audit.AuditBundle(cmd.Context(), args[0], q)
 				if err != nil {
 					return err
 				}
@@ -91,7 +94,7 @@ Exit status: 0 printed, 2 usage, 3 unknown agent, 4 database unavailable,
 				}
 				_, err = cmd.OutOrStdout().Write(b.AppendJSON(nil))
 				return err
-			})
+			}, setup)
 		},
 	}
 	f := cmd.Flags()
@@ -106,11 +109,11 @@ Exit status: 0 printed, 2 usage, 3 unknown agent, 4 database unavailable,
 // with: the keyring serve signs with (SWARMSCORE_SIGNING_KEY, else the
 // database's). It never makes one: an export that may sign with an empty
 // keyring is an error, and one with --as-of signs nothing.
-func exportKeys(cmd *cobra.Command, db string, u *service.UseCases, mustSign bool) error {
+func exportKeys(cmd *cobra.Command, db string, st service.KeyStore, cfg *service.Config, mustSign bool) error {
 	if !mustSign && getenv(cmd, service.SigningKeyEnv) == "" {
 		return nil
 	}
-	return openKeyring(cmd, db, u, slog.New(slog.DiscardHandler), false)
+	return openKeyring(cmd, db, st, cfg, slog.New(slog.DiscardHandler), false)
 }
 
 func newAuditVerifyCmd() *cobra.Command {

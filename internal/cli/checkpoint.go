@@ -45,7 +45,7 @@ func newLedgerCheckpointCmd(db *string) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withSigning(cmd, *db, readOnly, func(u *service.UseCases) error {
-				nc, err := u.MakeCheckpoint(cmd.Context(), false)
+				nc, err := u.Audit.MakeCheckpoint(cmd.Context(), false)
 				if err != nil {
 					return err
 				}
@@ -95,14 +95,12 @@ func verifyCheckpoint(cmd *cobra.Command, db, file string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	// Only read: checking needs the keys that exist, and never makes one.
+	keys := func(st service.Backend, cfg *service.Config) error {
+		return openKeyring(cmd, db, st, cfg, slog.New(slog.DiscardHandler), false)
+	}
 	return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-		// Only read: checking needs the keys that exist, and never makes
-		// one.
-		if err := openKeyring(cmd, db, u, slog.New(slog.DiscardHandler), false); err != nil {
-			return err
-		}
-		configure(cmd, u)
-		r, err := u.VerifyCheckpoint(cmd.Context(), doc)
+		r, err := u.Audit.VerifyCheckpoint(cmd.Context(), doc)
 		if errors.Is(err, checkpoint.ErrSignature) {
 			return withStatus(ExitFailure, fmt.Errorf("%s: %w", file, err))
 		}
@@ -130,7 +128,7 @@ func verifyCheckpoint(cmd *cobra.Command, db, file string, asJSON bool) error {
 			return withStatus(ExitFailure, fmt.Errorf("%d of %d chains broken", len(r.Ledger.Broken), r.Ledger.Agents))
 		}
 		return nil
-	})
+	}, keys, configure(cmd))
 }
 
 func readCheckpointFile(cmd *cobra.Command, file string) ([]byte, error) {
@@ -216,7 +214,7 @@ const minCheckpointEvery = time.Second
 // being re-signed on every tick. Failures are logged and retried at the
 // next tick. stop ends the schedule and waits for a checkpoint under way,
 // so that the store can be closed after it.
-func startCheckpoints(ctx context.Context, u *service.UseCases, every time.Duration, log *slog.Logger) (stop func()) {
+func startCheckpoints(ctx context.Context, a *service.Audit, every time.Duration, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -225,7 +223,7 @@ func startCheckpoints(ctx context.Context, u *service.UseCases, every time.Durat
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			nc, err := u.MakeCheckpoint(ctx, true)
+			nc, err := a.MakeCheckpoint(ctx, true)
 			switch {
 			case ctx.Err() != nil:
 				return

@@ -21,24 +21,26 @@ import (
 // process's clock. The database is checked first, so nothing is created for
 // a database that does not exist.
 func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error) error {
-	return withUseCases(cmd, db, mode, func(u *service.UseCases) error {
+	return withUseCases(cmd, db, mode, f, func(st service.Backend, cfg *service.Config) error {
 		// Only a generated key would be logged at Info; the CLI says
 		// nothing on success.
 		quiet := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-		if err := openKeyring(cmd, db, u, quiet, true); err != nil {
+		if err := openKeyring(cmd, db, st, cfg, quiet, true); err != nil {
 			return err
 		}
-		configure(cmd, u)
-		return f(u)
+		return configure(cmd)(st, cfg)
 	})
 }
 
 // configure gives the use cases what serve gives them besides keys.
-func configure(cmd *cobra.Command, u *service.UseCases) {
-	var kf keyFlags
-	u.Platform = kf.platformOf(cmd, "")
-	u.Environment = kf.env(cmd)
-	u.Now = process(cmd).Now
+func configure(cmd *cobra.Command) setupFunc {
+	return func(_ service.Backend, cfg *service.Config) error {
+		var kf keyFlags
+		cfg.Platform = kf.platformOf(cmd, "")
+		cfg.Environment = kf.env(cmd)
+		cfg.Now = process(cmd).Now
+		return nil
+	}
 }
 
 const correctLong = `Correct a recorded event (spec §11.3). A correction never edits history: it
@@ -80,7 +82,7 @@ func newCorrectCmd() *cobra.Command {
 			}
 			req.EventType, req.EventID, req.Reason, req.AppealID, req.By = ledger.Type(args[0]), args[1], reason, appealID, operator
 			return withSigning(cmd, db, readOnly, func(u *service.UseCases) error {
-				c, created, err := u.Correct(cmd.Context(), req)
+				c, created, err := u.Corrections.Correct(cmd.Context(), req)
 				if err != nil {
 					return err
 				}

@@ -178,16 +178,31 @@ const (
 )
 
 // withUseCases opens the database named by the --db flag value (or its
-// defaults) as mode allows, runs f over it and closes it. A database kept
-// in a file that must exist and does not is ErrNotFound, and no file is
-// created.
-func withUseCases(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error) error {
-	return withMigrated(cmd, db, mode, func(u *service.UseCases, _ []string) error { return f(u) })
+// defaults) as mode allows, makes its use cases and runs f over them, and
+// closes it. The use cases read the process clock (Process.Now); each
+// setup, in order, may change the rest of their configuration first, with
+// the store at hand (a keyring is kept in it). A database kept in a file
+// that must exist and does not is ErrNotFound, and no file is created.
+func withUseCases(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error, setup ...setupFunc) error {
+	return withStore(cmd, db, mode, func(st service.Backend, _ []string) error {
+		cfg := service.Config{Now: process(cmd).Now}
+		for _, s := range setup {
+			if err := s(st, &cfg); err != nil {
+				return err
+			}
+		}
+		return f(service.New(st, cfg))
+	})
 }
 
-// withMigrated is withUseCases that also hands f the names of the
-// migrations it applied.
-func withMigrated(cmd *cobra.Command, db string, mode dbMode, f func(u *service.UseCases, applied []string) error) error {
+// setupFunc changes the use cases' configuration before withUseCases makes
+// them.
+type setupFunc func(st service.Backend, cfg *service.Config) error
+
+// withStore opens the database as withUseCases does, checks that it is
+// migrated (readOnly) or migrates it, and runs f over it with the names of
+// the migrations it applied.
+func withStore(cmd *cobra.Command, db string, mode dbMode, f func(st service.Backend, applied []string) error) error {
 	ctx := cmd.Context()
 	dsn := dbDSN(cmd, db)
 	drv, err := process(cmd).Drivers.lookup(dsn)
@@ -208,15 +223,14 @@ func withMigrated(cmd *cobra.Command, db string, mode dbMode, f func(u *service.
 		return err
 	}
 	defer st.Close()
-	u := &service.UseCases{Store: st}
 	var applied []string
 	if mode == readOnly {
-		err = u.Ready(ctx)
+		err = st.Ready(ctx)
 	} else {
-		applied, err = u.Migrate(ctx)
+		applied, err = st.Migrate(ctx)
 	}
 	if err != nil {
 		return err
 	}
-	return f(u, applied)
+	return f(st, applied)
 }

@@ -45,7 +45,7 @@ id is itself a pseudonym or a record to seal is broken (run 'ledger verify').`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				r, err := u.EraseAgent(cmd.Context(), service.OperatorCaller(operator), args[0], reason)
+				r, err := u.Rights.EraseAgent(cmd.Context(), service.OperatorCaller(operator), args[0], reason)
 				if err != nil {
 					return err
 				}
@@ -87,16 +87,12 @@ stored, so neither is shown.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				es, err := u.Erasures(cmd.Context(), service.OperatorCaller(cliOperator))
+				es, err := u.Rights.Erasures(cmd.Context(), service.OperatorCaller(cliOperator))
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					out := make([]wire.Erasure, 0, len(es))
-					for i := range es {
-						out = append(out, wire.ErasureOf(&es[i]))
-					}
-					return printJSON(cmd, map[string][]wire.Erasure{"erasures": out})
+					return printJSON(cmd, wire.ErasuresOf(es))
 				}
 				if len(es) == 0 {
 					_, err := fmt.Fprintln(cmd.OutOrStdout(), "no erasures")

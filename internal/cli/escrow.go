@@ -3,20 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swarmscore/swarmscore/score"
 )
-
-// escrowJSON is the wire shape shared with POST /swarmscore/{agent_id}/escrow.
-type escrowJSON struct {
-	Score          int            `json:"score"`
-	EscrowModifier score.Modifier `json:"escrow_modifier"`
-	HoldCents      int64          `json:"hold_cents"`
-	ReleasedCents  int64          `json:"released_cents"`
-}
 
 func newEscrowCmd() *cobra.Command {
 	var (
@@ -46,7 +39,7 @@ With --json, print {"score","escrow_modifier","hold_cents","released_cents"}.`,
 			if err != nil {
 				return err
 			}
-			out := escrowJSON{scoreValue, score.EscrowModifier(scoreValue), hold, released}
+			out := api.Escrow{Score: scoreValue, EscrowModifier: score.EscrowModifier(scoreValue), HoldCents: hold, ReleasedCents: released}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
+	"github.com/swarmscore/swarmscore/internal/wire"
 	"io"
 	"net/url"
 	"os"
@@ -72,8 +74,8 @@ func newIngestCmd() *cobra.Command {
 		Long:  ingestLong,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cfg.batch < 1 || cfg.batch > service.MaxBatchSize {
-				return usageErrorf("--batch-size %d is outside 1..%d", cfg.batch, service.MaxBatchSize)
+			if cfg.batch < 1 || cfg.batch > api.MaxEvents {
+				return usageErrorf("--batch-size %d is outside 1..%d", cfg.batch, api.MaxEvents)
 			}
 			if skew <= 0 {
 				return usageErrorf("--max-clock-skew %s must be positive", skew)
@@ -113,15 +115,17 @@ func newIngestCmd() *cobra.Command {
 				return ingestRemote(cmd, c, in, name, cfg)
 			}
 			return withUseCases(cmd, cfg.db, create, func(u *service.UseCases) error {
-				u.MaxClockSkew = skew
 				return ingest(cmd, u, in, name, cfg)
+			}, func(_ service.Backend, c *service.Config) error {
+				c.MaxClockSkew = skew
+				return nil
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
 	f.StringVar(&cfg.operator, "operator", "local", "the operator (platform) reporting the events")
-	f.IntVar(&cfg.batch, "batch-size", service.DefaultBatchSize, fmt.Sprintf("events per transaction, or per request with --server (1..%d)", service.MaxBatchSize))
+	f.IntVar(&cfg.batch, "batch-size", service.DefaultBatchSize, fmt.Sprintf("events per transaction, or per request with --server (1..%d)", api.MaxEvents))
 	f.DurationVar(&skew, "max-clock-skew", service.DefaultMaxClockSkew, "how far past this machine's clock an event may be dated")
 	f.BoolVar(&cfg.asJSON, "json", false, `print the summary as {"accepted","duplicates","superseded","rejected":[{"index","line","id","reason"}]}`)
 	f.StringVar(&cfg.server, "server", "", "send the events to the swarmscore server at this URL (http://host:port) instead of a database")
@@ -158,34 +162,15 @@ func ingestClient(cmd *cobra.Command, cfg ingestConfig) (*client.Client, error) 
 	return c, nil
 }
 
-// summary is what an ingest reports, local or remote alike.
-type summary struct {
-	Accepted   int         `json:"accepted"`
-	Duplicates int         `json:"duplicates"`
-	Superseded int         `json:"superseded"`
-	Rejected   []rejection `json:"rejected"`
-}
+// summary is what an ingest reports, local or remote alike: the API's
+// answer, whose rejections always carry a line here (the input is NDJSON).
+type summary = api.IngestResult
 
-type rejection struct {
-	Index  int    `json:"index"`
-	Line   int    `json:"line"`
-	ID     string `json:"id,omitempty"`
-	Reason string `json:"reason"`
-}
-
-func localSummary(r service.IngestReport) summary {
-	s := summary{Accepted: r.Accepted, Duplicates: r.Duplicates, Superseded: r.Superseded, Rejected: make([]rejection, len(r.Rejected))}
-	for i, rj := range r.Rejected {
-		s.Rejected[i] = rejection{Index: rj.Index, Line: rj.Line, ID: rj.ID, Reason: rj.Err.Error()}
-	}
-	return s
-}
+func localSummary(r service.IngestReport) summary { return wire.IngestResultOf(&r) }
 
 func remoteSummary(r *client.IngestResult) summary {
-	s := summary{Accepted: r.Accepted, Duplicates: r.Duplicates, Superseded: r.Superseded, Rejected: make([]rejection, len(r.Rejected))}
-	for i, rj := range r.Rejected {
-		s.Rejected[i] = rejection(rj)
-	}
+	s := *r
+	s.Rejected = append(make([]api.Rejection, 0, len(r.Rejected)), r.Rejected...)
 	return s
 }
 
@@ -202,7 +187,7 @@ func ingest(cmd *cobra.Command, u *service.UseCases, in io.Reader, name string, 
 	if tty {
 		progress = func(p service.Progress) { progressLine(stderr, p.Lines, localSummary(p.IngestReport)) }
 	}
-	rep, err := u.IngestStream(cmd.Context(), cfg.operator, in, cfg.batch, progress)
+	rep, err := u.Ingest.IngestStream(cmd.Context(), cfg.operator, in, cfg.batch, progress)
 	if tty {
 		fmt.Fprintln(stderr)
 	}

@@ -130,12 +130,12 @@ func TestIngestRemote(t *testing.T) {
 	if _, err := st.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	u := &service.UseCases{Store: st}
-	tok, err := u.CreateToken(t.Context(), "market-1")
+	u := service.New(st, service.Config{})
+	tok, err := u.Tokens.CreateToken(t.Context(), "market-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(httpapi.New(u, httpapi.Options{}))
+	ts := httptest.NewServer(httpapi.New(httpapi.ServicesOf(u), httpapi.Options{}))
 	defer ts.Close()
 
 	// One copy of the events for every run: they are dated from the

@@ -160,11 +160,11 @@ func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
-// openKeyring gives u the keyring of its database as serve opens it, from
-// the key variables alone (no flags): for commands that sign or check as
-// serve does. Without create, an empty keyring is an error rather than
+// openKeyring gives cfg the keyring of the database st as serve opens it,
+// from the key variables alone (no flags): for commands that sign or check
+// as serve does. Without create, an empty keyring is an error rather than
 // given its first key.
-func openKeyring(cmd *cobra.Command, db string, u *service.UseCases, log *slog.Logger, create bool) error {
+func openKeyring(cmd *cobra.Command, db string, st service.KeyStore, cfg *service.Config, log *slog.Logger, create bool) error {
 	dbFile, err := dbFileOf(cmd, db)
 	if err != nil {
 		return err
@@ -175,13 +175,14 @@ func openKeyring(cmd *cobra.Command, db string, u *service.UseCases, log *slog.L
 		return err
 	}
 	kc.Existing, kc.RequireAlg, kc.Now = !create, false, process(cmd).Now
-	u.Keys, err = service.OpenKeyring(cmd.Context(), u.Store, kc)
+	cfg.Keys, err = service.OpenKeyring(cmd.Context(), st, kc)
 	return err
 }
 
 // withKeys opens the database that must exist and its keyring (of the
-// flags' environment), and runs f.
-func withKeys(cmd *cobra.Command, db string, kf *keyFlags, f func(*service.UseCases) error) error {
+// flags' environment), and runs f over the use cases, which issue
+// passports for platform, and the keyring.
+func withKeys(cmd *cobra.Command, db string, kf *keyFlags, platform string, f func(u *service.UseCases, ring *service.Keyring) error) error {
 	dbFile, err := dbFileOf(cmd, db)
 	if err != nil {
 		return err
@@ -191,12 +192,13 @@ func withKeys(cmd *cobra.Command, db string, kf *keyFlags, f func(*service.UseCa
 		return err
 	}
 	kc.RequireAlg = false // --signing-alg says what to rotate to, not what the keyring has
-	return withUseCases(cmd, db, existing, func(u *service.UseCases) error {
-		if u.Keys, err = service.OpenKeyring(cmd.Context(), u.Store, kc); err != nil {
+	var ring *service.Keyring
+	return withUseCases(cmd, db, existing, func(u *service.UseCases) error { return f(u, ring) },
+		func(st service.Backend, cfg *service.Config) error {
+			ring, err = service.OpenKeyring(cmd.Context(), st, kc)
+			cfg.Keys, cfg.Platform = ring, platform
 			return err
-		}
-		return f(u)
-	})
+		})
 }
 
 // reissue re-issues the passports older keys signed, printing progress on
@@ -204,7 +206,7 @@ func withKeys(cmd *cobra.Command, db string, kf *keyFlags, f func(*service.UseCa
 func reissue(cmd *cobra.Command, u *service.UseCases, batch int) (service.ReissueReport, error) {
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
-	rep, err := u.ReissuePassports(ctx, batch, func(r service.ReissueReport) {
+	rep, err := u.Keys.ReissuePassports(ctx, batch, func(r service.ReissueReport) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "re-issued %d passport(s) signed by older keys (batch %d, through agent %s)\n", r.Reissued, r.Batches, r.Last)
 	})
 	if err != nil {
@@ -235,9 +237,8 @@ passport lives 7 days.`,
   swarmscore key rotate --signing-alg Ed25519     # switch to public-key passports`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withKeys(cmd, *db, &kf.keyFlags, func(u *service.UseCases) error {
-				u.Platform = kf.platformOf(cmd, kf.platform)
-				before := u.Keys.Active()
+			return withKeys(cmd, *db, &kf.keyFlags, kf.platformOf(cmd, kf.platform), func(u *service.UseCases, ring *service.Keyring) error {
+				before := ring.Active()
 				alg, chosen, err := kf.signingAlg(cmd)
 				if err != nil {
 					return err
@@ -245,7 +246,7 @@ passport lives 7 days.`,
 				if !chosen {
 					alg = before.Alg // the deployment's algorithm, unless told otherwise
 				}
-				rec, err := u.RotateKey(cmd.Context(), alg)
+				rec, err := u.Keys.RotateKey(cmd.Context(), alg)
 				if err != nil {
 					return err
 				}
@@ -283,16 +284,15 @@ also re-issue such a passport on its next request, so this only saves that
 wait.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withKeys(cmd, *db, &kf.keyFlags, func(u *service.UseCases) error {
-				u.Platform = kf.platformOf(cmd, kf.platform)
+			return withKeys(cmd, *db, &kf.keyFlags, kf.platformOf(cmd, kf.platform), func(u *service.UseCases, ring *service.Keyring) error {
 				rep, err := reissue(cmd, u, kf.batch)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return printJSON(cmd, map[string]any{"kid": u.Keys.Active().ID, "reissued": rep.Reissued})
+					return printJSON(cmd, map[string]any{"kid": ring.Active().ID, "reissued": rep.Reissued})
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "re-issued %d passport(s) with %s\n", rep.Reissued, u.Keys.Active().ID)
+				fmt.Fprintf(cmd.OutOrStdout(), "re-issued %d passport(s) with %s\n", rep.Reissued, ring.Active().ID)
 				return nil
 			})
 		},
@@ -326,7 +326,7 @@ key is older than a year (spec §8.1 asks for a yearly rotation).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
-				recs, err := u.Keyring(cmd.Context())
+				recs, err := u.Keys.Keyring(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -410,7 +410,7 @@ key can still be revoked; neither comes back.`, to, effect, to),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
-				if err := u.SetKeyState(cmd.Context(), args[0], to); err != nil {
+				if err := u.Keys.SetKeyState(cmd.Context(), args[0], to); err != nil {
 					return err
 				}
 				if asJSON {

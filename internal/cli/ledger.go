@@ -53,7 +53,7 @@ not extend it.`,
 				return verifyCheckpoint(cmd, db, checkpointFile, asJSON)
 			}
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				r, err := u.VerifyLedger(cmd.Context())
+				r, err := u.Signals.VerifyLedger(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -90,7 +90,7 @@ replaced entries are dropped and re-issued on their next request.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withUseCases(cmd, db, readOnly, func(u *service.UseCases) error {
-				n, err := u.RecomputeAll(cmd.Context(), stale)
+				n, err := u.Certificates.RecomputeAll(cmd.Context(), stale)
 				if err != nil {
 					return err
 				}

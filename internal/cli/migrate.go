@@ -21,7 +21,7 @@ it at once. 'swarmscore serve' and 'swarmscore ingest' migrate by themselves.
 It prints the name of every migration it applied.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withMigrated(cmd, db, create, func(_ *service.UseCases, applied []string) error {
+			return withStore(cmd, db, create, func(_ service.Backend, applied []string) error {
 				if asJSON {
 					if applied == nil {
 						applied = []string{}

@@ -64,7 +64,7 @@ func newLedgerPruneCmd(db *string, asJSON *bool) *cobra.Command {
 				return err
 			}
 			return withSigning(cmd, *db, readOnly, func(u *service.UseCases) error {
-				r, err := u.Prune(cmd.Context(), d)
+				r, err := u.Audit.Prune(cmd.Context(), d)
 				if err != nil {
 					return err
 				}
@@ -88,7 +88,7 @@ func newLedgerPruneCmd(db *string, asJSON *bool) *cobra.Command {
 
 // startPrunes runs retention every `every` until ctx ends or stop is
 // called; stop waits for a prune under way.
-func startPrunes(ctx context.Context, u *service.UseCases, keep, every time.Duration, log *slog.Logger) (stop func()) {
+func startPrunes(ctx context.Context, a *service.Audit, keep, every time.Duration, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -102,7 +102,7 @@ func startPrunes(ctx context.Context, u *service.UseCases, keep, every time.Dura
 				return
 			case <-t.C:
 			}
-			r, err := u.Prune(ctx, keep)
+			r, err := a.Prune(ctx, keep)
 			switch {
 			case ctx.Err() != nil:
 				return

@@ -97,7 +97,7 @@ type Process struct {
 	// --formula and --accept-formula may name; nil means score.Builtin()
 	// (V1 only). Tests add formulas of their own here.
 	Formulas score.Formulas
-	// Now is the clock of the use cases (service.UseCases.Now: deadlines,
+	// Now is the clock of the use cases (service.Config.Now: deadlines,
 	// corrections, checkpoints, passports); nil means time.Now.
 	Now func() time.Time
 }

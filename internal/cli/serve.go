@@ -21,6 +21,8 @@ import (
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/web"
+	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -163,87 +165,17 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return 0, usageErrorf("--log-level %q is not one of debug, info, warn, error", s)
 }
 
+// serve runs the server: settings checked, the address bound and the keys
+// configured before the database is opened, the use cases made and their
+// schedules started, then the HTTP server until a signal.
 func serve(cmd *cobra.Command, cfg serveConfig) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	level, err := parseLogLevel(cfg.logLevel)
+	set, err := cfg.settings(cmd)
 	if err != nil {
 		return err
 	}
-	log := newLogger(cmd.ErrOrStderr(), level)
-
-	cfg.platform = cfg.keys.platformOf(cmd, cfg.platform)
-	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
-		return usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
-	}
-	if cfg.skew <= 0 {
-		return usageErrorf("--max-clock-skew %s must be positive", cfg.skew)
-	}
-	var keep time.Duration
-	if cfg.pruneKeep != "" {
-		var err error
-		if keep, err = parseRetention("--prune-keep", cfg.pruneKeep); err != nil {
-			return err
-		}
-		if keep < ledger.Window {
-			return usageErrorf("--prune-keep %s is shorter than the 90-day scoring window: pruning would change current scores", cfg.pruneKeep)
-		}
-		if cfg.pruneEvery < time.Minute {
-			return usageErrorf("--prune-every %s is below 1m", cfg.pruneEvery)
-		}
-	}
-	if cfg.checkpointEvery != 0 && cfg.checkpointEvery < minCheckpointEvery {
-		return usageErrorf("--checkpoint-every %s is below %s (0 disables it)", cfg.checkpointEvery, minCheckpointEvery)
-	}
-	if cfg.dbTimeout <= 0 || cfg.dbMax < 1 {
-		return usageErrorf("--db-timeout must be positive and --db-max-requests at least 1")
-	}
-	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
-		return usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
-	}
-	if err := cfg.rights.validate(); err != nil {
-		return err
-	}
-	current, formulas, err := cfg.formula.acceptance(process(cmd).Formulas)
-	if err != nil {
-		return err
-	}
-	if current != score.V1 {
-		// The store computes and caches V1 scores (its columns, the
-		// ranking's SQL); issuing another version needs it to compute that.
-		return usageErrorf("--formula %s: this server issues formula %s only, the version its store computes; other versions can be accepted with --accept-formula", cfg.formula.current, score.FormulaVersion)
-	}
-	now := time.Now()
-	if clock := process(cmd).Now; clock != nil {
-		now = clock()
-	}
-	if from := formulas.Windows()[0].From; from.After(now) {
-		// Its own passports, computed now, would be out of the window.
-		return usageErrorf("--formula %s: the server issues %s passports now, so the version's effective date cannot be later than now", cfg.formula.current, score.FormulaVersion)
-	}
-	proxies, err := parseNetworks("--trusted-proxy", cfg.proxies)
-	if err != nil {
-		return err
-	}
-	scrapers, err := parseNetworks("--metrics-allow", cfg.metricsAllow)
-	if err != nil {
-		return err
-	}
-	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
-		return usageErrorf("--addr %q is not host:port", cfg.addr)
-	}
-	drivers := process(cmd).Drivers
-	dsn := dbDSN(cmd, cfg.db)
-	drv, err := drivers.lookup(dsn)
-	if err != nil {
-		return err
-	}
-	dbFile := ""
-	if drv.File != nil {
-		if dbFile, err = drv.File(dsn); err != nil {
-			return err
-		}
-	}
+	log := set.log
 	// The address and the key come before the database: a second server
 	// started by mistake or a misconfigured one fails at once and leaves
 	// nothing behind (not even a generated key).
@@ -252,58 +184,220 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		return err
 	}
 	defer ln.Close()
-	keys, err := cfg.keys.config(cmd, dbFile, log)
+	keys, err := cfg.keys.config(cmd, set.dbFile, log)
 	if err != nil {
 		return err
 	}
+	st, err := openServeStore(ctx, set, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore(st, log)
+	u, err := cfg.useCases(ctx, cmd, st, keys, set.formulas, log)
+	if err != nil {
+		return err
+	}
+	// Deferred after the store's Close, so it runs first: a checkpoint, a
+	// prune, a walk or a computation under way finishes before the
+	// database goes.
+	defer cfg.startSchedules(ctx, u, set.keep, log)()
+	u.Certificates.StartCacheWatch()
+	if err := bootstrapAdmin(ctx, cmd, u.Tokens, log); err != nil {
+		return err
+	}
+	handler := httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst,
+		TrustedProxies: set.proxies, MetricsAllow: set.scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax})
+	defer handler.Close()
+	srv := newHTTPServer(ctx, mountPages(handler, web.ServicesOf(u), log), log)
+	log.Info("listening", "addr", ln.Addr().String(), "db", set.drivers.redact(set.dsn), "platform", cfg.platform,
+		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(set.scrapers), "db_timeout", cfg.dbTimeout.String(),
+		"formulas", set.formulas.String())
+	return runServer(ctx, stop, srv, ln, cfg.shutdown, log)
+}
 
-	st, err := drv.Open(ctx, dsn)
+// serveSettings are serve's flags read and checked, and what they name.
+type serveSettings struct {
+	log               *slog.Logger
+	keep              time.Duration // --prune-keep, 0 for never
+	formulas          passport.Acceptance
+	proxies, scrapers []netip.Prefix
+	drivers           Drivers
+	drv               Driver
+	dsn, dbFile       string
+}
+
+// settings checks serve's flags before anything is opened, and resolves
+// the platform, the formulas, the networks and the database's driver.
+func (cfg *serveConfig) settings(cmd *cobra.Command) (serveSettings, error) {
+	var set serveSettings
+	level, err := parseLogLevel(cfg.logLevel)
 	if err != nil {
-		return err
+		return set, err
 	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			log.Error("closing the database", "err", err)
+	set.log = newLogger(cmd.ErrOrStderr(), level)
+	cfg.platform = cfg.keys.platformOf(cmd, cfg.platform)
+	if set.keep, err = cfg.checkLimits(); err != nil {
+		return set, err
+	}
+	if err := cfg.rights.validate(); err != nil {
+		return set, err
+	}
+	if set.formulas, err = cfg.acceptance(cmd); err != nil {
+		return set, err
+	}
+	if set.proxies, err = parseNetworks("--trusted-proxy", cfg.proxies); err != nil {
+		return set, err
+	}
+	if set.scrapers, err = parseNetworks("--metrics-allow", cfg.metricsAllow); err != nil {
+		return set, err
+	}
+	if _, _, err := net.SplitHostPort(cfg.addr); err != nil {
+		return set, usageErrorf("--addr %q is not host:port", cfg.addr)
+	}
+	set.drivers = process(cmd).Drivers
+	set.dsn = dbDSN(cmd, cfg.db)
+	if set.drv, err = set.drivers.lookup(set.dsn); err != nil {
+		return set, err
+	}
+	if set.drv.File != nil {
+		if set.dbFile, err = set.drv.File(set.dsn); err != nil {
+			return set, err
 		}
-	}()
-	// A back end with something to say about its connections (the
-	// PostgreSQL cache listener) says it in the server's log.
+	}
+	return set, nil
+}
+
+// checkLimits checks the numeric flags and returns --prune-keep (0 when
+// unset).
+func (cfg *serveConfig) checkLimits() (keep time.Duration, err error) {
+	if cfg.rate < 0 || (cfg.rate > 0 && cfg.burst < 1) {
+		return 0, usageErrorf("--rate-limit must be >= 0 and --rate-burst >= 1")
+	}
+	if cfg.skew <= 0 {
+		return 0, usageErrorf("--max-clock-skew %s must be positive", cfg.skew)
+	}
+	if cfg.pruneKeep != "" {
+		if keep, err = parseRetention("--prune-keep", cfg.pruneKeep); err != nil {
+			return 0, err
+		}
+		if keep < ledger.Window {
+			return 0, usageErrorf("--prune-keep %s is shorter than the 90-day scoring window: pruning would change current scores", cfg.pruneKeep)
+		}
+		if cfg.pruneEvery < time.Minute {
+			return 0, usageErrorf("--prune-every %s is below 1m", cfg.pruneEvery)
+		}
+	}
+	if cfg.checkpointEvery != 0 && cfg.checkpointEvery < minCheckpointEvery {
+		return 0, usageErrorf("--checkpoint-every %s is below %s (0 disables it)", cfg.checkpointEvery, minCheckpointEvery)
+	}
+	if cfg.dbTimeout <= 0 || cfg.dbMax < 1 {
+		return 0, usageErrorf("--db-timeout must be positive and --db-max-requests at least 1")
+	}
+	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
+		return 0, usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
+	}
+	return keep, nil
+}
+
+// acceptance reads --formula and --accept-formula: the server issues V1,
+// the version its store computes, dated no later than now.
+func (cfg *serveConfig) acceptance(cmd *cobra.Command) (passport.Acceptance, error) {
+	current, formulas, err := cfg.formula.acceptance(process(cmd).Formulas)
+	if err != nil {
+		return formulas, err
+	}
+	if current != score.V1 {
+		// The store computes and caches V1 scores (its columns, the
+		// ranking's SQL); issuing another version needs it to compute that.
+		return formulas, usageErrorf("--formula %s: this server issues formula %s only, the version its store computes; other versions can be accepted with --accept-formula", cfg.formula.current, score.FormulaVersion)
+	}
+	now := time.Now()
+	if clock := process(cmd).Now; clock != nil {
+		now = clock()
+	}
+	if from := formulas.Windows()[0].From; from.After(now) {
+		// Its own passports, computed now, would be out of the window.
+		return formulas, usageErrorf("--formula %s: the server issues %s passports now, so the version's effective date cannot be later than now", cfg.formula.current, score.FormulaVersion)
+	}
+	return formulas, nil
+}
+
+// openServeStore opens the database; a back end with something to say
+// about its connections (the PostgreSQL cache listener) says it in the
+// server's log.
+func openServeStore(ctx context.Context, set serveSettings, log *slog.Logger) (service.Backend, error) {
+	st, err := set.drv.Open(ctx, set.dsn)
+	if err != nil {
+		return nil, err
+	}
 	if l, ok := st.(interface{ SetLogger(*slog.Logger) }); ok {
 		l.SetLogger(log)
 	}
-	u := &service.UseCases{Store: st, Platform: cfg.platform, MaxClockSkew: cfg.skew,
-		Environment: cfg.keys.env(cmd), Now: process(cmd).Now, Formulas: formulas}
-	if _, err := u.Migrate(ctx); err != nil {
-		return err
+	return st, nil
+}
+
+func closeStore(st service.Backend, log *slog.Logger) {
+	if err := st.Close(); err != nil {
+		log.Error("closing the database", "err", err)
 	}
-	if u.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
-		return err
+}
+
+// useCases migrates the database, opens its keyring (reloaded on SIGHUP)
+// and makes the use cases as the flags configure them.
+func (cfg *serveConfig) useCases(ctx context.Context, cmd *cobra.Command, st service.Backend, keys service.KeyConfig,
+	formulas passport.Acceptance, log *slog.Logger) (*service.UseCases, error) {
+	if _, err := st.Migrate(ctx); err != nil {
+		return nil, err
 	}
-	cfg.rights.apply(u)
+	c := service.Config{Platform: cfg.platform, MaxClockSkew: cfg.skew, Environment: cfg.keys.env(cmd),
+		Now: process(cmd).Now, Formulas: formulas}
+	var err error
+	if c.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
+		return nil, err
+	}
+	cfg.rights.apply(&c)
+	return service.New(st, c), nil
+}
+
+// startSchedules starts what runs on a schedule (checkpoints, retention,
+// the signals' counts and the chain walk) and returns stop, which ends
+// them in the reverse order and waits for runs under way.
+func (cfg *serveConfig) startSchedules(ctx context.Context, u *service.UseCases, keep time.Duration, log *slog.Logger) (stop func()) {
+	var stops []func()
 	if cfg.checkpointEvery > 0 {
-		// Deferred after the store's Close, so it runs first: a checkpoint
-		// under way finishes before the database goes.
-		defer startCheckpoints(ctx, u, cfg.checkpointEvery, log)()
+		stops = append(stops, startCheckpoints(ctx, u.Audit, cfg.checkpointEvery, log))
 	}
 	if keep > 0 {
-		defer startPrunes(ctx, u, keep, cfg.pruneEvery, log)()
+		stops = append(stops, startPrunes(ctx, u.Audit, keep, cfg.pruneEvery, log))
 	}
-	// Deferred after the store's Close, so it runs first: a walk or a
-	// computation under way finishes before the database goes.
-	defer startRightsSchedules(ctx, u, cfg.rights, log)()
-	u.StartCacheWatch()
-	if admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN"); admin != "" {
-		id, err := u.BootstrapAdminToken(ctx, admin)
-		if err != nil {
-			return err
+	stops = append(stops, startRightsSchedules(ctx, u.Signals, cfg.rights, log))
+	return func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
-		log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
 	}
-	handler := httpapi.New(u, httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst, TrustedProxies: proxies,
-		MetricsAllow: scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax})
-	defer handler.Close()
-	srv := &http.Server{
-		Handler:           mountPages(handler, u, log),
+}
+
+// bootstrapAdmin makes SWARMSCORE_ADMIN_TOKEN, when set, the token of the
+// operator "admin".
+func bootstrapAdmin(ctx context.Context, cmd *cobra.Command, tokens *service.Tokens, log *slog.Logger) error {
+	admin := getenv(cmd, "SWARMSCORE_ADMIN_TOKEN")
+	if admin == "" {
+		return nil
+	}
+	id, err := tokens.BootstrapAdminToken(ctx, admin)
+	if err != nil {
+		return err
+	}
+	log.Info("operator token from SWARMSCORE_ADMIN_TOKEN is active", "operator", service.AdminOperator, "token_id", id)
+	return nil
+}
+
+// newHTTPServer is the server of h, with serve's timeouts; requests'
+// contexts outlive the signal, so in-flight requests finish.
+func newHTTPServer(ctx context.Context, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -312,10 +406,12 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", drivers.redact(dsn), "platform", cfg.platform,
-		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(scrapers), "db_timeout", cfg.dbTimeout.String(),
-		"formulas", formulas.String())
+}
 
+// runServer serves ln until ctx ends, then stops accepting connections
+// (stop: a second signal kills the process the default way) and lets
+// in-flight requests finish for up to shutdown.
+func runServer(ctx context.Context, stop func(), srv *http.Server, ln net.Listener, shutdown time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	// net/http's own answers (a malformed request, headers too large) are
 	// problems too.
@@ -325,9 +421,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	stop() // a second signal kills the process the default way
-	log.Info("shutting down: finishing in-flight requests", "timeout", cfg.shutdown.String())
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdown)
+	stop()
+	log.Info("shutting down: finishing in-flight requests", "timeout", shutdown.String())
+	sctx, cancel := context.WithTimeout(context.Background(), shutdown)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("in-flight requests did not finish in time; closing their connections", "err", err)

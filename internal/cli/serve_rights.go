@@ -55,17 +55,18 @@ func (c *rightsConfig) validate() error {
 
 // apply configures the use cases: whether consent is required, the
 // thresholds, and the key of the buyer pseudonyms agents see, derived from
-// the master key, or SWARMSCORE_SIGNING_KEY with static keys (Keyring.Derive).
-func (c *rightsConfig) apply(u *service.UseCases) {
-	u.RequireConsent, u.SignalThresholds = c.requireConsent, c.thresholds
-	u.PseudonymKey = u.Keys.Derive(service.PseudonymLabel)
+// the master key, or SWARMSCORE_SIGNING_KEY with static keys (cfg.Keys,
+// which must be set: Keyring.Derive).
+func (c *rightsConfig) apply(cfg *service.Config) {
+	cfg.RequireConsent, cfg.SignalThresholds = c.requireConsent, c.thresholds
+	cfg.PseudonymKey = cfg.Keys.Derive(service.PseudonymLabel)
 }
 
 // startRightsSchedules runs the gaming-signal counts (at start, then every
 // signalsEvery) and the chain walk (every verifyEvery) in the background
 // until ctx ends or stop is called; stop waits for a run under way, so the
 // database can be closed after it.
-func startRightsSchedules(ctx context.Context, u *service.UseCases, c rightsConfig, log *slog.Logger) (stop func()) {
+func startRightsSchedules(ctx context.Context, sig *service.Signals, c rightsConfig, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	every := func(d time.Duration, atStart bool, run func()) {
@@ -91,7 +92,7 @@ func startRightsSchedules(ctx context.Context, u *service.UseCases, c rightsConf
 		}()
 	}
 	every(c.signalsEvery, true, func() {
-		st, err := u.RefreshSignalStats(ctx)
+		st, err := sig.RefreshSignalStats(ctx)
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -101,7 +102,7 @@ func startRightsSchedules(ctx context.Context, u *service.UseCases, c rightsConf
 		}
 	})
 	every(c.verifyEvery, false, func() {
-		r, err := u.VerifyLedger(ctx)
+		r, err := sig.VerifyLedger(ctx)
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:

@@ -60,9 +60,9 @@ data refuse it (403). The agent must be known to the ledger.`,
 					if operator == "" {
 						operator = cliOperator
 					}
-					nt, err = u.CreateAgentToken(cmd.Context(), operator, agent)
+					nt, err = u.Tokens.CreateAgentToken(cmd.Context(), operator, agent)
 				} else {
-					nt, err = u.CreateToken(cmd.Context(), operator)
+					nt, err = u.Tokens.CreateToken(cmd.Context(), operator)
 				}
 				if err != nil {
 					return err
@@ -105,7 +105,7 @@ func newTokenRevokeCmd(db *string) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
-				if err := u.RevokeToken(cmd.Context(), args[0]); err != nil {
+				if err := u.Tokens.RevokeToken(cmd.Context(), args[0]); err != nil {
 					return err
 				}
 				if asJSON {
@@ -137,7 +137,7 @@ func newTokenListCmd(db *string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
-				toks, err := u.ListTokens(cmd.Context())
+				toks, err := u.Tokens.ListTokens(cmd.Context())
 				if err != nil {
 					return err
 				}

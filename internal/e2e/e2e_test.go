@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/score"
 	"io"
 	"net"
 	"net/http"
@@ -267,7 +268,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	sc, err := anon.Score(ctx, "agent-1")
-	if err != nil || sc.Score != 760 || sc.Tier != "STANDARD" || sc.EscrowModifier.String() != "0.392" || sc.AgentID != "agent-1" {
+	if err != nil || sc.Score != 760 || sc.Tier != score.TierStandard || sc.Escrow.String() != "0.392" || sc.AgentID != "agent-1" {
 		t.Fatalf("score: %+v %v", sc, err)
 	}
 	cert, err := anon.Certificate(ctx, "agent-1")
@@ -306,7 +307,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("escrow: %+v %v", e, err)
 	}
 	page, err := op.Agents(ctx, client.AgentsQuery{Tier: "STANDARD"})
-	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != "agent-1" || page.NextCursor != "" {
+	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != "agent-1" || page.NextCursor != nil {
 		t.Fatalf("agents: %+v %v", page, err)
 	}
 	if _, err := anon.Certificate(ctx, "ghost"); !client.IsProblem(err, client.ProblemNotFound) {

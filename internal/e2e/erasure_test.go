@@ -174,7 +174,7 @@ func TestErasure(t *testing.T) {
 		if code, out, errOut := run(t, env, "", "ledger", "verify", "--db", dsn); code != 0 || !strings.Contains(out, "every chain is intact") {
 			t.Fatalf("ledger verify: %d %s %s", code, out, errOut)
 		}
-		if now, err := pub.Score(ctx, "keeper"); err != nil || now.Score != keeper.Score || now.Conduit != keeper.Conduit || now.AP2 != keeper.AP2 {
+		if now, err := pub.Score(ctx, "keeper"); err != nil || now.Result != keeper.Result {
 			t.Errorf("keeper's score: %+v %v, was %+v", now, err, keeper)
 		}
 		for _, tok := range []string{"", adminToken} {
@@ -188,7 +188,7 @@ func TestErasure(t *testing.T) {
 			t.Errorf("the erased agent's token: %d", code)
 		}
 		v, err := pub.Verify(ctx, old.Raw, "")
-		if err != nil || v.Valid || !hasCode(v, client.ErrorPassportRevoked) || v.DetectedTampering || v.Checks["ledger"] != client.CheckRevoked {
+		if err != nil || v.Valid || !hasCode(v, client.ErrorPassportRevoked) || v.DetectedTampering || v.Checks.Result("ledger") != client.CheckRevoked {
 			t.Errorf("the old passport: %+v %v", v, err)
 		}
 		if raw, _ := json.Marshal(v); strings.Contains(string(raw), e.Pseudonym) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/swarmscore/swarmscore/score"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -690,7 +691,7 @@ func checkLedger(t *testing.T, s *server, dsn string, events int, want map[strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := [4]int{int(sc.Conduit.Total), int(sc.Conduit.Success), int(sc.AP2.Total), int(sc.AP2.Success)}; got != w {
+		if got := [4]int{int(sc.Conduit().Total), int(sc.Conduit().Success), int(sc.AP2().Total), int(sc.AP2().Success)}; got != w {
 			t.Fatalf("%s counts %v, want %v", agent, got, w)
 		}
 	}
@@ -846,7 +847,7 @@ func TestTwoReplicas(t *testing.T) {
 	checkLedger(t, a, dsn, batches*40, want)
 	for agent, w := range want {
 		sc, err := b.client("").Score(ctx, agent)
-		if err != nil || sc.Conduit.Total != int64(w[0]) || sc.AP2.Success != int64(w[3]) {
+		if err != nil || sc.Conduit().Total != int64(w[0]) || sc.AP2().Success != int64(w[3]) {
 			t.Fatalf("replica B, %s: %+v %v", agent, sc, err)
 		}
 	}
@@ -854,7 +855,7 @@ func TestTwoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := a.client("").Verify(ctx, cert.Raw, "rep-agent-0"); err != nil || !v.Valid || v.Checks[client.CheckLedger] != client.CheckConfirmed {
+	if v, err := a.client("").Verify(ctx, cert.Raw, "rep-agent-0"); err != nil || !v.Valid || v.Checks.Result(client.CheckLedger) != client.CheckConfirmed {
 		t.Fatalf("A verifies B's certificate: %+v %v", v, err)
 	}
 	t.Logf("two replicas: 4 clients sent each of %d batches (%d events) once through each replica pair at once: %d accepted, the rest duplicates; counts exact", batches, batches*40, accepted)
@@ -918,7 +919,7 @@ func TestVerifySuperseded(t *testing.T) {
 	}
 	v, err := s.client("").Verify(ctx, old.Raw, "agent-s")
 	if err != nil || !v.Valid || len(v.Warnings) != 1 || v.Warnings[0].Code != client.WarningSuperseded ||
-		v.Checks[client.CheckLedger] != client.CheckConfirmed || v.Current == nil || v.Current.Score != 709 || v.Current.Tier != "STANDARD" {
+		v.Checks.Result(client.CheckLedger) != client.CheckConfirmed || v.Current == nil || v.Current.Score != 709 || v.Current.Tier != score.TierStandard {
 		t.Fatalf("the old passport: %+v %v", v, err)
 	}
 	fresh, err := s.client("").Certificate(ctx, "agent-s")

@@ -31,6 +31,7 @@ type hostile struct {
 	body         string
 	status       int
 	problem      string // the problem type's last segment; "" for a 200
+	code         string // the problem's code, or every rejected event's; "" for none
 	// check, if set, judges a 200's body.
 	check func(body []byte) error
 }
@@ -94,18 +95,24 @@ func TestHostileCorpus(t *testing.T) {
 	event := func(extra string) string {
 		return `{"type":"conduit_session","id":"h-1","agent_id":"agent-h","status":"VERIFIED","started_at":"2026-01-01T00:00:00Z","completed_at":"2026-01-01T00:01:00Z"` + extra + `}`
 	}
-	rejectedOnly := func(n int) func([]byte) error {
+	rejectedCode := func(n int, code string) func([]byte) error {
 		return func(b []byte) error {
 			var r struct {
 				Accepted int
-				Rejected []any
+				Rejected []struct{ Code string }
 			}
 			if err := json.Unmarshal(b, &r); err != nil || r.Accepted != 0 || len(r.Rejected) != n {
 				return fmt.Errorf("want 0 accepted and %d rejected: %s", n, b)
 			}
+			for _, rj := range r.Rejected {
+				if rj.Code != code {
+					return fmt.Errorf("want code %q for each rejection: %s", code, b)
+				}
+			}
 			return nil
 		}
 	}
+	rejectedOnly := func(n int) func([]byte) error { return rejectedCode(n, "") }
 	verdict := func(valid, tampered bool, code string) func([]byte) error {
 		return func(b []byte) error {
 			var v client.Verification
@@ -155,7 +162,7 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "events array cut short", method: "POST", path: "/swarmscore/events", header: bearer, body: "[" + event("") + ",{", status: 400, problem: "malformed-json"},
 		{name: "10,001 events", method: "POST", path: "/swarmscore/events", header: bearer, body: many, status: 413, problem: "body-too-large"},
 		{name: "9 MiB of events", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Repeat(" ", 9<<20) + "[]", status: 413, problem: "body-too-large"},
-		{name: "event with a NUL in its id", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"h-1"`, `"h-\u0000"`, 1) + "\n", status: 200, check: rejectedOnly(1)},
+		{name: "event with a NUL in its id", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"h-1"`, `"h-\u0000"`, 1) + "\n", status: 200, check: rejectedCode(1, "invalid_id")},
 		{name: "event from 2031", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `2026-01-01T00:01:00Z`, `2031-01-01T00:01:00Z`, 1), status: 200, check: rejectedOnly(1)},
 		{name: "event with an unknown field", method: "POST", path: "/swarmscore/events", header: bearer, body: event(`,"operator":"someone-else"`), status: 200, check: rejectedOnly(1)},
 		{name: "fractional cents", method: "POST", path: "/swarmscore/agent-h/escrow", header: bearer, body: `{"amount_cents":1.5}`, status: 400, problem: "invalid-request"},
@@ -169,17 +176,17 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "trailing comma in a wrapped passport", method: "POST", path: "/swarmscore/verify", body: wrap(comma, ""), status: 400, problem: "malformed-json"},
 		{name: "verify a number", method: "POST", path: "/swarmscore/verify", body: `42`, status: 400, problem: "wrong-type"},
 		// Paths and queries.
-		{name: "agent id with a space", method: "GET", path: "/swarmscore/a%20b", status: 400, problem: "invalid-request"},
+		{name: "agent id with a space", method: "GET", path: "/swarmscore/a%20b", status: 400, problem: "invalid-request", code: "invalid_id"},
 		// Issue 28: "." and ".." are path segments with a meaning, not ids.
-		{name: "agent id ..", method: "GET", path: "/swarmscore/%2E%2E", status: 400, problem: "invalid-request"},
-		{name: "certificate of agent ..", method: "GET", path: "/swarmscore/%2e%2e/certificate", status: 400, problem: "invalid-request"},
-		{name: "escrow for agent .", method: "POST", path: "/swarmscore/%2E/escrow", header: bearer, body: `{"amount_cents":100}`, status: 400, problem: "invalid-request"},
-		{name: "erasure of agent ..", method: "POST", path: "/swarmscore/%2E%2E/erase", header: bearer, status: 400, problem: "invalid-request"},
-		{name: "records of agent ..", method: "GET", path: "/swarmscore/%2E%2E/records", header: bearer, status: 400, problem: "invalid-request"},
-		{name: "event of agent ..", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"agent-h"`, `".."`, 1), status: 200, check: rejectedOnly(1)},
-		{name: "event with id .", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"h-1"`, `"."`, 1), status: 200, check: rejectedOnly(1)},
-		{name: "correction of event ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"..","action":"void","reason":"test"}`, status: 400, problem: "invalid-request"},
-		{name: "correction moving an event to agent ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"h-1","action":"reattribute","agent_id":"..","reason":"test"}`, status: 400, problem: "invalid-request"},
+		{name: "agent id ..", method: "GET", path: "/swarmscore/%2E%2E", status: 400, problem: "invalid-request", code: "invalid_id"},
+		{name: "certificate of agent ..", method: "GET", path: "/swarmscore/%2e%2e/certificate", status: 400, problem: "invalid-request", code: "invalid_id"},
+		{name: "escrow for agent .", method: "POST", path: "/swarmscore/%2E/escrow", header: bearer, body: `{"amount_cents":100}`, status: 400, problem: "invalid-request", code: "invalid_id"},
+		{name: "erasure of agent ..", method: "POST", path: "/swarmscore/%2E%2E/erase", header: bearer, status: 400, problem: "invalid-request", code: "invalid_id"},
+		{name: "records of agent ..", method: "GET", path: "/swarmscore/%2E%2E/records", header: bearer, status: 400, problem: "invalid-request", code: "invalid_id"},
+		{name: "event of agent ..", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"agent-h"`, `".."`, 1), status: 200, check: rejectedCode(1, "invalid_id")},
+		{name: "event with id .", method: "POST", path: "/swarmscore/events", header: bearer, body: strings.Replace(event(""), `"h-1"`, `"."`, 1), status: 200, check: rejectedCode(1, "invalid_id")},
+		{name: "correction of event ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"..","action":"void","reason":"test"}`, status: 400, problem: "invalid-request", code: "invalid_id"},
+		{name: "correction moving an event to agent ..", method: "POST", path: "/swarmscore/corrections", header: bearer, body: `{"event_type":"conduit_session","event_id":"h-1","action":"reattribute","agent_id":"..","reason":"test"}`, status: 400, problem: "invalid-request", code: "invalid_id"},
 		// Issue 28: a batch of events is JSON or NDJSON, in UTF-8.
 		{name: "events as XML", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "application/xml"}, bearer...), body: "[" + event("") + "]", status: 415, problem: "unsupported-media-type"},
 		{name: "events as text", method: "POST", path: "/swarmscore/events", header: append([]string{"Content-Type", "text/plain"}, bearer...), body: event(""), status: 415, problem: "unsupported-media-type"},
@@ -191,7 +198,7 @@ func TestHostileCorpus(t *testing.T) {
 		{name: "signals as of 9999", method: "GET", path: "/swarmscore/agent-h/signals?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "flagged agents as of 9999", method: "GET", path: "/swarmscore/signals?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "audit as of 9999", method: "GET", path: "/swarmscore/agent-h/audit?as_of=9999-12-31T00:00:00Z", header: bearer, status: 400, problem: "invalid-request"},
-		{name: "agent id of 200 characters", method: "GET", path: "/swarmscore/" + strings.Repeat("a", 200) + "/certificate", status: 400, problem: "invalid-request"},
+		{name: "agent id of 200 characters", method: "GET", path: "/swarmscore/" + strings.Repeat("a", 200) + "/certificate", status: 400, problem: "invalid-request", code: "invalid_id"},
 		{name: "invalid escape in the query", method: "GET", path: "/swarmscore/agents?limit=%zz", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "a parameter twice", method: "GET", path: "/swarmscore/agents?limit=1&limit=2", header: bearer, status: 400, problem: "invalid-request"},
 		{name: "forged cursor", method: "GET", path: "/swarmscore/agents?cursor=Zm9vOmJhcg", header: bearer, status: 400, problem: "invalid-request"},
@@ -217,7 +224,7 @@ func TestHostileCorpus(t *testing.T) {
 		if c.problem != "" {
 			var p client.Problem
 			if hdr.Get("Content-Type") != "application/problem+json" || json.Unmarshal(body, &p) != nil ||
-				p.Type != client.ProblemBase+c.problem || p.Status != c.status || p.Detail == "" {
+				p.Type != client.ProblemBase+c.problem || p.Status != c.status || p.Detail == "" || p.Code != c.code {
 				t.Errorf("%s: want problem %s: %v %.300s", c.name, c.problem, hdr, body)
 			}
 		}

@@ -117,7 +117,7 @@ func TestReSentExport(t *testing.T) {
 		t.Fatalf("remote conflict: %d\n%s%s", code, out, errs)
 	}
 	sc, err := s.client("").Score(context.Background(), "agent-x")
-	if err != nil || sc.Conduit.Total != 2 || sc.Conduit.Success != 1 || sc.AP2.Total != 2 || sc.AP2.Success != 2 {
+	if err != nil || sc.Conduit().Total != 2 || sc.Conduit().Success != 1 || sc.AP2().Total != 2 || sc.AP2().Success != 2 {
 		t.Fatalf("score after the conflict: %+v %v", sc, err)
 	}
 	s.stop()

@@ -122,7 +122,7 @@ func rotationScenario(t *testing.T, env []string, db string, servers ...*server)
 			}
 			return !v.Valid
 		})
-		if v.DetectedTampering || v.SignatureValid || strings.Join(verifyCodes(v), ",") != passport.CodeKeyRetired || v.Checks[client.CheckSignature] != client.CheckFailed {
+		if v.DetectedTampering || v.SignatureValid || strings.Join(verifyCodes(v), ",") != passport.CodeKeyRetired || v.Checks.Result(client.CheckSignature) != client.CheckFailed {
 			t.Fatalf("server %d: the retired key's passport: %+v", i, v)
 		}
 	}

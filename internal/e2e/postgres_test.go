@@ -85,7 +85,7 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	// in practice), and serves a new certificate from then on.
 	fresh := freshCertificate(t, pubB, "agent-pg", cert.Raw, notifyBound)
 	sc, err = pubB.Score(ctx, "agent-pg")
-	if err != nil || sc.Score != 840 || sc.Conduit.Total != 100 {
+	if err != nil || sc.Score != 840 || sc.Conduit().Total != 100 {
 		t.Fatalf("B serves a stale score after A's write: %+v %v", sc, err)
 	}
 	if v, err := a.client("").Verify(ctx, fresh.Raw, "agent-pg"); err != nil || !v.Valid {

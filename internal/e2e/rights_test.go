@@ -389,8 +389,8 @@ func TestRequireConsent(t *testing.T) {
 	if err != nil || st.Consented || !st.RequireConsent || st.Published {
 		t.Fatalf("before consent: %+v %v", st, err)
 	}
-	if st, err = self.RecordConsent(ctx, "agent-1", d.Version); err != nil || !st.Consented || !st.Published || st.DisclosureVersion != "1" ||
-		!strings.HasPrefix(st.ConsentedBy, "agent:tok-") || st.ConsentedAt == nil {
+	if st, err = self.RecordConsent(ctx, "agent-1", d.Version); err != nil || !st.Consented || !st.Published || st.DisclosureVersion == nil || *st.DisclosureVersion != "1" ||
+		st.ConsentedBy == nil || !strings.HasPrefix(*st.ConsentedBy, "agent:tok-") || st.ConsentedAt == nil {
 		t.Fatalf("consent: %+v %v", st, err)
 	}
 	for _, p := range paths {
@@ -398,6 +398,14 @@ func TestRequireConsent(t *testing.T) {
 			t.Errorf("%s after consent: %d", p, code)
 		}
 	}
+}
+
+// buyerOf is a record's buyer, "" when none was reported.
+func buyerOf(r client.Record) string {
+	if r.BuyerID == nil {
+		return ""
+	}
+	return *r.BuyerID
 }
 
 // TestRecordsAccess: the agent reads the events behind its score and its
@@ -423,7 +431,7 @@ func TestRecordsAccess(t *testing.T) {
 	}
 	pseudonyms := map[string]int{}
 	for _, e := range own.Events {
-		pseudonyms[e.BuyerID]++
+		pseudonyms[buyerOf(e)]++
 	}
 	if len(pseudonyms) != 2 || pseudonyms[""] != 80 {
 		t.Fatalf("buyers as the agent sees them: %v", pseudonyms)
@@ -443,7 +451,7 @@ func TestRecordsAccess(t *testing.T) {
 	}
 	buyers := map[string]int{}
 	for _, e := range full.Events {
-		buyers[e.BuyerID]++
+		buyers[buyerOf(e)]++
 	}
 	if len(buyers) != 2 || buyers["buyer-1"] != 40 {
 		t.Fatalf("the operator sees buyers %v", buyers)
@@ -460,8 +468,8 @@ func TestRecordsAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range again.Events {
-		if e.BuyerID != "" && e.BuyerID != pseudonym {
-			t.Fatalf("after a restart the pseudonym is %q, was %q", e.BuyerID, pseudonym)
+		if b := buyerOf(e); b != "" && b != pseudonym {
+			t.Fatalf("after a restart the pseudonym is %q, was %q", b, pseudonym)
 		}
 	}
 	// The CLI prints the same records, buyers as reported.

@@ -39,7 +39,7 @@ func TestVerifyChecks(t *testing.T) {
 	checks := func(v *client.Verification) string {
 		var b strings.Builder
 		for _, c := range []string{client.CheckSignature, client.CheckConsistency, client.CheckExpiry, client.CheckLedger, client.CheckAgent} {
-			b.WriteString(v.Checks[c] + " ")
+			b.WriteString(string(v.Checks.Result(c)) + " ")
 		}
 		return strings.TrimSpace(b.String())
 	}

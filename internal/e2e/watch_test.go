@@ -64,7 +64,7 @@ func TestSQLiteIngestProcess(t *testing.T) {
 		}
 	}
 	// 76+20+1 VERIFIED of 101 sessions, 38/40 AP2: 385 + 456 = 841.
-	if sc, err := pub.Score(ctx, "agent-sq"); err != nil || sc.Conduit.Total != 101 {
+	if sc, err := pub.Score(ctx, "agent-sq"); err != nil || sc.Conduit().Total != 101 {
 		t.Fatalf("score: %+v %v", sc, err)
 	}
 	s.stop()

@@ -148,3 +148,55 @@ func PublicDetail(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// A code is a stable, machine-readable name of one specific error within
+// its kind ("invalid_id", "hold_conflict"): the edges publish it beside the
+// kind (the "code" member of an HTTP problem, an MCP tool error) so that a
+// client can branch on it without parsing the message. Codes are lower-case
+// snake_case and, like problem types, never change once published.
+
+// coder is any error in a chain that names its code.
+type coder interface{ ErrorCode() string }
+
+type codedError struct {
+	err  error
+	code string
+}
+
+func (e *codedError) Error() string     { return e.err.Error() }
+func (e *codedError) Unwrap() error     { return e.err }
+func (e *codedError) ErrorCode() string { return e.code }
+
+// WithCode returns err, unchanged for errors.Is, errors.As, Of, its message
+// and PublicDetail, carrying code (Code). A nil err stays nil.
+func WithCode(err error, code string) error {
+	if err == nil {
+		return nil
+	}
+	return &codedError{err, code}
+}
+
+// Code returns the outermost non-empty code in err's chain: one given to
+// WithCode, or one an error type reports with an ErrorCode() string
+// method; "" when there is none.
+func Code(err error) string {
+	for err != nil {
+		if c, ok := err.(coder); ok && c.ErrorCode() != "" {
+			return c.ErrorCode()
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if c := Code(e); c != "" {
+					return c
+				}
+			}
+			return ""
+		default:
+			return ""
+		}
+	}
+	return ""
+}

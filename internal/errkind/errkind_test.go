@@ -84,3 +84,37 @@ func TestPublicDetail(t *testing.T) {
 		t.Fatal("WithPublic(nil) is not nil")
 	}
 }
+
+func TestCode(t *testing.T) {
+	base := fmt.Errorf("%w: agent_id %q", ErrInvalid, "..")
+	coded := WithCode(base, "invalid_id")
+	if Of(coded) != Invalid || coded.Error() != base.Error() || !errors.Is(coded, ErrInvalid) {
+		t.Fatalf("WithCode changed the error: %v", coded)
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{base, ""},
+		{coded, "invalid_id"},
+		{fmt.Errorf("ingest: %w", coded), "invalid_id"},
+		{WithPublic(coded, "bad id"), "invalid_id"},
+		{WithCode(coded, "outer"), "outer"},
+		{errors.Join(base, fmt.Errorf("x: %w", coded)), "invalid_id"},
+		{typedCode{}, "typed"},
+		{fmt.Errorf("w: %w", typedCode{}), "typed"},
+	} {
+		if got := Code(c.err); got != c.want {
+			t.Errorf("Code(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+	if WithCode(nil, "x") != nil {
+		t.Error("WithCode(nil) is not nil")
+	}
+}
+
+type typedCode struct{}
+
+func (typedCode) Error() string     { return "typed" }
+func (typedCode) ErrorCode() string { return "typed" }

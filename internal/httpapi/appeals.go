@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,6 +12,15 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/wire"
+)
+
+// The members of an appeal's filing (api.AppealFiling), of a disputed
+// event (api.EventKey) and of an action on an appeal (api.AppealAction:
+// corrections only for an uphold).
+var (
+	filingFields       = []string{"agent_passport_id", "grounds", "statement", "events"}
+	eventKeyFields     = []string{"event_type", "event_id"}
+	appealActionFields = []string{"reason", "corrections"}
 )
 
 // fileAppeal files an appeal, by the agent's own token or an operator on
@@ -23,7 +31,7 @@ func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	m, err := readMembers(body, "", []string{"agent_passport_id", "grounds", "statement", "events"})
+	m, err := readMembers(body, "", filingFields)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -41,7 +49,7 @@ func (s *Server) fileAppeal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	a, err := s.svc.FileAppeal(r.Context(), callerFrom(r), f)
+	a, err := s.svc.Corrections.FileAppeal(r.Context(), callerFrom(r), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -68,7 +76,7 @@ func eventKeys(raw json.RawMessage) ([]ledger.EventKey, error) {
 	out := make([]ledger.EventKey, len(items))
 	for i, it := range items {
 		where := "events[" + itoa(int64(i)) + "]."
-		m, err := readMembers(it, where, []string{"event_type", "event_id"})
+		m, err := readMembers(it, where, eventKeyFields)
 		if err != nil {
 			return nil, err
 		}
@@ -83,10 +91,6 @@ func eventKeys(raw json.RawMessage) ([]ledger.EventKey, error) {
 		out[i] = ledger.EventKey{Type: ledger.Type(typ), ID: id}
 	}
 	return out, nil
-}
-
-type appealsResponse struct {
-	Appeals []wire.Appeal `json:"appeals"`
 }
 
 // listAppeals lists appeals: state filters by state, overdue=true keeps
@@ -120,23 +124,19 @@ func (s *Server) listAppeals(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := s.svc.Appeals(r.Context(), callerFrom(r), q)
+	list, err := s.svc.Corrections.Appeals(r.Context(), callerFrom(r), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := appealsResponse{Appeals: make([]wire.Appeal, len(list))}
-	for i := range list {
-		resp.Appeals[i] = wire.AppealOf(&list[i])
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(resp))
+	writeJSON(w, http.StatusOK, marshal(wire.AppealsOf(list)))
 }
 
 // showAppeal serves one appeal (GET /swarmscore/appeals/{id}, through
 // items).
 func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
-	a, err := s.svc.Appeal(r.Context(), callerFrom(r), r.PathValue("item"))
+	a, err := s.svc.Corrections.Appeal(r.Context(), callerFrom(r), r.PathValue("item"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -151,9 +151,9 @@ func (s *Server) showAppeal(w http.ResponseWriter, r *http.Request) {
 // of POST /swarmscore/corrections (reason defaults to the decision's,
 // appeal_id to this appeal). It answers with the appeal after the action.
 func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
-	known := []string{"reason"}
+	known := appealActionFields[:1]
 	if act == appeal.Uphold {
-		known = append(known, "corrections")
+		known = appealActionFields
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(r)
@@ -177,7 +177,7 @@ func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
 				return
 			}
 		}
-		a, _, err := s.svc.ActOnAppeal(r.Context(), r.PathValue("id"), appealCaller(r), d)
+		a, _, err := s.svc.Corrections.ActOnAppeal(r.Context(), r.PathValue("id"), appealCaller(r), d)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -225,14 +225,13 @@ func corrections(raw json.RawMessage) ([]ledger.CorrectionRequest, error) {
 
 // appealCollector exports the appeals by state and the overdue ones by
 // duty, counted at each scrape (appeals are few: a scrape reads them all).
-// When the database cannot answer within appealScrapeTimeout the series
-// are left out of that scrape rather than reported as zero.
+// When the database cannot answer (stats fails: a confirmed outage, no
+// free slot, or --db-timeout passed) the series are left out of that
+// scrape rather than reported as zero.
 type appealCollector struct {
 	stats            func(context.Context) (service.AppealStats, error)
 	byState, overdue *prometheus.Desc
 }
-
-const appealScrapeTimeout = 2 * time.Second
 
 func newAppealCollector(stats func(context.Context) (service.AppealStats, error)) *appealCollector {
 	return &appealCollector{
@@ -250,9 +249,7 @@ func (c *appealCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *appealCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), appealScrapeTimeout)
-	defer cancel()
-	st, err := c.stats(ctx)
+	st, err := c.stats(context.Background())
 	if err != nil {
 		return
 	}

@@ -10,25 +10,19 @@ import (
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
-// auditService is the use case of the audit route. It is not part of
-// Service, so that a Service without it still makes a server (the route is
-// then absent); *service.UseCases has it.
-type auditService interface {
-	// AuditBundle assembles the agent's L3 audit bundle
-	// (service.UseCases.AuditBundle).
+// AuditService is the use case of the audit route (service.Audit).
+type AuditService interface {
+	// AuditBundle assembles the agent's L3 audit bundle.
 	AuditBundle(ctx context.Context, agentID string, q service.AuditQuery) (*audit.Bundle, audit.Openings, error)
 }
 
-// auditRoutes registers GET /swarmscore/{agent_id}/audit when the service
-// can export bundles.
+// auditRoutes registers GET /swarmscore/{agent_id}/audit when the server
+// has an AuditService.
 func (s *Server) auditRoutes() {
-	a, ok := s.svc.(auditService)
-	if !ok {
+	if s.svc.Audit == nil {
 		return
 	}
-	s.route("GET /swarmscore/{agent_id}/audit", operator, maxNoBody, func(w http.ResponseWriter, r *http.Request) {
-		s.audit(a, w, r)
-	})
+	s.route("GET /swarmscore/{agent_id}/audit", operator, maxNoBody, s.audit)
 }
 
 // audit serves the agent's audit bundle (spec §7.1 L3) to an operator:
@@ -36,7 +30,7 @@ func (s *Server) auditRoutes() {
 // window, withhold (buyers,operators,agents,reasons) replaces those
 // identifiers by commitments. The openings of withheld identifiers are not
 // sent: an operator who needs the values exports without withholding.
-func (s *Server) audit(a auditService, w http.ResponseWriter, r *http.Request) {
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	id, err := agentID(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -47,7 +41,7 @@ func (s *Server) audit(a auditService, w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	b, _, err := a.AuditBundle(r.Context(), id, q)
+	b, _, err := s.svc.Audit.AuditBundle(r.Context(), id, q)
 	if err != nil {
 		s.fail(w, r, err)
 		return

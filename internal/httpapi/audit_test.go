@@ -80,11 +80,13 @@ func TestAuditRoute(t *testing.T) {
 	h.do("GET", "/swarmscore/a/audit", nil, auth()...).problem(t, "conflict", http.StatusConflict)
 }
 
-// TestAuditRouteAbsent: a Service that cannot export bundles makes a
-// server without the route.
+// TestAuditRouteAbsent: Services without an AuditService make a server
+// without the route.
 func TestAuditRouteAbsent(t *testing.T) {
 	h := newHarness(t, Options{})
-	s := New(struct{ Service }{h.f}, Options{})
+	svc := every(h.f)
+	svc.Audit = nil
+	s := New(svc, Options{})
 	if s.routes["GET /swarmscore/{agent_id}/audit"] {
 		t.Fatal("the audit route is registered without the use case")
 	}

@@ -23,7 +23,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	}
 	var op string
 	err = s.lookup(r, true, func(ctx context.Context) (err error) {
-		op, err = s.svc.Authenticate(ctx, token)
+		op, err = s.svc.Tokens.Authenticate(ctx, token)
 		return err
 	})
 	return op, err
@@ -79,7 +79,7 @@ func (s *Server) lookup(r *http.Request, gated bool, find func(context.Context) 
 		if !reserved {
 			s.authFails.allow(client, s.now())
 		}
-		return &httpError{ptUnauthorized, "the bearer token is not valid (unknown or revoked)"}
+		return &httpError{pt: ptUnauthorized, detail: "the bearer token is not valid (unknown or revoked)"}
 	}
 	if reserved {
 		s.authFails.refund(client, s.now())

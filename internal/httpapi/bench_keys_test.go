@@ -40,7 +40,7 @@ func benchKeyServer(b *testing.B, alg string) (*Server, *service.UseCases) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api := &service.UseCases{Store: st, Keys: keys, Platform: "bench"}
+	api := service.New(st, service.Config{Keys: keys, Platform: "bench"})
 	end := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
 	var evs []ledger.Event
 	for a := range benchAgents {
@@ -60,13 +60,13 @@ func benchKeyServer(b *testing.B, alg string) (*Server, *service.UseCases) {
 			evs = append(evs, ledger.Event{Type: ledger.AP2Transaction, ID: fmt.Sprint(agent, "-t", i), AgentID: agent, BuyerID: "b", Status: st, EscrowAmountCents: 1000, StartedAt: end, EndedAt: end})
 		}
 		if len(evs) >= 5000 || a == benchAgents-1 {
-			if _, err := api.Ingest(ctx, "op", evs); err != nil {
+			if _, err := api.Ingest.Ingest(ctx, "op", evs); err != nil {
 				b.Fatal(err)
 			}
 			evs = evs[:0]
 		}
 	}
-	return New(api, Options{}), api
+	return New(ServicesOf(api), Options{}), api
 }
 
 // BenchmarkCertificateCachedKeys is BenchmarkCertificateCached with the
@@ -112,7 +112,7 @@ func BenchmarkCertificateIssue(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				if i%benchAgents == 0 {
 					b.StopTimer()
-					if _, err := api.RecomputeAll(ctx, false); err != nil {
+					if _, err := api.Certificates.RecomputeAll(ctx, false); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

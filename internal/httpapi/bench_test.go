@@ -30,7 +30,7 @@ func benchServer(b *testing.B) (*Server, []byte) {
 		b.Fatal(err)
 	}
 	key, _ := passport.NewKey([]byte("bench-signing-key-0123456789abcdefghij"))
-	api := &service.UseCases{Store: st, Key: key, Platform: "bench"}
+	api := service.New(st, service.Config{Key: key, Platform: "bench"})
 	end := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
 	var evs []ledger.Event
 	for i := 0; i < 80; i++ {
@@ -47,14 +47,14 @@ func benchServer(b *testing.B) (*Server, []byte) {
 		}
 		evs = append(evs, ledger.Event{Type: ledger.AP2Transaction, ID: fmt.Sprint("t", i), AgentID: "agent-1", BuyerID: "b", Status: st, EscrowAmountCents: 1000, StartedAt: end, EndedAt: end})
 	}
-	if _, err := api.Ingest(ctx, "op", evs); err != nil {
+	if _, err := api.Ingest.Ingest(ctx, "op", evs); err != nil {
 		b.Fatal(err)
 	}
-	c, err := api.Certificate(ctx, "agent-1")
+	c, err := api.Certificates.Certificate(ctx, "agent-1")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return New(api, Options{}), c.Passport
+	return New(ServicesOf(api), Options{}), c.Passport
 }
 
 func BenchmarkCertificateCached(b *testing.B) {

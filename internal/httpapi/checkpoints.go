@@ -20,7 +20,7 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		}
 		number, cache = n, "public, max-age=31536000, immutable"
 	}
-	doc, err := s.svc.PublishedCheckpoint(r.Context(), number)
+	doc, err := s.svc.Checkpoints.PublishedCheckpoint(r.Context(), number)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"io"
 	"net/http"
 	"slices"
@@ -19,8 +20,8 @@ import (
 	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
-// CorrectionsService lists the use cases of corrections, appeals (spec
-// §11.3) and checkpoints (§8.3), with the errors of Service.
+// CorrectionsService lists the use cases of corrections and appeals (spec
+// §11.3; service.Corrections), with the errors of Services.
 type CorrectionsService interface {
 	// Correct records a correction made by req.By and re-issues the
 	// affected passports in its transaction; created is false for a
@@ -39,6 +40,11 @@ type CorrectionsService interface {
 	ActOnAppeal(ctx context.Context, id string, c service.Caller, d service.AppealDecision) (service.AppealStatus, []ledger.Correction, error)
 	// AppealStats counts appeals by state and overdue duty, for /metrics.
 	AppealStats(ctx context.Context) (service.AppealStats, error)
+}
+
+// CheckpointService publishes signed checkpoints (spec §8.3;
+// service.Audit).
+type CheckpointService interface {
 	// PublishedCheckpoint returns a checkpoint's document as stored (the
 	// latest for 0).
 	PublishedCheckpoint(ctx context.Context, number int64) ([]byte, error)
@@ -54,10 +60,26 @@ const (
 	maxUpholdCorrections = 100
 )
 
+// scrapeAppeals reads the appeal figures for a scrape as a request would,
+// in a database slot within --db-timeout, and not at all during a
+// confirmed outage: a scrape must not hang on a database that requests
+// already know is gone, nor take a slot a request could not.
+func (s *Server) scrapeAppeals(ctx context.Context) (service.AppealStats, error) {
+	if s.health.down() {
+		return service.AppealStats{}, errkind.ErrUnavailable
+	}
+	ctx, done, err := s.gate.enter(ctx)
+	if err != nil {
+		return service.AppealStats{}, err
+	}
+	defer done()
+	return s.svc.Corrections.AppealStats(ctx)
+}
+
 // correctionRoutes registers the routes of corrections, appeals and
 // checkpoints.
 func (s *Server) correctionRoutes() {
-	s.metrics.reg.MustRegister(newAppealCollector(s.svc.AppealStats))
+	s.metrics.reg.MustRegister(newAppealCollector(s.scrapeAppeals))
 	s.route("POST /swarmscore/corrections", operator, maxCorrectionBody, s.correct)
 	s.route("POST /swarmscore/appeals", appellant, maxAppealBody, s.fileAppeal)
 	s.route("GET /swarmscore/appeals", appellant, maxNoBody, s.listAppeals)
@@ -109,7 +131,7 @@ func (s *Server) correct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.By = operatorFrom(r)
-	c, created, err := s.svc.Correct(r.Context(), req)
+	c, created, err := s.svc.Corrections.Correct(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, err)
 		return

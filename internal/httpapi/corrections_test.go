@@ -47,7 +47,7 @@ func withService(t testing.TB, h *harness) (*service.UseCases, *clockwork) {
 	key, _ := passport.NewKey([]byte(testSigningKey))
 	cpKey, _ := service.NewCheckpointKey([]byte(testSigningKey))
 	c := &clockwork{t: now}
-	u := &service.UseCases{Store: st, Key: key, Platform: "api.test", Now: c.now, CheckpointKey: cpKey}
+	u := service.New(st, service.Config{Key: key, Platform: "api.test", Now: c.now, CheckpointKey: cpKey})
 	end := now.Add(-24 * time.Hour)
 	var evs []ledger.Event
 	for i := range 10 {
@@ -64,13 +64,13 @@ func withService(t testing.TB, h *harness) (*service.UseCases, *clockwork) {
 	}
 	evs = append(evs, ledger.Event{Type: ledger.AP2Transaction, ID: "t-open", AgentID: "agent-1", BuyerID: "b-1", Status: ledger.Held,
 		EscrowAmountCents: 5000, StartedAt: end})
-	if _, err := u.Ingest(ctx, "market-1", evs); err != nil {
+	if _, err := u.Ingest.Ingest(ctx, "market-1", evs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := u.Certificate(ctx, "agent-1"); err != nil {
+	if _, err := u.Certificates.Certificate(ctx, "agent-1"); err != nil {
 		t.Fatal(err)
 	}
-	h.f.CorrectionsService = u
+	h.f.CorrectionsService, h.f.CheckpointService, h.st = u.Corrections, u.Audit, st
 	return u, c
 }
 
@@ -98,7 +98,7 @@ func TestCorrectionRoute(t *testing.T) {
 		c["reissued_at"] != "2026-03-17T14:30:00Z" || c["at"] != "2026-03-17T14:30:00Z" || c["from_agent"] != "agent-1" || c["agent_id"] != nil {
 		t.Fatalf("correction %s", r.body)
 	}
-	if e, _ := u.Score(context.Background(), "agent-1"); e.Result.Counts.AP2Success != 3 {
+	if e, _ := u.Certificates.Score(context.Background(), "agent-1"); e.Result.Counts.AP2Success != 3 {
 		t.Fatalf("the chargeback did not lower the count: %+v", e.Result.Counts)
 	}
 	again := h.do("POST", "/swarmscore/corrections", jsonBody(body), auth()...)
@@ -129,7 +129,7 @@ func TestCorrectionRoute(t *testing.T) {
 			t.Errorf("%s: detail %q, want %q", name, p.Detail, tc.detail)
 		}
 	}
-	if list, _ := u.Store.Corrections(context.Background(), ledger.AP2Transaction, "t-2"); len(list) != 0 {
+	if list, _ := h.st.Corrections(context.Background(), ledger.AP2Transaction, "t-2"); len(list) != 0 {
 		t.Fatalf("a refused request corrected t-2: %+v", list)
 	}
 	h.do("POST", "/swarmscore/corrections", jsonBody(body)).problem(t, "unauthorized", 401)
@@ -141,7 +141,7 @@ func TestAppealRoutes(t *testing.T) {
 	h := newHarness(t, Options{})
 	u, clk := withService(t, h)
 	ctx := context.Background()
-	ps, err := u.Store.Passports(ctx, "agent-1")
+	ps, err := h.st.Passports(ctx, "agent-1")
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("passports %+v %v", ps, err)
 	}
@@ -235,7 +235,7 @@ func TestAppealRoutes(t *testing.T) {
 	if a.State != "upheld" || len(a.Corrections) != 1 || a.ReissuedAt == nil || *a.ReissuedAt != "2026-03-25T14:30:00Z" || a.NextDeadline != nil {
 		t.Fatalf("upheld %s", r.body)
 	}
-	if e, _ := u.Score(ctx, "agent-1"); e.Result.Counts.ConduitSuccess != 9 {
+	if e, _ := u.Certificates.Score(ctx, "agent-1"); e.Result.Counts.ConduitSuccess != 9 {
 		t.Fatalf("the uphold's correction did not count: %+v", e.Result.Counts)
 	}
 	if r := act("escalate", `{"reason":"the agent disputes the remedy"}`); r.code != 200 {
@@ -262,11 +262,11 @@ func TestCheckpointRoutes(t *testing.T) {
 	if p.Detail != "no checkpoint has been made yet" {
 		t.Errorf("detail %q", p.Detail)
 	}
-	first, err := u.MakeCheckpoint(context.Background(), false)
+	first, err := u.Audit.MakeCheckpoint(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := u.MakeCheckpoint(context.Background(), false)
+	second, err := u.Audit.MakeCheckpoint(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,8 +365,8 @@ func hasRepeatedMember(body string) bool {
 // one character, kept.
 func TestTextIsUTF8(t *testing.T) {
 	h := newHarness(t, Options{})
-	u, _ := withService(t, h)
-	ps, err := u.Store.Passports(context.Background(), "agent-1")
+	withService(t, h)
+	ps, err := h.st.Passports(context.Background(), "agent-1")
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("passports %+v %v", ps, err)
 	}
@@ -393,7 +393,7 @@ func TestTextIsUTF8(t *testing.T) {
 			t.Errorf("%s %q: detail %q, want %q", c.target, c.body, p.Detail, c.detail)
 		}
 	}
-	if _, err := u.Store.Passports(context.Background(), "agent-1"); err != nil {
+	if _, err := h.st.Passports(context.Background(), "agent-1"); err != nil {
 		t.Fatalf("agent-1 is gone: %v", err)
 	}
 	r := h.do("POST", "/swarmscore/corrections", jsonBody(correction(`paid in \u20ac \ud83d\ude00 \\ud800`)), auth()...)

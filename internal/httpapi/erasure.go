@@ -13,7 +13,8 @@ import (
 )
 
 // ErasureService lists the use cases of erasure (GDPR Art. 17, spec
-// §11.4), with the errors of Service. Both are an operator's.
+// §11.4; service.Rights), with the errors of Services. Both are an
+// operator's.
 type ErasureService interface {
 	// EraseAgent erases an agent: its id replaced by a random pseudonym
 	// everywhere, its tokens and passports revoked; the result carries the
@@ -33,6 +34,11 @@ func (s *Server) erasureRoutes() {
 	s.route("GET /swarmscore/erasures", operator, maxNoBody, s.erasures)
 }
 
+// eraseBody reads api.EraseRequest, keeping its member's JSON kind.
+type eraseBody struct {
+	Reason json.RawMessage `json:"reason"`
+}
+
 // erase erases {agent_id}, with an optional body {"reason": "..."}, and
 // answers 201 with the erasure and its opening (shown this once: the
 // response must not be cached).
@@ -42,9 +48,7 @@ func (s *Server) erase(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Reason json.RawMessage `json:"reason"`
-	}
+	var req eraseBody
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		s.fail(w, r, err)
@@ -61,7 +65,7 @@ func (s *Server) erase(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.svc.EraseAgent(r.Context(), service.OperatorCaller(operatorFrom(r)), id, reason)
+	res, err := s.svc.Erasure.EraseAgent(r.Context(), service.OperatorCaller(operatorFrom(r)), id, reason)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -77,17 +81,11 @@ func (s *Server) erasures(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	es, err := s.svc.Erasures(r.Context(), service.OperatorCaller(operatorFrom(r)))
+	es, err := s.svc.Erasure.Erasures(r.Context(), service.OperatorCaller(operatorFrom(r)))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Erasures []wire.Erasure `json:"erasures"`
-	}{Erasures: make([]wire.Erasure, 0, len(es))}
-	for i := range es {
-		out.Erasures = append(out.Erasures, wire.ErasureOf(&es[i]))
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(out))
+	writeJSON(w, http.StatusOK, marshal(wire.ErasuresOf(es)))
 }

@@ -491,7 +491,7 @@ func TestBoundedWaits(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := &blocking{fake: h.f, entered: make(chan struct{}, 10)}
 	logs := &syncLog{}
-	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
+	s := New(every(b), Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), DBTimeout: 300 * time.Millisecond, DBMaxRequests: 2, Now: h.s.now, MetricsAllow: h.s.scrapers})
 	defer s.Close()
 	serve := func(target string) (response, time.Duration) {
 		start := time.Now()
@@ -565,7 +565,7 @@ func TestSlotsHeldByALock(t *testing.T) {
 	t.Parallel()
 	b := &blocking{fake: newHarness(t, Options{}).f, pings: true}
 	logs := &syncLog{}
-	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), DBTimeout: 200 * time.Millisecond, DBMaxRequests: 2,
+	s := New(every(b), Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), DBTimeout: 200 * time.Millisecond, DBMaxRequests: 2,
 		MetricsAllow: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})
 	defer s.Close()
 	var got [3]atomic.Int64 // 503 timeouts, 503 refusals, others
@@ -607,7 +607,7 @@ func TestUnavailableBlip(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, Options{})
 	f := &flaky{fake: h.f}
-	s := New(pinging{f}, Options{Logger: h.s.log, MetricsAllow: h.s.scrapers, DBTimeout: 100 * time.Millisecond})
+	s := New(every(pinging{f}), Options{Logger: h.s.log, MetricsAllow: h.s.scrapers, DBTimeout: 100 * time.Millisecond})
 	defer s.Close()
 	h.s = s
 	down := fmt.Errorf("sqlite: step: %w: database is locked", errkind.ErrUnavailable)
@@ -691,7 +691,7 @@ func checkOutage(t *testing.T, s http.Handler, logs *syncLog, total int, want ma
 func TestReadyzWithinTwoSeconds(t *testing.T) {
 	t.Parallel()
 	b := &blocking{fake: &fake{}, entered: make(chan struct{}, 1)}
-	s := New(b, Options{DBTimeout: time.Minute})
+	s := New(every(b), Options{DBTimeout: time.Minute})
 	defer s.Close()
 	start := time.Now()
 	rec := httptest.NewRecorder()
@@ -704,7 +704,16 @@ func TestReadyzWithinTwoSeconds(t *testing.T) {
 // flaky is a Service whose database is down while down is set.
 type flaky struct {
 	*fake
-	down atomic.Pointer[error]
+	down          atomic.Pointer[error]
+	appealScrapes atomic.Int64
+}
+
+func (f *flaky) AppealStats(ctx context.Context) (service.AppealStats, error) {
+	f.appealScrapes.Add(1)
+	if err := f.err(); err != nil {
+		return service.AppealStats{}, err
+	}
+	return f.fake.AppealStats(ctx)
 }
 
 func (f *flaky) err() error {
@@ -764,7 +773,7 @@ func TestOutageLoggedOnce(t *testing.T) {
 	h := newHarness(t, Options{})
 	f := &flaky{fake: h.f}
 	logs := &syncLog{}
-	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now, MetricsAllow: h.s.scrapers,
+	s := New(every(f), Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: h.s.now, MetricsAllow: h.s.scrapers,
 		DBTimeout: 300 * time.Millisecond}) // an outage ends 2.3 s after its last 503
 	defer s.Close()
 	h.s = s
@@ -777,8 +786,16 @@ func TestOutageLoggedOnce(t *testing.T) {
 	for range 20 {
 		h.do("GET", "/swarmscore/agent-1/certificate", nil).problem(t, "unavailable", 503)
 	}
+	// A scrape during the outage does not wait on the database for the
+	// appeal figures: it leaves them out.
+	if m := h.do("GET", "/metrics", nil); m.code != 200 || bytes.Contains(m.body, []byte("swarmscore_appeals{")) || f.appealScrapes.Load() != 0 {
+		t.Errorf("a scrape during the outage: %d, %d appeal reads", m.code, f.appealScrapes.Load())
+	}
 	f.down.Store(nil)
 	waitLog(t, logs, `"msg":"database available again"`)
+	if m := h.do("GET", "/metrics", nil); m.code != 200 || f.appealScrapes.Load() != 1 {
+		t.Errorf("a scrape after the outage: %d, %d appeal reads", m.code, f.appealScrapes.Load())
+	}
 	h.do("GET", "/swarmscore/agent-1", nil).ok(t)
 	out := logs.String()
 	if n := strings.Count(out, `"level":"ERROR"`); n != 1 {
@@ -796,7 +813,7 @@ func TestStoppingDuringAnOutage(t *testing.T) {
 	t.Parallel()
 	f := &flaky{fake: newHarness(t, Options{}).f}
 	logs := &syncLog{}
-	s := New(f, Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	s := New(every(f), Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	down := fmt.Errorf("postgres: connect: %w: connection refused", errkind.ErrUnavailable)
 	f.down.Store(&down)
 	for range 3 {
@@ -847,7 +864,7 @@ func TestClientGone(t *testing.T) {
 	h := newHarness(t, Options{})
 	b := &blocking{fake: h.f, entered: make(chan struct{}, 1)}
 	logs := &syncLog{}
-	s := New(b, Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), MetricsAllow: h.s.scrapers})
+	s := New(every(b), Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), MetricsAllow: h.s.scrapers})
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	req := httptest.NewRequest("GET", "/swarmscore/agent-1", nil).WithContext(ctx)

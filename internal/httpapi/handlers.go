@@ -15,10 +15,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/wire"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -26,13 +27,10 @@ import (
 func agentID(r *http.Request) (string, error) {
 	id := r.PathValue("agent_id")
 	if err := ledger.CheckID("agent_id", id); err != nil {
-		return "", errorf(ptInvalid, "path segment %s", err)
+		return "", errorf(ptInvalid, "path segment %w", err)
 	}
 	return id, nil
 }
-
-// rfc3339 renders t as the wire format uses it everywhere: UTC, seconds.
-func rfc3339(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 
 // certificate serves the agent's current passport. The ETag is a digest of
 // the exact bytes, so it changes exactly when a new passport is issued.
@@ -56,7 +54,7 @@ func (s *Server) certificate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	c, err := s.svc.CertificateFor(r.Context(), caller, id)
+	c, err := s.svc.Certificates.CertificateFor(r.Context(), caller, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -107,37 +105,10 @@ func etagMatch(header, etag string) bool {
 	return false
 }
 
+// verifyRequest reads api.VerifyRequest, keeping each member's JSON kind.
 type verifyRequest struct {
 	Certificate json.RawMessage `json:"certificate"`
 	AgentID     json.RawMessage `json:"agent_id"`
-}
-
-// verifyResponse has the §7.3 fields plus errors, warnings and checks.
-type verifyResponse struct {
-	Valid             bool                  `json:"valid"`
-	SignatureValid    bool                  `json:"signature_valid"`
-	ScoreValid        bool                  `json:"score_valid"`
-	ExpiresAt         *string               `json:"expires_at"`
-	DetectedTampering bool                  `json:"detected_tampering"`
-	Errors            []service.VerifyError `json:"errors"`
-	Warnings          []service.VerifyError `json:"warnings"`
-	Checks            service.Checks        `json:"checks"`
-	// Current is the agent's score now, when this server holds its
-	// ledger; ChangedSinceIssue the events behind a
-	// ledger_changed_since_issue warning.
-	Current           *currentScore `json:"current,omitempty"`
-	ChangedSinceIssue []eventRef    `json:"changed_since_issue,omitempty"`
-}
-
-type currentScore struct {
-	Score      int        `json:"score"`
-	Tier       score.Tier `json:"tier"`
-	ComputedAt string     `json:"computed_at"`
-}
-
-type eventRef struct {
-	Type ledger.Type `json:"type"`
-	ID   string      `json:"id"`
 }
 
 // verifyExpected says what a verify request is, for the details of
@@ -155,7 +126,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.svc.Verify(r.Context(), doc, agent)
+	v, err := s.svc.Verifier.Verify(r.Context(), doc, agent)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -168,7 +139,13 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.metrics.verifications.WithLabelValues("invalid").Inc()
 	}
-	resp := verifyResponse{
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, marshal(verificationOf(&v)))
+}
+
+// verificationOf is v's shape.
+func verificationOf(v *service.Verification) api.Verification {
+	resp := api.Verification{
 		Valid:             v.Valid,
 		SignatureValid:    v.SignatureValid,
 		ScoreValid:        v.ScoreValid,
@@ -178,7 +155,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		Checks:            v.Checks,
 	}
 	if !v.ExpiresAt.IsZero() {
-		e := rfc3339(v.ExpiresAt)
+		e := wire.Seconds(v.ExpiresAt)
 		resp.ExpiresAt = &e
 	}
 	if resp.Errors == nil {
@@ -188,13 +165,12 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		resp.Warnings = []service.VerifyError{}
 	}
 	if c := v.Current; c != nil {
-		resp.Current = &currentScore{Score: c.Score, Tier: c.Tier, ComputedAt: rfc3339(c.ComputedAt)}
+		resp.Current = &api.CurrentScore{Score: c.Score, Tier: c.Tier, ComputedAt: wire.Seconds(c.ComputedAt)}
 	}
 	for _, k := range v.ChangedSinceIssue {
-		resp.ChangedSinceIssue = append(resp.ChangedSinceIssue, eventRef{k.Type, k.ID})
+		resp.ChangedSinceIssue = append(resp.ChangedSinceIssue, api.EventRef{Type: string(k.Type), ID: k.ID})
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(resp))
+	return resp
 }
 
 // passportMembers are the top-level members of a passport (spec §6.1) that
@@ -305,41 +281,20 @@ func (s *Server) score(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.svc.ScoreFor(r.Context(), caller, id)
+	e, err := s.svc.Certificates.ScoreFor(r.Context(), caller, id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	b := make([]byte, 0, 1024)
-	b = append(b, `{"agent_id":`...)
-	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9._:-]: quoting is JSON-exact
-	b = append(b, `,"computed_at":"`...)
-	b = append(b, rfc3339(e.ComputedAt)...)
-	b = append(b, `","expires_at":"`...)
-	b = append(b, rfc3339(e.ExpiresAt)...)
-	b = append(b, `",`...)
-	b = e.Result.AppendJSONFields(b)
-	b = append(b, "}\n"...)
+	// ids are [A-Za-z0-9._:-]: AppendJSON's quoting is JSON-exact.
+	sc := api.Score{AgentID: id, ComputedAt: e.ComputedAt, ExpiresAt: e.ExpiresAt, Result: e.Result}
+	b := append(sc.AppendJSON(make([]byte, 0, 1024)), '\n')
 	w.Header().Set("Cache-Control", "no-cache")
 	writeJSON(w, http.StatusOK, b)
 }
 
-type rejection struct {
-	Index  int    `json:"index"`
-	Line   int    `json:"line,omitempty"`
-	ID     string `json:"id,omitempty"`
-	Reason string `json:"reason"`
-}
-
-type ingestResponse struct {
-	Accepted   int         `json:"accepted"`
-	Duplicates int         `json:"duplicates"`
-	Superseded int         `json:"superseded"`
-	Rejected   []rejection `json:"rejected"`
-}
-
 // events ingests a JSON array or NDJSON stream of events for the calling
-// operator as one batch (service.UseCases.IngestEvents, the pipeline
+// operator as one batch (service.Ingestion.IngestEvents, the pipeline
 // `swarmscore ingest` uses): events that do not parse or that the ledger
 // refuses are listed with their index (and line, for NDJSON). A body that
 // is not JSON at all, holds too many events, or is too large stores
@@ -350,16 +305,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rep, err := s.svc.IngestEvents(r.Context(), operatorFrom(r), r.Body)
+	rep, err := s.svc.Ingest.IngestEvents(r.Context(), operatorFrom(r), r.Body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := ingestResponse{Accepted: rep.Accepted, Duplicates: rep.Duplicates, Superseded: rep.Superseded,
-		Rejected: make([]rejection, len(rep.Rejected))}
-	for i, rj := range rep.Rejected {
-		resp.Rejected[i] = rejection{Index: rj.Index, Line: rj.Line, ID: rj.ID, Reason: rj.Err.Error()}
-	}
+	resp := wire.IngestResultOf(&rep)
 	s.metrics.eventsIn.Add(float64(resp.Accepted))
 	s.metrics.eventsDup.Add(float64(resp.Duplicates))
 	s.metrics.eventsSuperseded.Add(float64(resp.Superseded))
@@ -399,15 +350,9 @@ func eventsMediaType(header string) error {
 	return nil
 }
 
+// escrowRequest reads api.EscrowRequest, keeping its member's JSON kind.
 type escrowRequest struct {
 	AmountCents json.RawMessage `json:"amount_cents"`
-}
-
-type escrowResponse struct {
-	Score         int            `json:"score"`
-	Modifier      score.Modifier `json:"escrow_modifier"`
-	HoldCents     int64          `json:"hold_cents"`
-	ReleasedCents int64          `json:"released_cents"`
 }
 
 // escrow computes the hold for a payment to the agent (spec §5).
@@ -427,29 +372,13 @@ func (s *Server) escrow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	e, err := s.svc.Escrow(r.Context(), id, amount)
+	e, err := s.svc.Certificates.Escrow(r.Context(), id, amount)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(escrowResponse{e.Score, e.Modifier, e.HoldCents, e.ReleasedCents}))
-}
-
-type rankedAgent struct {
-	AgentID        string         `json:"agent_id"`
-	Score          int            `json:"score"`
-	Tier           score.Tier     `json:"tier"`
-	EscrowModifier score.Modifier `json:"escrow_modifier"`
-	ConduitTotal   int64          `json:"conduit_sessions_90d"`
-	AP2Total       int64          `json:"ap2_sessions_90d"`
-	ComputedAt     string         `json:"computed_at"`
-	ExpiresAt      string         `json:"expires_at"`
-}
-
-type rankingResponse struct {
-	Agents     []rankedAgent `json:"agents"`
-	NextCursor *string       `json:"next_cursor"`
+	writeJSON(w, http.StatusOK, marshal(api.Escrow{Score: e.Score, EscrowModifier: e.Modifier, HoldCents: e.HoldCents, ReleasedCents: e.ReleasedCents}))
 }
 
 // agents ranks agents for marketplace search: tier is the lowest tier
@@ -466,22 +395,22 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	page, err := s.svc.Ranking(r.Context(), q)
+	page, err := s.svc.Certificates.Ranking(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := rankingResponse{Agents: make([]rankedAgent, 0, len(page.Agents))}
+	resp := api.AgentsPage{Agents: make([]api.RankedAgent, 0, len(page.Agents))}
 	for _, e := range page.Agents {
-		resp.Agents = append(resp.Agents, rankedAgent{
+		resp.Agents = append(resp.Agents, api.RankedAgent{
 			AgentID:        e.AgentID,
 			Score:          e.Result.Score,
 			Tier:           e.Result.Tier,
 			EscrowModifier: e.Result.Escrow,
 			ConduitTotal:   e.Result.Counts.ConduitTotal,
 			AP2Total:       e.Result.Counts.AP2Total,
-			ComputedAt:     rfc3339(e.ComputedAt),
-			ExpiresAt:      rfc3339(e.ExpiresAt),
+			ComputedAt:     wire.Seconds(e.ComputedAt),
+			ExpiresAt:      wire.Seconds(e.ExpiresAt),
 		})
 	}
 	if page.Next != nil {
@@ -560,7 +489,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, s.gate.timeout))
 	defer cancel()
-	if err := s.svc.Ready(ctx); err != nil {
+	if err := s.svc.Schema.Ready(ctx); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -19,7 +19,7 @@ const keysMaxAge = "60"
 // still be valid, so anyone can verify Ed25519 passports offline, with no
 // shared secret. HMAC keys are never in it.
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
-	b := marshal(s.svc.PublicKeys(r.Context()))
+	b := marshal(s.svc.Keys.PublicKeys(r.Context()))
 	h := w.Header()
 	h["Cache-Control"] = []string{"public, max-age=" + keysMaxAge}
 	h["Content-Type"] = []string{"application/jwk-set+json"} // RFC 7517 §8.5

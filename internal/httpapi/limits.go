@@ -254,7 +254,7 @@ func (s *Server) dbUnavailable(r *http.Request, err error, level slog.Level) slo
 // An episode begins with the first 503 the database causes while it is
 // healthy, whatever the reason; that 503 is logged as usual, the
 // episode's later ones at DEBUG only. The 503 starts a probe:
-// Service.Ready at once, then every probeEvery (never sooner than
+// ReadinessService.Ready at once, then every probeEvery (never sooner than
 // probeEvery after the previous probe, so that a busy server's bursts of
 // refusals do not become a stream of pings). The outage is confirmed when
 // a probe fails, or when probes succeed but, a probe interval or more
@@ -269,7 +269,7 @@ func (s *Server) dbUnavailable(r *http.Request, err error, level slog.Level) slo
 // waiting when the database came back are the outage's too. Nothing waits for the probe: requests go on trying
 // the database, so recovery needs no probe either.
 type health struct {
-	svc     Service
+	svc     ReadinessService
 	log     *slog.Logger
 	timeout time.Duration // of each probe
 	quiet   time.Duration // without a 503 before a successful probe ends an episode
@@ -478,7 +478,7 @@ func (s *Server) initFaults(opt Options) {
 		clients = 10000
 	}
 	s.authFails = newIPLimiter(float64(time.Second)/float64(every), burst, clients, opt.RateIPv6Prefix)
-	s.health = &health{svc: s.svc, log: s.log, timeout: min(readyTimeout, s.gate.timeout), quiet: retryAfterUnavailable*time.Second + s.gate.timeout,
+	s.health = &health{svc: s.svc.Schema, log: s.log, timeout: min(readyTimeout, s.gate.timeout), quiet: retryAfterUnavailable*time.Second + s.gate.timeout,
 		slots: func() (int, int) { return len(s.gate.slots), cap(s.gate.slots) }}
 	for r, name := range reasonNames {
 		s.metrics.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -7,24 +7,18 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // ProblemBase is the prefix of every problem type URI. The URIs are part of
-// the API: clients match on them, so they never change once published.
-const ProblemBase = "https://swarmscore.dev/problems/"
+// the API: clients match on them, so they never change once published
+// (api.ProblemTypes lists them; a test keeps it and the catalogue in step).
+const ProblemBase = api.ProblemBase
 
-// Problem is an RFC 9457 problem details object. RequestID is an extension
-// member that lets an operator find the request in the server log.
-type Problem struct {
-	Type      string `json:"type"`
-	Title     string `json:"title"`
-	Status    int    `json:"status"`
-	Detail    string `json:"detail,omitempty"`
-	Instance  string `json:"instance,omitempty"`
-	RequestID string `json:"request_id,omitempty"`
-}
+// Problem is an RFC 9457 problem details object (api.Problem).
+type Problem = api.Problem
 
 // problemType is one row of the problem catalogue: the stable last segment
 // of the type URI, its title and its status.
@@ -70,12 +64,15 @@ var problemTypes = []problemType{
 type httpError struct {
 	pt     problemType
 	detail string
+	cause  error // what a %w in errorf's format wrapped, for errkind.Code
 }
 
 func (e *httpError) Error() string { return e.detail }
+func (e *httpError) Unwrap() error { return e.cause }
 
 func errorf(pt problemType, format string, args ...any) error {
-	return &httpError{pt, fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &httpError{pt, err.Error(), errors.Unwrap(err)}
 }
 
 // problemFor is the one place an error becomes a problem. Use-case errors are
@@ -90,12 +87,16 @@ func errorf(pt problemType, format string, args ...any) error {
 // error's message, logged is true and level says how loudly to log it.
 func problemFor(err error) (p Problem, level slog.Level, logged bool) {
 	pt, detail, level, logged := classify(err)
-	return Problem{
+	p = Problem{
 		Type:   ProblemBase + pt.slug,
 		Title:  pt.title,
 		Status: pt.status,
 		Detail: detail,
-	}, level, logged
+	}
+	if pt != ptInternal {
+		p.Code = errkind.Code(err)
+	}
+	return p, level, logged
 }
 
 // Fixed details for errors whose messages stay in the log.

@@ -10,25 +10,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
 	"github.com/swarmscore/swarmscore/internal/wire"
 )
 
-// RightsService lists the use cases of agents' rights (spec §8.4, §11.1)
-// and gaming signals (§8.3, §15.2), with the errors of Service. The use
-// cases decide who may do what (service.Caller); the handlers only say who
-// is asking.
+// RightsService lists the use cases of agents' rights (spec §8.4, §11.1;
+// service.Rights), with the errors of Services. The use cases decide who
+// may do what (service.Caller); the handlers only say who is asking.
 type RightsService interface {
-	// CallerFor returns who a bearer token speaks for: an operator or one
-	// agent; ErrUnauthorized for an unknown or revoked token.
-	CallerFor(ctx context.Context, token string) (service.Caller, error)
-	// CertificateFor and ScoreFor are the certificate and score routes:
-	// an unlisted (or, when consent is required, unconsented) agent is
-	// not found for anyone but itself and operators.
-	CertificateFor(ctx context.Context, c service.Caller, agentID string) (service.Certificate, error)
-	ScoreFor(ctx context.Context, c service.Caller, agentID string) (ledger.ScoreEntry, error)
 	// Disclosure returns a version of the disclosure and disclaimer (the
 	// current one for "").
 	Disclosure(version string) (service.Disclosure, error)
@@ -40,6 +32,11 @@ type RightsService interface {
 	// Records returns the events counting in the agent's score as of asOf
 	// and its passports, buyer ids masked for the agent's own token.
 	Records(ctx context.Context, c service.Caller, agentID string, asOf time.Time) (service.AgentRecords, error)
+}
+
+// SignalService lists the use cases of the gaming signals (§8.3, §15.2;
+// service.Signals).
+type SignalService interface {
 	// Signals returns an agent's gaming signals; FlaggedAgents every
 	// flagged agent's, set-based; SignalStats the counts of the latest
 	// scheduled computation, without blocking.
@@ -51,7 +48,7 @@ type RightsService interface {
 // rightsRoutes registers the routes of agents' rights and gaming signals.
 // Who may call each is in the OpenAPI document (x-access).
 func (s *Server) rightsRoutes() {
-	s.metrics.reg.MustRegister(newSignalCollector(s.svc.SignalStats))
+	s.metrics.reg.MustRegister(newSignalCollector(s.svc.Signals.SignalStats))
 	s.route("GET /swarmscore/disclosure", crossOrigin, maxNoBody, s.disclosure)
 	s.route("GET /swarmscore/{agent_id}/consent", self, maxNoBody, s.consent)
 	s.route("PUT /swarmscore/{agent_id}/consent", self, maxSmallBody, s.recordConsent)
@@ -91,16 +88,10 @@ func (s *Server) caller(r *http.Request, required bool) (service.Caller, error) 
 	// A required token is resolved by guard before the handler's
 	// database slot is taken; an optional one by a handler, in its slot.
 	err = s.lookup(r, required, func(ctx context.Context) (err error) {
-		c, err = s.svc.CallerFor(ctx, token)
+		c, err = s.svc.Tokens.CallerFor(ctx, token)
 		return err
 	})
 	return c, err
-}
-
-type disclosureResponse struct {
-	Version    string `json:"version"`
-	Disclosure string `json:"disclosure"`
-	Disclaimer string `json:"disclaimer"`
 }
 
 // disclosure serves the disclosure agents consent to and the liability
@@ -111,36 +102,17 @@ func (s *Server) disclosure(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d, err := s.svc.Disclosure(v["version"])
+	d, err := s.svc.Rights.Disclosure(v["version"])
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	// A version's text never changes; which version is current may.
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	writeJSON(w, http.StatusOK, marshal(disclosureResponse{d.Version, d.Disclosure, d.Disclaimer}))
+	writeJSON(w, http.StatusOK, marshal(api.Disclosure{Version: d.Version, Disclosure: d.Disclosure, Disclaimer: d.Disclaimer}))
 }
 
-type consentResponse struct {
-	AgentID           string  `json:"agent_id"`
-	Visibility        string  `json:"visibility"`
-	Consented         bool    `json:"consented"`
-	DisclosureVersion *string `json:"disclosure_version"`
-	ConsentedAt       *string `json:"consented_at"`
-	ConsentedBy       *string `json:"consented_by"`
-	RequireConsent    bool    `json:"require_consent"`
-	Published         bool    `json:"published"`
-}
-
-func consentJSON(st *service.ConsentStatus) []byte {
-	resp := consentResponse{AgentID: st.AgentID, Visibility: string(st.Visibility), Consented: st.Consented(),
-		RequireConsent: st.RequireConsent, Published: st.Published}
-	if st.Consented() {
-		at := ledger.FormatTime(st.GivenAt)
-		resp.DisclosureVersion, resp.ConsentedAt, resp.ConsentedBy = &st.DisclosureVersion, &at, &st.By
-	}
-	return marshal(resp)
-}
+func consentJSON(st *service.ConsentStatus) []byte { return marshal(wire.ConsentStatusOf(st)) }
 
 // consent shows the agent's consent and visibility.
 func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +121,7 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	st, err := s.svc.Consent(r.Context(), callerFrom(r), id)
+	st, err := s.svc.Rights.Consent(r.Context(), callerFrom(r), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -157,6 +129,17 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, consentJSON(&st))
 }
+
+// consentBody and visibilityBody read api.ConsentRequest and
+// api.VisibilityRequest, keeping each member's JSON kind.
+type (
+	consentBody struct {
+		DisclosureVersion json.RawMessage `json:"disclosure_version"`
+	}
+	visibilityBody struct {
+		Visibility json.RawMessage `json:"visibility"`
+	}
+)
 
 // recordConsent records the agent's consent to {"disclosure_version"}
 // (the current version when absent).
@@ -166,9 +149,7 @@ func (s *Server) recordConsent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		DisclosureVersion json.RawMessage `json:"disclosure_version"`
-	}
+	var req consentBody
 	if err := decodeObject(r.Body, &req); err != nil {
 		s.fail(w, r, err)
 		return
@@ -178,7 +159,7 @@ func (s *Server) recordConsent(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	st, err := s.svc.RecordConsent(r.Context(), callerFrom(r), id, version)
+	st, err := s.svc.Rights.RecordConsent(r.Context(), callerFrom(r), id, version)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -194,9 +175,7 @@ func (s *Server) visibility(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req struct {
-		Visibility json.RawMessage `json:"visibility"`
-	}
+	var req visibilityBody
 	if err := decodeObject(r.Body, &req); err != nil {
 		s.fail(w, r, err)
 		return
@@ -210,7 +189,7 @@ func (s *Server) visibility(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errorf(ptInvalid, `field visibility is required: "public" or "unlisted"`))
 		return
 	}
-	st, err := s.svc.SetVisibility(r.Context(), callerFrom(r), id, ledger.Visibility(v))
+	st, err := s.svc.Rights.SetVisibility(r.Context(), callerFrom(r), id, ledger.Visibility(v))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -288,29 +267,13 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rec, err := s.svc.Records(r.Context(), callerFrom(r), id, asOf)
+	rec, err := s.svc.Rights.Records(r.Context(), callerFrom(r), id, asOf)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, marshal(wire.RecordsOf(&rec)))
-}
-
-type signalsResponse struct {
-	AgentID string          `json:"agent_id"`
-	AsOf    string          `json:"as_of"`
-	Signals []signal.Signal `json:"signals"`
-}
-
-type flaggedAgent struct {
-	AgentID string          `json:"agent_id"`
-	Signals []signal.Signal `json:"signals"`
-}
-
-type flaggedResponse struct {
-	AsOf   string         `json:"as_of"`
-	Agents []flaggedAgent `json:"agents"`
 }
 
 // signals serves one agent's gaming signals, each figure beside its
@@ -331,13 +294,13 @@ func (s *Server) signals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	a, err := s.svc.Signals(r.Context(), callerFrom(r), id, asOf)
+	a, err := s.svc.Signals.Signals(r.Context(), callerFrom(r), id, asOf)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(signalsResponse{a.AgentID, wire.Micros(a.AsOf), a.Signals}))
+	writeJSON(w, http.StatusOK, marshal(wire.SignalsOf(&a)))
 }
 
 // flagged lists the agents with a flagged signal (?flagged=true, the
@@ -358,17 +321,13 @@ func (s *Server) flagged(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	list, err := s.svc.FlaggedAgents(r.Context(), asOf)
+	list, err := s.svc.Signals.FlaggedAgents(r.Context(), asOf)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	resp := flaggedResponse{AsOf: wire.Micros(list.AsOf), Agents: make([]flaggedAgent, 0, len(list.Agents))}
-	for _, a := range list.Agents {
-		resp.Agents = append(resp.Agents, flaggedAgent{a.AgentID, a.Signals})
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(resp))
+	writeJSON(w, http.StatusOK, marshal(wire.FlaggedOf(&list)))
 }
 
 // signalCollector exports the counts of the latest scheduled computation

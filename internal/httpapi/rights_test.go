@@ -40,11 +40,14 @@ func (f *fake) SignalStats() (service.SignalStats, bool) { return service.Signal
 type rightsHarness struct {
 	*harness
 	u                 *service.UseCases
+	cfg               service.Config
 	opTok, tok1, tok2 string
 	clock             *time.Time
 }
 
-func newRightsHarness(t *testing.T) *rightsHarness {
+// newRightsHarness makes the harness; configure, if given, changes the use
+// cases' configuration first.
+func newRightsHarness(t *testing.T, configure ...func(*service.Config)) *rightsHarness {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "rights.db"))
@@ -60,10 +63,13 @@ func newRightsHarness(t *testing.T) *rightsHarness {
 		t.Fatal(err)
 	}
 	clock := now
-	u := &service.UseCases{Store: st, Key: key, Platform: "test", Now: func() time.Time { return clock },
-		PseudonymKey: []byte("pseudonym-key-0123456789abcdef0123")}
-	u.StartCacheWatch()
-	h := &harness{t: t, s: New(u, Options{Now: func() time.Time { return clock },
+	cfg := service.Config{Key: key, Platform: "test", Now: func() time.Time { return clock }, PseudonymKey: []byte("pseudonym-key-0123456789abcdef0123")}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	u := service.New(st, cfg)
+	u.Certificates.StartCacheWatch()
+	h := &harness{t: t, st: st, s: New(ServicesOf(u), Options{Now: func() time.Time { return clock },
 		MetricsAllow: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}})}
 	var evs []ledger.Event
 	for i := range 12 {
@@ -72,11 +78,11 @@ func newRightsHarness(t *testing.T) *rightsHarness {
 				BuyerID: "buyer-x", Status: ledger.Settled, EscrowAmountCents: 1000, StartedAt: now.Add(-3 * time.Hour), EndedAt: now.Add(-2 * time.Hour)})
 		}
 	}
-	if _, err := u.Ingest(ctx, "acme", evs); err != nil {
+	if _, err := u.Ingest.Ingest(ctx, "acme", evs); err != nil {
 		t.Fatal(err)
 	}
-	rh := &rightsHarness{harness: h, u: u, clock: &clock}
-	nt, err := u.CreateToken(ctx, "acme")
+	rh := &rightsHarness{harness: h, u: u, cfg: cfg, clock: &clock}
+	nt, err := u.Tokens.CreateToken(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +91,7 @@ func newRightsHarness(t *testing.T) *rightsHarness {
 		agent string
 		tok   *string
 	}{{"agent-1", &rh.tok1}, {"agent-2", &rh.tok2}} {
-		nt, err := u.CreateAgentToken(ctx, "acme", p.agent)
+		nt, err := u.Tokens.CreateAgentToken(ctx, "acme", p.agent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,8 +152,7 @@ func TestVisibilityRoutes(t *testing.T) {
 // TestConsentRoutes: consent is recorded with its version and author,
 // shown to the agent and operators; an unknown version is refused.
 func TestConsentRoutes(t *testing.T) {
-	h := newRightsHarness(t)
-	h.u.RequireConsent = true
+	h := newRightsHarness(t, func(c *service.Config) { c.RequireConsent = true })
 	h.do("GET", "/swarmscore/agent-1/certificate", nil).problem(t, "not-found", http.StatusNotFound)
 	m := h.do("GET", "/swarmscore/agent-1/consent", nil, bearer(h.tok1)...).ok(t)
 	if m["consented"] != false || m["require_consent"] != true || m["published"] != false || m["visibility"] != "public" {
@@ -204,7 +209,7 @@ func TestRecordsRoute(t *testing.T) {
 	if err := json.Unmarshal(r.body, &own); err != nil || r.code != http.StatusOK {
 		t.Fatalf("%d %s %v", r.code, r.body, err)
 	}
-	pseudonym := service.Pseudonym(h.u.PseudonymKey, "agent-1", "buyer-x")
+	pseudonym := service.Pseudonym(h.cfg.PseudonymKey, "agent-1", "buyer-x")
 	if own.AgentID != "agent-1" || own.AsOf != "2026-03-17T14:30:00Z" || !own.Masked || len(own.Events) != 12 || len(own.Passports) != 1 ||
 		string(own.Passports[0].Passport) != string(cert.body) {
 		t.Fatalf("own records %s", r.body)
@@ -287,10 +292,10 @@ func TestSignalMetrics(t *testing.T) {
 	if r := h.do("GET", "/metrics", nil); r.code != http.StatusOK || strings.Contains(string(r.body), "swarmscore_gaming_") {
 		t.Fatalf("gaming metrics before any computation: %d\n%s", r.code, r.body)
 	}
-	if _, err := h.u.RefreshSignalStats(context.Background()); err != nil {
+	if _, err := h.u.Signals.RefreshSignalStats(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.u.VerifyLedger(context.Background()); err != nil {
+	if _, err := h.u.Signals.VerifyLedger(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m := string(h.do("GET", "/metrics", nil).body)

@@ -1,5 +1,5 @@
 // Package httpapi is the HTTP edge of SwarmScore (spec §5, §7.2, §7.3): thin
-// handlers over the use cases in Service, operator authentication, RFC 9457
+// handlers over the use cases in Services, operator authentication, RFC 9457
 // problems, metrics, rate limiting and the OpenAPI document.
 //
 // Handlers only translate: they check the request, call one use case, and
@@ -16,56 +16,109 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/passport"
 )
 
-// Service lists the use cases the handlers need. Every method returns errors
-// classified by errkind: ErrInvalid (naming the field), ErrNotFound (an
-// unknown agent), ErrConflict, ErrUnauthorized, ErrForbidden, ErrUnavailable
-// (the database is down); anything else is an internal failure.
-type Service interface {
+// Services are the use cases the handlers call, one interface per group of
+// internal/service (*service.Certificates satisfies CertificateService, and
+// so on; ServicesOf takes them from a service.UseCases). Every method
+// returns errors classified by errkind: ErrInvalid (naming the field),
+// ErrNotFound (an unknown agent), ErrConflict, ErrUnauthorized,
+// ErrForbidden, ErrUnavailable (the database is down); anything else is an
+// internal failure.
+type Services struct {
+	Certificates CertificateService
+	Verifier     VerifyService
+	Ingest       IngestService
+	Tokens       TokenService
+	Schema       ReadinessService
+	Keys         KeyService
+	Corrections  CorrectionsService // corrections.go
+	Checkpoints  CheckpointService  // checkpoints.go
+	// Audit serves GET /swarmscore/{agent_id}/audit; nil leaves the
+	// route out (audit.go).
+	Audit   AuditService
+	Rights  RightsService  // rights.go
+	Erasure ErasureService // erasure.go
+	Signals SignalService  // rights.go
+}
+
+// ServicesOf is the groups of u that the handlers call.
+func ServicesOf(u *service.UseCases) Services {
+	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
+		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
+		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals}
+}
+
+// CertificateService is what the certificate, score, escrow and ranking
+// routes call (service.Certificates).
+type CertificateService interface {
 	// Certificate returns the agent's current signed passport: the same
 	// bytes while its cache entry answers now, a fresh one after. Digest,
 	// when not zero, is the SHA-256 of Passport (computed here otherwise).
 	Certificate(ctx context.Context, agentID string) (service.Certificate, error)
-	// Verify checks a passport as received (L1: signature, consistency
-	// and expiry; L2: the ledger's counts at its computed_at, when this
-	// server holds the agent) and, unless agentID is "", that it belongs
-	// to agentID; Checks says what each level found.
-	Verify(ctx context.Context, passport []byte, agentID string) (service.Verification, error)
 	// Score returns the agent's current score entry.
 	Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error)
-	// IngestEvents reads a JSON array or NDJSON of events and records them
-	// for operator as one batch, reporting every event; input that is not
-	// a batch of events at all is a *service.InputError.
-	IngestEvents(ctx context.Context, operator string, body io.Reader) (service.IngestReport, error)
+	// CertificateFor and ScoreFor are the certificate and score routes:
+	// an unlisted (or, when consent is required, unconsented) agent is
+	// not found for anyone but itself and operators.
+	CertificateFor(ctx context.Context, c service.Caller, agentID string) (service.Certificate, error)
+	ScoreFor(ctx context.Context, c service.Caller, agentID string) (ledger.ScoreEntry, error)
 	// Escrow computes the hold for a payment to the agent at its current
 	// score.
 	Escrow(ctx context.Context, agentID string, amountCents int64) (service.Escrow, error)
 	// Ranking lists agents by current score, highest first.
 	Ranking(ctx context.Context, q service.RankingQuery) (service.RankingPage, error)
-	// Authenticate returns the operator a bearer token belongs to, or
-	// ErrUnauthorized.
-	Authenticate(ctx context.Context, token string) (operator string, err error)
-	// Ready reports whether the database is reachable and migrated.
-	Ready(ctx context.Context) error
 	// CertificateStats reports how certificates were served and how the
 	// back end's cache watch fares, for /metrics. It must not block.
 	CertificateStats() service.CertificateStats
-	// Corrections, appeals and checkpoints (corrections.go).
-	CorrectionsService
+}
+
+// VerifyService is what POST /swarmscore/verify calls (service.Verifier).
+type VerifyService interface {
+	// Verify checks a passport as received (L1: signature, consistency
+	// and expiry; L2: the ledger's counts at its computed_at, when this
+	// server holds the agent) and, unless agentID is "", that it belongs
+	// to agentID; Checks says what each level found.
+	Verify(ctx context.Context, passport []byte, agentID string) (service.Verification, error)
+}
+
+// IngestService is what POST /swarmscore/events calls (service.Ingestion).
+type IngestService interface {
+	// IngestEvents reads a JSON array or NDJSON of events and records them
+	// for operator as one batch, reporting every event; input that is not
+	// a batch of events at all is a *service.InputError.
+	IngestEvents(ctx context.Context, operator string, body io.Reader) (service.IngestReport, error)
+}
+
+// TokenService resolves bearer tokens (service.Tokens).
+type TokenService interface {
+	// Authenticate returns the operator a bearer token belongs to, or
+	// ErrUnauthorized.
+	Authenticate(ctx context.Context, token string) (operator string, err error)
+	// CallerFor returns who a bearer token speaks for: an operator or one
+	// agent; ErrUnauthorized for an unknown or revoked token.
+	CallerFor(ctx context.Context, token string) (service.Caller, error)
+}
+
+// ReadinessService is what /readyz and the outage probe call
+// (service.Schema).
+type ReadinessService interface {
+	// Ready reports whether the database is reachable and migrated.
+	Ready(ctx context.Context) error
+}
+
+// KeyService is what the key set route and /metrics call (service.Keys).
+type KeyService interface {
 	// PublicKeys returns the JWK set of the Ed25519 keys whose passports
 	// may still be valid (never an HMAC key). It cannot fail.
 	PublicKeys(ctx context.Context) passport.JWKSet
 	// KeyringStats describes the active signing key, for /metrics. It
 	// must not block.
 	KeyringStats() service.KeyringStats
-	// Agents' rights and gaming signals (rights.go).
-	RightsService
-	// Erasure (erasure.go).
-	ErasureService
 }
 
 // Options tunes a Server. The zero value is usable.
@@ -115,11 +168,11 @@ type Options struct {
 // loopback is the default of Options.MetricsAllow.
 var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 
-// Body limits. Events are the only large request (at most
-// service.MaxBatchSize of them); the passport is at most 64 KiB
+// Body limits. Events are the only large request (at most api.MaxEvents
+// of them in api.MaxBodyBytes); the passport is at most 64 KiB
 // (passport.MaxSize) inside a small wrapper.
 const (
-	MaxEventsBody   = 8 << 20
+	MaxEventsBody   = api.MaxBodyBytes
 	maxVerifyBody   = 128 << 10
 	maxSmallBody    = 4 << 10
 	maxNoBody       = 4 << 10
@@ -128,7 +181,7 @@ const (
 
 // Server is the HTTP API. Create it with New; it is an http.Handler.
 type Server struct {
-	svc Service
+	svc Services
 	log *slog.Logger
 	// mux holds the routes and a catch-all; classify holds the routes
 	// only, and says what the catch-all's requests are (a 404, a 405).
@@ -153,7 +206,7 @@ type Server struct {
 }
 
 // New builds the server and its routes.
-func New(svc Service, opt Options) *Server {
+func New(svc Services, opt Options) *Server {
 	s := &Server{
 		svc:      svc,
 		log:      opt.Logger,
@@ -162,7 +215,7 @@ func New(svc Service, opt Options) *Server {
 		routes:   map[string]bool{},
 		access:   map[string]access{},
 		cors:     map[string]bool{},
-		metrics:  newMetrics(svc.CertificateStats),
+		metrics:  newMetrics(svc.Certificates.CertificateStats),
 		now:      opt.Now,
 		proxies:  opt.TrustedProxies,
 		scrapers: opt.MetricsAllow,
@@ -200,7 +253,7 @@ func New(svc Service, opt Options) *Server {
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
 	s.route("GET /openapi.json", crossOrigin, maxNoBody, s.openapi)
 	s.route("GET /.well-known/swarmscore-keys.json", crossOrigin, maxNoBody, s.keys)
-	s.metrics.reg.MustRegister(newKeyCollector(svc.KeyringStats))
+	s.metrics.reg.MustRegister(newKeyCollector(svc.Keys.KeyringStats))
 	// Registered last and least specific: every request no route above
 	// takes, whatever its method, is a problem from notFound.
 	s.mux.HandleFunc("/", s.notFound)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swarmscore/swarmscore/client"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -32,9 +32,10 @@ var now = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
 // fake implements Service with canned answers and records what it was
 // asked, so each test states the use case's behaviour it relies on.
 type fake struct {
-	// CorrectionsService answers the routes of corrections.go; nil (any
-	// call panics) in tests of the other routes.
+	// CorrectionsService and CheckpointService answer the routes of
+	// corrections.go; nil (any call panics) in tests of the other routes.
 	CorrectionsService
+	CheckpointService
 
 	mu        sync.Mutex
 	cert      service.Certificate
@@ -57,11 +58,35 @@ type fake struct {
 	certStats   service.CertificateStats
 	keySet      passport.JWKSet
 	keyStats    service.KeyringStats
-	// RightsService is nil: rights_test.go gives the fake the methods the
-	// certificate, score and metrics routes call; the others would panic.
+	// RightsService and SignalService are nil: rights_test.go gives the
+	// fake the methods the certificate, score and metrics routes call; the
+	// others would panic.
 	RightsService
+	SignalService
 	// ErasureService is nil (erasure_test.go uses real use cases).
 	ErasureService
+}
+
+// everyService is a fake of every group of use cases.
+type everyService interface {
+	CertificateService
+	VerifyService
+	IngestService
+	TokenService
+	ReadinessService
+	KeyService
+	CorrectionsService
+	CheckpointService
+	AuditService
+	RightsService
+	ErasureService
+	SignalService
+}
+
+// every gives v every group of use cases.
+func every(v everyService) Services {
+	return Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
+		Audit: v, Rights: v, Erasure: v, Signals: v}
 }
 
 func (f *fake) enter(agent string) error {
@@ -89,8 +114,8 @@ func (f *fake) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, er
 // IngestEvents runs the real ingest pipeline over a store whose Ingest is
 // the fake's, so the handler is tested with what the server runs.
 func (f *fake) IngestEvents(ctx context.Context, operator string, body io.Reader) (service.IngestReport, error) {
-	u := &service.UseCases{Store: ingestOnly{f: f}}
-	return u.IngestEvents(ctx, operator, body)
+	u := service.New(ingestOnly{f: f}, service.Config{})
+	return u.Ingest.IngestEvents(ctx, operator, body)
 }
 
 // ingestOnly is a back end that only ingests (the other ports are nil and
@@ -161,6 +186,7 @@ func mustResult(t testing.TB, c score.Counts) score.Result {
 type harness struct {
 	t    testing.TB
 	f    *fake
+	st   service.Backend // the real store of a harness with real use cases
 	s    *Server
 	logs *syncLog // read while the server may write (a database probe)
 }
@@ -179,7 +205,7 @@ func newHarness(t testing.TB, opt Options) *harness {
 		entry: ledger.ScoreEntry{AgentID: "agent-1", Result: mustResult(t, score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}),
 			ComputedAt: now, ExpiresAt: now.Add(7 * 24 * time.Hour), ValidUntil: now.Add(time.Hour)},
 	}
-	s := New(f, opt)
+	s := New(every(f), opt)
 	t.Cleanup(func() { s.Close() })
 	return &harness{t: t, f: f, s: s, logs: logs}
 }
@@ -571,21 +597,21 @@ func TestEventsErrors(t *testing.T) {
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+",{"), ingestHdr()...).problem(t, "malformed-json", 400)
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"] x"), ingestHdr()...).problem(t, "malformed-json", 400)
 	h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+" "+ev+"]"), ingestHdr()...).problem(t, "malformed-json", 400)
-	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", service.MaxBatchSize+1), ",") + "]"
+	many := "[" + strings.TrimSuffix(strings.Repeat(ev+",", api.MaxEvents+1), ",") + "]"
 	p = h.do("POST", "/swarmscore/events", strings.NewReader(many), ingestHdr()...).problem(t, "body-too-large", 413)
 	if !strings.Contains(p.Detail, "10000 events") {
 		t.Errorf("detail %q", p.Detail)
 	}
-	manyND := strings.Repeat(ev+"\n", service.MaxBatchSize+1)
+	manyND := strings.Repeat(ev+"\n", api.MaxEvents+1)
 	h.do("POST", "/swarmscore/events", strings.NewReader(manyND), ingestHdr()...).problem(t, "body-too-large", 413)
 	huge := strings.Repeat(" ", MaxEventsBody) + "[]"
 	h.do("POST", "/swarmscore/events", strings.NewReader(huge), ingestHdr()...).problem(t, "body-too-large", 413)
 	if h.f.calls != 0 {
 		t.Fatalf("bad batches reached the service %d times", h.f.calls)
 	}
-	// Exactly service.MaxBatchSize is fine.
-	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", service.MaxBatchSize), ",") + "]"
-	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), ingestHdr()...).ok(t); m["accepted"] != float64(service.MaxBatchSize) {
+	// Exactly api.MaxEvents is fine.
+	okBatch := "[" + strings.TrimSuffix(strings.Repeat(ev+",", api.MaxEvents), ",") + "]"
+	if m := h.do("POST", "/swarmscore/events", strings.NewReader(okBatch), ingestHdr()...).ok(t); m["accepted"] != float64(api.MaxEvents) {
 		t.Fatalf("accepted %v", m["accepted"])
 	}
 
@@ -900,15 +926,11 @@ func refs(v any) []string {
 	return out
 }
 
-// TestClientMaxEvents: the public client (which imports nothing internal)
-// states the server's limits, which IngestStream batches within.
-func TestClientMaxEvents(t *testing.T) {
-	if client.MaxEvents != service.MaxBatchSize {
-		t.Fatalf("client.MaxEvents = %d, service.MaxBatchSize = %d", client.MaxEvents, service.MaxBatchSize)
-	}
-	if client.MaxBodyBytes != MaxEventsBody || client.MaxLineBytes != ledger.MaxLineBytes {
-		t.Fatalf("client.MaxBodyBytes = %d, MaxEventsBody = %d; client.MaxLineBytes = %d, ledger.MaxLineBytes = %d",
-			client.MaxBodyBytes, MaxEventsBody, client.MaxLineBytes, ledger.MaxLineBytes)
+// TestEventLimits: the limits the public api package states (which the
+// client batches within) are the ledger's.
+func TestEventLimits(t *testing.T) {
+	if api.MaxLineBytes != ledger.MaxLineBytes {
+		t.Fatalf("api.MaxLineBytes = %d, ledger.MaxLineBytes = %d", api.MaxLineBytes, ledger.MaxLineBytes)
 	}
 }
 
@@ -981,7 +1003,7 @@ func TestMetricsAllow(t *testing.T) {
 		s.ServeHTTP(rec, req)
 		return rec.Code
 	}
-	def := New(&fake{}, Options{})
+	def := New(every(&fake{}), Options{})
 	for remote, want := range map[string]int{"127.0.0.1:9": 200, "[::1]:9": 200, "[::ffff:127.0.0.1]:9": 200, "192.0.2.1:9": 403, "10.0.0.1:9": 403} {
 		if got := get(def, remote); got != want {
 			t.Errorf("default, from %s: %d, want %d", remote, got, want)
@@ -993,7 +1015,7 @@ func TestMetricsAllow(t *testing.T) {
 	if got := get(def, "127.0.0.1:9", "Forwarded", "for=203.0.113.9"); got != 403 {
 		t.Errorf("Forwarded by an unnamed proxy on loopback: %d, want 403", got)
 	}
-	s := New(&fake{}, Options{MetricsAllow: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")},
+	s := New(every(&fake{}), Options{MetricsAllow: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")},
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	for _, c := range []struct {
 		remote, xff string

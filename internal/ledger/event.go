@@ -85,7 +85,12 @@ func (e *Event) Equal(o *Event) bool {
 type FieldError struct {
 	Field  string
 	Reason string
+	// Code is the refusal's stable code (errkind.Code), "" for none.
+	Code string
 }
+
+// ErrorCode reports Code to errkind.Code.
+func (e *FieldError) ErrorCode() string { return e.Code }
 
 func (e *FieldError) Error() string {
 	if e.Field == "" {
@@ -126,17 +131,22 @@ func CheckID(field, s string) error {
 	if ValidID(s) {
 		return nil
 	}
-	if s == "" {
-		return fieldErr(field, "must not be empty")
+	e := &FieldError{Field: field, Code: InvalidIDCode}
+	switch {
+	case s == "":
+		e.Reason = "must not be empty"
+	case len(s) > 128:
+		e.Reason = fmt.Sprintf("is %d characters long (at most 128)", len(s))
+	case s == "." || s == "..":
+		e.Reason = fmt.Sprintf("%q is not an id: \".\" and \"..\" are path segments with a special meaning", s)
+	default:
+		e.Reason = fmt.Sprintf("%q has a character outside [A-Za-z0-9._:-]", s)
 	}
-	if len(s) > 128 {
-		return fieldErr(field, "is %d characters long (at most 128)", len(s))
-	}
-	if s == "." || s == ".." {
-		return fieldErr(field, "%q is not an id: \".\" and \"..\" are path segments with a special meaning", s)
-	}
-	return fieldErr(field, "%q has a character outside [A-Za-z0-9._:-]", s)
+	return e
 }
+
+// InvalidIDCode is the code (errkind.Code) of every id CheckID refuses.
+const InvalidIDCode = "invalid_id"
 
 // endField is the wire name of the terminal timestamp for the event's type.
 func (t Type) endField() string {

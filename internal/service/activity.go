@@ -54,17 +54,17 @@ type RecentRejection struct {
 // reports every item, parse failures included, with rejections in input
 // order; the outcome is added to IngestActivity. Errors are Ingest's; on
 // an error nothing is reported.
-func (u *UseCases) IngestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
+func (u *Ingestion) IngestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
 	rep, err := u.ingestItems(ctx, operator, items)
-	u.ingests.record(u.now(), operator, &rep, err)
+	u.ingests.record(u.clock.now(), operator, &rep, err)
 	return rep, err
 }
 
 // IngestActivity returns what this process's ingests did in the last
 // ActivityHours hours and its latest rejections. It never fails and does
 // not touch the database.
-func (u *UseCases) IngestActivity() IngestActivity {
-	return u.ingests.snapshot(u.now())
+func (u *Ingestion) IngestActivity() IngestActivity {
+	return u.ingests.snapshot(u.clock.now())
 }
 
 // ingestLog is IngestActivity's memory: a ring of hours and a ring of

@@ -16,23 +16,23 @@ func TestIngestActivity(t *testing.T) {
 	a, c := newUseCases(t)
 	ctx := context.Background()
 	c.t = time.Date(2026, 6, 15, 13, 30, 0, 0, time.UTC)
-	if act := a.IngestActivity(); len(act.Hours) != ActivityHours || len(act.Rejections) != 0 || !act.Since.Equal(c.t) {
+	if act := a.Ingest.IngestActivity(); len(act.Hours) != ActivityHours || len(act.Rejections) != 0 || !act.Since.Equal(c.t) {
 		t.Fatalf("empty: %+v", act)
 	}
 	body := func(lines ...string) *strings.Reader { return strings.NewReader(strings.Join(lines, "\n")) }
 	ok := `{"type":"conduit_session","id":"s-1","agent_id":"agent-7","status":"VERIFIED","started_at":"2026-06-15T10:00:00Z","completed_at":"2026-06-15T10:05:00Z"}`
 	bad := `{"type":"conduit_session","id":"s-2","agent_id":"agent-7","status":"DONE","started_at":"2026-06-15T10:00:00Z"}`
-	if _, err := a.IngestEvents(ctx, "market-1", body(ok, bad)); err != nil {
+	if _, err := a.Ingest.IngestEvents(ctx, "market-1", body(ok, bad)); err != nil {
 		t.Fatal(err)
 	}
 	c.t = c.t.Add(time.Hour)
 	// Another operator's batch: its own event, re-sent in the same batch
 	// (a duplicate), and two bad lines.
 	ok3 := strings.ReplaceAll(ok, "s-1", "s-3")
-	if _, err := a.IngestEvents(ctx, "market-2", body(ok3, ok3, bad, bad)); err != nil {
+	if _, err := a.Ingest.IngestEvents(ctx, "market-2", body(ok3, ok3, bad, bad)); err != nil {
 		t.Fatal(err)
 	}
-	act := a.IngestActivity()
+	act := a.Ingest.IngestActivity()
 	prev, cur := act.Hours[ActivityHours-2], act.Hours[ActivityHours-1]
 	if !cur.Start.Equal(time.Date(2026, 6, 15, 14, 0, 0, 0, time.UTC)) || !prev.Start.Equal(cur.Start.Add(-time.Hour)) ||
 		!act.Hours[0].Start.Equal(cur.Start.Add(-(ActivityHours-1)*time.Hour)) {
@@ -55,10 +55,10 @@ func TestIngestActivity(t *testing.T) {
 	}
 
 	// A batch that fails as a whole counts as failed, with no events.
-	if _, err := a.IngestItems(ctx, "bad operator", []Item{{Event: ledger.Event{ID: "x"}}}); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Ingest.IngestItems(ctx, "bad operator", []Item{{Event: ledger.Event{ID: "x"}}}); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("bad operator: %v", err)
 	}
-	if h := a.IngestActivity().Hours[ActivityHours-1]; h.Failed != 1 || h.Batches != 1 {
+	if h := a.Ingest.IngestActivity().Hours[ActivityHours-1]; h.Failed != 1 || h.Batches != 1 {
 		t.Fatalf("after a failed batch %+v", h)
 	}
 
@@ -67,10 +67,10 @@ func TestIngestActivity(t *testing.T) {
 	for i := range MaxRecentRejections + 7 {
 		lines = append(lines, fmt.Sprintf(`{"type":"conduit_session","id":"r-%d","agent_id":"agent-7","status":"DONE","started_at":"2026-06-15T10:00:00Z"}`, i))
 	}
-	if _, err := a.IngestEvents(ctx, "market-3", body(lines...)); err != nil {
+	if _, err := a.Ingest.IngestEvents(ctx, "market-3", body(lines...)); err != nil {
 		t.Fatal(err)
 	}
-	act = a.IngestActivity()
+	act = a.Ingest.IngestActivity()
 	if len(act.Rejections) != MaxRecentRejections || act.Rejections[0].ID != fmt.Sprintf("r-%d", MaxRecentRejections+6) ||
 		act.Rejections[MaxRecentRejections-1].ID != "r-7" {
 		t.Fatalf("%d rejections, newest %s, oldest %s", len(act.Rejections), act.Rejections[0].ID, act.Rejections[len(act.Rejections)-1].ID)
@@ -81,7 +81,7 @@ func TestIngestActivity(t *testing.T) {
 
 	// Hours older than the ring are forgotten, not mistaken for new ones.
 	c.t = c.t.Add(ActivityHours * time.Hour)
-	for _, h := range a.IngestActivity().Hours {
+	for _, h := range a.Ingest.IngestActivity().Hours {
 		if h.Batches != 0 || h.Failed != 0 || h.Events() != 0 {
 			t.Fatalf("hour %s still holds %+v", h.Start, h)
 		}

@@ -32,7 +32,7 @@ type AppealStatus struct {
 	AsOf    time.Time
 }
 
-func (u *UseCases) appealStatus(a appeal.Appeal, now time.Time) AppealStatus {
+func appealStatus(a appeal.Appeal, now time.Time) AppealStatus {
 	return AppealStatus{Appeal: a, Next: a.Next(), Overdue: a.Overdue(now), AsOf: now}
 }
 
@@ -50,7 +50,7 @@ func (u *UseCases) appealStatus(a appeal.Appeal, now time.Time) AppealStatus {
 // with the same detail, for an agent's token naming another agent's
 // passport, so that the answer does not tell whose passports exist;
 // ErrUnavailable.
-func (u *UseCases) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (AppealStatus, error) {
+func (u *Corrections) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (AppealStatus, error) {
 	if err := c.mayAppeal(); err != nil {
 		return AppealStatus{}, err
 	}
@@ -60,7 +60,7 @@ func (u *UseCases) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (Ap
 	noPassport := func(err error) error {
 		return errkind.WithPublic(err, fmt.Sprintf("no passport with agent_passport_id %q was issued here", f.PassportID))
 	}
-	p, err := u.Store.Passport(ctx, f.PassportID)
+	p, err := u.store.Passport(ctx, f.PassportID)
 	if err != nil {
 		if errkind.Of(err) == errkind.NotFound {
 			err = noPassport(err)
@@ -75,16 +75,16 @@ func (u *UseCases) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (Ap
 	if err != nil {
 		return AppealStatus{}, err
 	}
-	now := u.now()
+	now := u.clock.now()
 	a, err := appeal.New(appeal.Filing{ID: newAppealID(), PassportID: f.PassportID, Grounds: f.Grounds,
 		Statement: f.Statement, Events: f.Events, By: by, At: now}, p)
 	if err != nil {
 		return AppealStatus{}, err
 	}
-	if err := u.Store.CreateAppeal(ctx, a); err != nil {
+	if err := u.store.CreateAppeal(ctx, a); err != nil {
 		return AppealStatus{}, err
 	}
-	return u.appealStatus(a, now), nil
+	return appealStatus(a, now), nil
 }
 
 // mayAppeal admits operators and agents' tokens to the appeal routes;
@@ -109,14 +109,14 @@ func (c Caller) appellant() (string, error) {
 // ownAppeal reads appeal id for c. An agent's token reaching another
 // agent's appeal gets the same ErrNotFound as for an unknown id: appeal
 // ids name no agent, so a 403 here would confirm that the appeal exists.
-func (u *UseCases) ownAppeal(ctx context.Context, c Caller, id string) (appeal.Appeal, error) {
+func (u *Corrections) ownAppeal(ctx context.Context, c Caller, id string) (appeal.Appeal, error) {
 	if err := c.mayAppeal(); err != nil {
 		return appeal.Appeal{}, err
 	}
 	if err := ledger.CheckID("appeal_id", id); err != nil {
 		return appeal.Appeal{}, err
 	}
-	a, err := u.Store.Appeal(ctx, id)
+	a, err := u.store.Appeal(ctx, id)
 	if err != nil {
 		return appeal.Appeal{}, unknownAppeal(err, id)
 	}
@@ -142,12 +142,12 @@ func newAppealID() string {
 // Errors: ErrUnauthorized for an anonymous caller, ErrInvalid for a
 // malformed id, ErrNotFound (with a public detail) for an unknown appeal
 // and, in the same words, for another agent's, ErrUnavailable.
-func (u *UseCases) Appeal(ctx context.Context, c Caller, id string) (AppealStatus, error) {
+func (u *Corrections) Appeal(ctx context.Context, c Caller, id string) (AppealStatus, error) {
 	a, err := u.ownAppeal(ctx, c, id)
 	if err != nil {
 		return AppealStatus{}, err
 	}
-	return u.appealStatus(a, u.now()), nil
+	return appealStatus(a, u.clock.now()), nil
 }
 
 // AppealQuery selects appeals: in State (every state when ""), and only
@@ -162,18 +162,18 @@ type AppealQuery struct {
 // every agent's; an agent's token only its own agent's. Errors:
 // ErrUnauthorized for an anonymous caller, ErrInvalid for an unknown state,
 // ErrUnavailable.
-func (u *UseCases) Appeals(ctx context.Context, c Caller, q AppealQuery) ([]AppealStatus, error) {
+func (u *Corrections) Appeals(ctx context.Context, c Caller, q AppealQuery) ([]AppealStatus, error) {
 	if err := c.mayAppeal(); err != nil {
 		return nil, err
 	}
 	if q.State != "" && !appeal.ValidState(q.State) {
 		return nil, fmt.Errorf("%w: state: %q is not submitted, acknowledged, upheld, rejected or escalated", errkind.ErrInvalid, q.State)
 	}
-	all, err := u.Store.Appeals(ctx, q.State)
+	all, err := u.store.Appeals(ctx, q.State)
 	if err != nil {
 		return nil, err
 	}
-	now := u.now()
+	now := u.clock.now()
 	out := make([]AppealStatus, 0, len(all))
 	for _, a := range all {
 		// Appeals are few (a scrape of /metrics reads them all), so an
@@ -181,7 +181,7 @@ func (u *UseCases) Appeals(ctx context.Context, c Caller, q AppealQuery) ([]Appe
 		if !c.ActsFor(a.AgentID) {
 			continue
 		}
-		s := u.appealStatus(a, now)
+		s := appealStatus(a, now)
 		if q.Overdue && !s.Overdue {
 			continue
 		}
@@ -236,7 +236,7 @@ type AppealDecision struct {
 // words of an unknown one; ErrConflict for a move the appeal's state does
 // not allow, or when another operator acted on it first; and Correct's
 // errors.
-func (u *UseCases) ActOnAppeal(ctx context.Context, id string, c Caller, d AppealDecision) (AppealStatus, []ledger.Correction, error) {
+func (u *Corrections) ActOnAppeal(ctx context.Context, id string, c Caller, d AppealDecision) (AppealStatus, []ledger.Correction, error) {
 	if err := c.mayAppeal(); err != nil {
 		return AppealStatus{}, nil, err
 	}
@@ -252,7 +252,7 @@ func (u *UseCases) ActOnAppeal(ctx context.Context, id string, c Caller, d Appea
 	if err != nil {
 		return AppealStatus{}, nil, err
 	}
-	now := u.now()
+	now := u.clock.now()
 	next, err := appeal.Apply(a, d.Action, operator, now, d.Reason)
 	if err != nil {
 		return AppealStatus{}, nil, err
@@ -261,7 +261,7 @@ func (u *UseCases) ActOnAppeal(ctx context.Context, id string, c Caller, d Appea
 	if err != nil {
 		return AppealStatus{}, nil, err
 	}
-	done, err := u.Store.SaveAppeal(ctx, next, a.State, reqs, u.signer(u.keys(ctx).active))
+	done, err := u.store.SaveAppeal(ctx, next, a.State, reqs, u.keys.signer(u.keys.current(ctx).active))
 	if err != nil {
 		if len(reqs) > 0 && mayHaveCommitted(err) {
 			u.wroteCorrections(ctx, reqs, nil)
@@ -274,16 +274,16 @@ func (u *UseCases) ActOnAppeal(ctx context.Context, id string, c Caller, d Appea
 	u.wroteCorrections(ctx, nil, done)
 	// Read back what the store made of it: the corrections' ids and the
 	// re-issue time are set in its transaction.
-	saved, err := u.Store.Appeal(ctx, id)
+	saved, err := u.store.Appeal(ctx, id)
 	if err != nil {
 		return AppealStatus{}, nil, err
 	}
-	return u.appealStatus(saved, now), done, nil
+	return appealStatus(saved, now), done, nil
 }
 
 // upholdCorrections checks the corrections of decision d on appeal a and
 // completes them: who, when, the appeal and, when left empty, the reason.
-func (u *UseCases) upholdCorrections(a *appeal.Appeal, d AppealDecision, operator string, now time.Time) ([]ledger.CorrectionRequest, error) {
+func (u *Corrections) upholdCorrections(a *appeal.Appeal, d AppealDecision, operator string, now time.Time) ([]ledger.CorrectionRequest, error) {
 	if d.Action != appeal.Uphold {
 		if len(d.Corrections) > 0 {
 			return nil, fmt.Errorf("%w: corrections: only an uphold applies corrections, not %s", errkind.ErrInvalid, d.Action)
@@ -293,7 +293,7 @@ func (u *UseCases) upholdCorrections(a *appeal.Appeal, d AppealDecision, operato
 	if len(d.Corrections) == 0 {
 		return nil, fmt.Errorf("%w: corrections: an uphold applies at least one correction of an event appeal %s disputes (§11.3: a confirmed error leads to a recomputed score)", errkind.ErrInvalid, a.ID)
 	}
-	if err := u.canReissue(); err != nil {
+	if err := u.keys.canReissue(); err != nil {
 		return nil, err
 	}
 	out := make([]ledger.CorrectionRequest, len(d.Corrections))
@@ -338,12 +338,12 @@ type AppealStats struct {
 // AppealStats counts every appeal by state, and the overdue ones by duty,
 // as of now. Every state and duty is present, with zero when none. Errors:
 // ErrUnavailable.
-func (u *UseCases) AppealStats(ctx context.Context) (AppealStats, error) {
-	all, err := u.Store.AppealSummaries(ctx)
+func (u *Corrections) AppealStats(ctx context.Context) (AppealStats, error) {
+	all, err := u.store.AppealSummaries(ctx)
 	if err != nil {
 		return AppealStats{}, err
 	}
-	now := u.now()
+	now := u.clock.now()
 	st := AppealStats{ByState: map[appeal.State]int{}, Overdue: map[string]int{}}
 	for _, s := range []appeal.State{appeal.Submitted, appeal.Acknowledged, appeal.Upheld, appeal.Rejected, appeal.Escalated} {
 		st.ByState[s] = 0

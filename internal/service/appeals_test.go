@@ -15,11 +15,11 @@ import (
 // issued returns the agent's current passport id.
 func issued(t *testing.T, a *UseCases, agent string) string {
 	t.Helper()
-	c, err := a.Certificate(context.Background(), agent)
+	c, err := a.Certificates.Certificate(context.Background(), agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := passport.Verify(c.Passport, []passport.Key{a.Key}, a.now())
+	v := passport.Verify(c.Passport, []passport.Key{a.cfg.Key}, a.Certificates.clock.now())
 	if v.Passport == nil {
 		t.Fatalf("certificate does not parse: %+v", v)
 	}
@@ -35,9 +35,9 @@ func TestAppealUpheld(t *testing.T) {
 	a, c := newUseCases(t)
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	pid := issued(t, a, "agent-1")
-	old, _ := a.Certificate(ctx, "agent-1")
+	old, _ := a.Certificates.Certificate(ctx, "agent-1")
 
-	filed, err := a.FileAppeal(ctx, OperatorCaller("market-1"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus,
+	filed, err := a.Corrections.FileAppeal(ctx, OperatorCaller("market-1"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus,
 		Statement: "c-77 was delivered; the buyer confirmed", Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-77"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,40 +47,40 @@ func TestAppealUpheld(t *testing.T) {
 		filed.Next.Duty != "acknowledge" || !filed.Next.Due.Equal(filedAt.Add(7*24*time.Hour)) || filed.Overdue || !strings.HasPrefix(filed.ID, "apl-") {
 		t.Fatalf("filed %+v", filed)
 	}
-	if list, _ := a.Appeals(ctx, op, AppealQuery{Overdue: true}); len(list) != 0 {
+	if list, _ := a.Corrections.Appeals(ctx, op, AppealQuery{Overdue: true}); len(list) != 0 {
 		t.Fatalf("overdue at once: %+v", list)
 	}
 	c.t = c.t.Add(7*24*time.Hour + time.Second)
-	list, err := a.Appeals(ctx, op, AppealQuery{Overdue: true})
+	list, err := a.Corrections.Appeals(ctx, op, AppealQuery{Overdue: true})
 	if err != nil || len(list) != 1 || list[0].ID != filed.ID || !list[0].Overdue {
 		t.Fatalf("overdue after 7 days: %+v %v", list, err)
 	}
-	st, err := a.AppealStats(ctx)
+	st, err := a.Corrections.AppealStats(ctx)
 	if err != nil || st.ByState[appeal.Submitted] != 1 || st.Overdue["acknowledge"] != 1 || st.Overdue["decide"] != 0 {
 		t.Fatalf("stats %+v %v", st, err)
 	}
 
-	acked, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Ack})
+	acked, _, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Ack})
 	if err != nil || acked.State != appeal.Acknowledged || acked.Next.Duty != "decide" || acked.Overdue {
 		t.Fatalf("ack: %+v %v", acked, err)
 	}
 	// An uphold must apply corrections, of disputed events only.
 	fix := statusCorrection(ledger.ConduitSession, "c-77", ledger.Verified, "", "")
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Uphold, Reason: "confirmed"}); errkind.Of(err) != errkind.Invalid {
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Uphold, Reason: "confirmed"}); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("uphold without corrections: %v", err)
 	}
 	other := statusCorrection(ledger.ConduitSession, "c-78", ledger.Verified, "", "")
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Uphold, Reason: "confirmed",
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Uphold, Reason: "confirmed",
 		Corrections: []ledger.CorrectionRequest{other}}); errkind.Of(err) != errkind.Invalid || !strings.Contains(err.Error(), "does not dispute") {
 		t.Fatalf("uphold correcting another event: %v", err)
 	}
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Reject, Reason: "no",
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Reject, Reason: "no",
 		Corrections: []ledger.CorrectionRequest{fix}}); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("reject with corrections: %v", err)
 	}
 	c.t = c.t.Add(time.Hour)
 	decidedAt := c.t.Truncate(time.Second)
-	up, done, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-2"), AppealDecision{Action: appeal.Uphold, Reason: "the buyer's confirmation checks out",
+	up, done, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-2"), AppealDecision{Action: appeal.Uphold, Reason: "the buyer's confirmation checks out",
 		Corrections: []ledger.CorrectionRequest{fix}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,23 +92,23 @@ func TestAppealUpheld(t *testing.T) {
 	if d := done[0]; d.AppealID != filed.ID || d.By != "ops-2" || d.Reason != "the buyer's confirmation checks out" || d.ToStatus != ledger.Verified {
 		t.Fatalf("correction %+v", d)
 	}
-	if e, _ := a.Score(ctx, "agent-1"); e.Result.Counts.ConduitSuccess != 77 {
+	if e, _ := a.Certificates.Score(ctx, "agent-1"); e.Result.Counts.ConduitSuccess != 77 {
 		t.Fatalf("score after the uphold %+v", e.Result.Counts)
 	}
-	if v, _ := a.Verify(ctx, old.Passport, "agent-1"); v.ScoreValid {
+	if v, _ := a.Verifier.Verify(ctx, old.Passport, "agent-1"); v.ScoreValid {
 		t.Fatal("the disputed passport still passes L2")
 	}
-	cur, _ := a.Certificate(ctx, "agent-1")
+	cur, _ := a.Certificates.Certificate(ctx, "agent-1")
 	verifyOK(t, a, cur.Passport, "agent-1")
 
-	if _, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Reject, Reason: "late"}); errkind.Of(err) != errkind.Conflict {
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("ops-1"), AppealDecision{Action: appeal.Reject, Reason: "late"}); errkind.Of(err) != errkind.Conflict {
 		t.Fatalf("reject after uphold: %v", err)
 	}
-	esc, _, err := a.ActOnAppeal(ctx, filed.ID, OperatorCaller("agent-rep"), AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
+	esc, _, err := a.Corrections.ActOnAppeal(ctx, filed.ID, OperatorCaller("agent-rep"), AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
 	if err != nil || esc.State != appeal.Escalated {
 		t.Fatalf("escalate: %+v %v", esc, err)
 	}
-	got, err := a.Appeal(ctx, op, filed.ID)
+	got, err := a.Corrections.Appeal(ctx, op, filed.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestAppealUpheld(t *testing.T) {
 	if strings.Join(hist, "; ") != "file by market-1; ack by ops-1; uphold by ops-2; escalate by agent-rep" {
 		t.Fatalf("history %v", hist)
 	}
-	st, _ = a.AppealStats(ctx)
+	st, _ = a.Corrections.AppealStats(ctx)
 	if st.ByState[appeal.Escalated] != 1 || st.ByState[appeal.Submitted] != 0 || st.Overdue["acknowledge"] != 0 {
 		t.Fatalf("stats at the end %+v", st)
 	}
@@ -143,26 +143,26 @@ func TestAppealFilingRules(t *testing.T) {
 		{"bad passport id", AppealFiling{PassportID: "no spaces", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}, errkind.Invalid, "agent_passport_id"},
 	}
 	for _, tc := range cases {
-		_, err := a.FileAppeal(ctx, OperatorCaller("ops"), tc.f)
+		_, err := a.Corrections.FileAppeal(ctx, OperatorCaller("ops"), tc.f)
 		if errkind.Of(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	if _, err := a.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: "00000000-0000-4000-8000-000000000000", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); err != nil {
+	if _, err := a.Corrections.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: "00000000-0000-4000-8000-000000000000", Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); err != nil {
 		if d, ok := errkind.PublicDetail(err); !ok || !strings.Contains(d, "was issued here") {
 			t.Errorf("unknown passport detail %q", d)
 		}
 	}
 	// 30 days after the passport's computation the window closes.
 	c.t = c.t.Add(30*24*time.Hour + time.Second)
-	if _, err := a.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); errkind.Of(err) != errkind.Invalid ||
+	if _, err := a.Corrections.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x", Events: ev}); errkind.Of(err) != errkind.Invalid ||
 		!strings.Contains(err.Error(), "30 days") {
 		t.Fatalf("late filing: %v", err)
 	}
-	if _, err := a.Appeals(ctx, op, AppealQuery{State: "open"}); errkind.Of(err) != errkind.Invalid {
+	if _, err := a.Corrections.Appeals(ctx, op, AppealQuery{State: "open"}); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("unknown state: %v", err)
 	}
-	if _, err := a.Appeal(ctx, op, "apl-none"); errkind.Of(err) != errkind.NotFound {
+	if _, err := a.Corrections.Appeal(ctx, op, "apl-none"); errkind.Of(err) != errkind.NotFound {
 		t.Fatalf("unknown appeal: %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestAppealsOrder(t *testing.T) {
 	ingest(t, a, conduit("agent-1", "c", 3, 3, t0))
 	pid := issued(t, a, "agent-1")
 	file := func() string {
-		s, err := a.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x",
+		s, err := a.Corrections.FileAppeal(ctx, OperatorCaller("ops"), AppealFiling{PassportID: pid, Grounds: appeal.IncorrectCount, Statement: "x",
 			Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c-1"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -187,12 +187,12 @@ func TestAppealsOrder(t *testing.T) {
 	second := file() // overdue to acknowledge after 7 days
 	c.t = c.t.Add(24 * time.Hour)
 	third := file()
-	if _, _, err := a.ActOnAppeal(ctx, first, OperatorCaller("ops"), AppealDecision{Action: appeal.Ack}); err != nil {
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, first, OperatorCaller("ops"), AppealDecision{Action: appeal.Ack}); err != nil {
 		t.Fatal(err)
 	}
 	c.t = c.t.Add(7*24*time.Hour + time.Hour) // second and third overdue to ack; first not yet to decide
 	ids := func(q AppealQuery) string {
-		list, err := a.Appeals(ctx, op, q)
+		list, err := a.Corrections.Appeals(ctx, op, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,37 +229,37 @@ func TestAgentAppeals(t *testing.T) {
 		return AppealFiling{PassportID: pid, Grounds: appeal.IncorrectStatus, Statement: "it was delivered",
 			Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: ev}}}
 	}
-	mine, err := a.FileAppeal(ctx, me, filing(p1, "c-9"))
+	mine, err := a.Corrections.FileAppeal(ctx, me, filing(p1, "c-9"))
 	if err != nil || mine.AgentID != "agent-1" || mine.FiledBy != "agent:tok-agent-1" {
 		t.Fatalf("the agent files its own: %+v %v", mine, err)
 	}
-	theirs, err := a.FileAppeal(ctx, op, filing(p2, "d-9"))
+	theirs, err := a.Corrections.FileAppeal(ctx, op, filing(p2, "d-9"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errUnknown := a.FileAppeal(ctx, me, filing("00000000-0000-4000-8000-000000000000", "c-9"))
-	_, errOther := a.FileAppeal(ctx, me, filing(p2, "d-9"))
+	_, errUnknown := a.Corrections.FileAppeal(ctx, me, filing("00000000-0000-4000-8000-000000000000", "c-9"))
+	_, errOther := a.Corrections.FileAppeal(ctx, me, filing(p2, "d-9"))
 	if errkind.Of(errOther) != errkind.NotFound || pub(errOther) != strings.Replace(pub(errUnknown), "00000000-0000-4000-8000-000000000000", p2, 1) {
 		t.Fatalf("another agent's passport: %v (unknown: %v)", errOther, errUnknown)
 	}
-	if _, err := a.FileAppeal(ctx, anyone, filing(p1, "c-9")); errkind.Of(err) != errkind.Unauthorized {
+	if _, err := a.Corrections.FileAppeal(ctx, anyone, filing(p1, "c-9")); errkind.Of(err) != errkind.Unauthorized {
 		t.Fatalf("nobody files: %v", err)
 	}
 
-	if list, err := a.Appeals(ctx, me, AppealQuery{}); err != nil || len(list) != 1 || list[0].ID != mine.ID {
+	if list, err := a.Corrections.Appeals(ctx, me, AppealQuery{}); err != nil || len(list) != 1 || list[0].ID != mine.ID {
 		t.Fatalf("the agent's list: %+v %v", list, err)
 	}
-	if list, err := a.Appeals(ctx, op, AppealQuery{}); err != nil || len(list) != 2 {
+	if list, err := a.Corrections.Appeals(ctx, op, AppealQuery{}); err != nil || len(list) != 2 {
 		t.Fatalf("the operator's list: %+v %v", list, err)
 	}
-	if _, err := a.Appeals(ctx, anyone, AppealQuery{}); errkind.Of(err) != errkind.Unauthorized {
+	if _, err := a.Corrections.Appeals(ctx, anyone, AppealQuery{}); errkind.Of(err) != errkind.Unauthorized {
 		t.Fatalf("nobody lists: %v", err)
 	}
-	if got, err := a.Appeal(ctx, me, mine.ID); err != nil || got.ID != mine.ID {
+	if got, err := a.Corrections.Appeal(ctx, me, mine.ID); err != nil || got.ID != mine.ID {
 		t.Fatalf("the agent reads its own: %+v %v", got, err)
 	}
-	_, errOther = a.Appeal(ctx, other, mine.ID)
-	_, errUnknown = a.Appeal(ctx, other, "apl-none")
+	_, errOther = a.Corrections.Appeal(ctx, other, mine.ID)
+	_, errUnknown = a.Corrections.Appeal(ctx, other, "apl-none")
 	if errkind.Of(errOther) != errkind.NotFound ||
 		pub(errOther) != strings.Replace(pub(errUnknown), "apl-none", mine.ID, 1) {
 		t.Fatalf("another agent's appeal: %v (unknown: %v)", errOther, errUnknown)
@@ -269,27 +269,27 @@ func TestAgentAppeals(t *testing.T) {
 	// is told so before the appeal is read (an unknown id is 403 too).
 	for _, act := range []appeal.Action{appeal.Ack, appeal.Uphold, appeal.Reject} {
 		for _, id := range []string{mine.ID, "apl-none"} {
-			if _, _, err := a.ActOnAppeal(ctx, id, me, AppealDecision{Action: act, Reason: "mine"}); errkind.Of(err) != errkind.Forbidden {
+			if _, _, err := a.Corrections.ActOnAppeal(ctx, id, me, AppealDecision{Action: act, Reason: "mine"}); errkind.Of(err) != errkind.Forbidden {
 				t.Fatalf("the agent %ss %s: %v", act, id, err)
 			}
 		}
 	}
 	// Escalation needs a decision first; then the appellant escalates.
-	if _, _, err := a.ActOnAppeal(ctx, mine.ID, me, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.Conflict {
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, mine.ID, me, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.Conflict {
 		t.Fatalf("escalate before a decision: %v", err)
 	}
 	for _, id := range []string{mine.ID, theirs.ID} {
-		if _, _, err := a.ActOnAppeal(ctx, id, op, AppealDecision{Action: appeal.Reject, Reason: "the buyer disputes it"}); err != nil {
+		if _, _, err := a.Corrections.ActOnAppeal(ctx, id, op, AppealDecision{Action: appeal.Reject, Reason: "the buyer disputes it"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := a.ActOnAppeal(ctx, theirs.ID, me, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.NotFound {
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, theirs.ID, me, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.NotFound {
 		t.Fatalf("escalating another agent's appeal: %v", err)
 	}
-	if _, _, err := a.ActOnAppeal(ctx, mine.ID, anyone, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.Unauthorized {
+	if _, _, err := a.Corrections.ActOnAppeal(ctx, mine.ID, anyone, AppealDecision{Action: appeal.Escalate}); errkind.Of(err) != errkind.Unauthorized {
 		t.Fatalf("nobody escalates: %v", err)
 	}
-	esc, _, err := a.ActOnAppeal(ctx, mine.ID, me, AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
+	esc, _, err := a.Corrections.ActOnAppeal(ctx, mine.ID, me, AppealDecision{Action: appeal.Escalate, Reason: "to the board"})
 	if err != nil || esc.State != appeal.Escalated || esc.History[len(esc.History)-1].By != "agent:tok-agent-1" {
 		t.Fatalf("the appellant escalates: %+v %v", esc, err)
 	}

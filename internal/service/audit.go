@@ -13,6 +13,26 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
+// Audit are the use cases of the ledger's accountability (spec §7.1 L3,
+// §8.3, §11.4): an agent's audit bundle, signed checkpoints made, published
+// and checked, and retention, which a checkpoint notarises. A bundle
+// without an as-of holds the agent's current certificate, which it asks of
+// Certificates.
+type Audit struct {
+	store         AuditStore
+	clock         clock
+	keys          *signing            // the keyring signs and checks checkpoints
+	checkpointKey *checkpoint.HMACKey // Config.CheckpointKey, without a keyring
+	env           string              // Config.Environment
+	issuer        string              // Config.Platform
+	certificates  currentCertificate
+}
+
+// currentCertificate serves an agent's current certificate (Certificates).
+type currentCertificate interface {
+	Certificate(ctx context.Context, agentID string) (Certificate, error)
+}
+
 // AuditQuery selects an audit bundle (spec §7.1 L3).
 type AuditQuery struct {
 	// AsOf is the end of the window audited, to the microsecond; zero
@@ -48,13 +68,13 @@ const auditAttempts = 3
 // records cannot form a bundle (audit.Build: a row missing, a rule broken;
 // run ledger verify); ErrUnavailable when the database cannot be reached
 // or the chain kept moving for auditAttempts reads.
-func (u *UseCases) AuditBundle(ctx context.Context, agentID string, q AuditQuery) (*audit.Bundle, audit.Openings, error) {
+func (u *Audit) AuditBundle(ctx context.Context, agentID string, q AuditQuery) (*audit.Bundle, audit.Openings, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return nil, nil, err
 	}
 	if !q.AsOf.IsZero() {
 		q.AsOf = q.AsOf.UTC().Truncate(ledger.Resolution)
-		if now := u.now(); q.AsOf.After(now) {
+		if now := u.clock.now(); q.AsOf.After(now) {
 			return nil, nil, fmt.Errorf("%w: as_of %s is after now (%s): the counts of a future instant are not known yet",
 				errkind.ErrInvalid, ledger.FormatTime(q.AsOf), ledger.FormatTime(now))
 		}
@@ -85,17 +105,17 @@ func (u *UseCases) AuditBundle(ctx context.Context, agentID string, q AuditQuery
 
 // auditSource reads what audit.Build needs; moved is true when the agent's
 // chain moved between the first read of its head and the chain's.
-func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Time) (src audit.Source, moved bool, err error) {
+func (u *Audit) auditSource(ctx context.Context, agentID string, asOf time.Time) (src audit.Source, moved bool, err error) {
 	src = audit.Source{AgentID: agentID, AsOf: asOf, Origins: map[string][]ledger.ChainRow{}}
 	if src.Checkpoint, src.Leaves, err = u.latestCheckpointLeaves(ctx); err != nil {
 		return src, false, err
 	}
-	before, err := u.Store.Agent(ctx, agentID)
+	before, err := u.store.Agent(ctx, agentID)
 	if err != nil {
 		return src, false, err
 	}
 	if asOf.IsZero() {
-		c, err := u.Certificate(ctx, agentID)
+		c, err := u.certificates.Certificate(ctx, agentID)
 		if err != nil {
 			return src, false, err
 		}
@@ -103,10 +123,10 @@ func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Ti
 	} else if src.Passport, err = u.passportInForce(ctx, agentID, asOf); err != nil {
 		return src, false, err
 	}
-	if src.Counts, err = u.Store.Counts(ctx, agentID, src.AsOf); err != nil {
+	if src.Counts, err = u.store.Counts(ctx, agentID, src.AsOf); err != nil {
 		return src, false, err
 	}
-	if src.Chain, err = u.Store.Chain(ctx, agentID); err != nil {
+	if src.Chain, err = u.store.Chain(ctx, agentID); err != nil {
 		return src, false, err
 	}
 	if head := &src.Chain[0]; head.HeadSeq != before.ChainLength || !bytes.Equal(head.HeadHash, before.ChainHead[:]) {
@@ -114,7 +134,7 @@ func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Ti
 	}
 	read := [][]ledger.ChainRow{src.Chain}
 	for _, o := range audit.OriginAgents(agentID, src.Chain) {
-		if src.Origins[o], err = u.Store.Chain(ctx, o); err != nil {
+		if src.Origins[o], err = u.store.Chain(ctx, o); err != nil {
 			return src, false, fmt.Errorf("reading the chain of agent %q, which events moved to %q came from: %w", o, agentID, err)
 		}
 		read = append(read, src.Origins[o])
@@ -122,12 +142,12 @@ func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Ti
 	// Records an erasure sealed are checked against its digests, which its
 	// record (in the erased agent's chain) commits to.
 	if audit.NeedsErasures(read...) {
-		if src.Erasures, err = u.Store.Erasures(ctx); err != nil {
+		if src.Erasures, err = u.store.Erasures(ctx); err != nil {
 			return src, false, err
 		}
 		src.Sealers = map[string][]ledger.ChainRow{}
 		for _, p := range audit.SealerAgents(src.Erasures, read...) {
-			if src.Sealers[p], err = u.Store.Chain(ctx, p); err != nil {
+			if src.Sealers[p], err = u.store.Chain(ctx, p); err != nil {
 				return src, false, fmt.Errorf("reading the chain of erased agent %q, whose erasure sealed records of %q: %w", p, agentID, err)
 			}
 		}
@@ -137,12 +157,12 @@ func (u *UseCases) auditSource(ctx context.Context, agentID string, asOf time.Ti
 
 // latestCheckpointLeaves returns the latest checkpoint's document and
 // leaves, or nils when none has been made.
-func (u *UseCases) latestCheckpointLeaves(ctx context.Context) ([]byte, []checkpoint.Leaf, error) {
+func (u *Audit) latestCheckpointLeaves(ctx context.Context) ([]byte, []checkpoint.Leaf, error) {
 	c, doc, err := u.latestCheckpoint(ctx)
 	if err != nil || doc == nil {
 		return nil, nil, err
 	}
-	leaves, err := u.Store.CheckpointLeaves(ctx, c.Number)
+	leaves, err := u.store.CheckpointLeaves(ctx, c.Number)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,8 +171,8 @@ func (u *UseCases) latestCheckpointLeaves(ctx context.Context) ([]byte, []checkp
 
 // passportInForce returns the last passport issued for the agent that was
 // in force at asOf, or nil.
-func (u *UseCases) passportInForce(ctx context.Context, agentID string, asOf time.Time) ([]byte, error) {
-	ps, err := u.Store.Passports(ctx, agentID)
+func (u *Audit) passportInForce(ctx context.Context, agentID string, asOf time.Time) ([]byte, error) {
+	ps, err := u.store.Passports(ctx, agentID)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func TestAuditBundlePostgres(t *testing.T) { testAuditBundle(t, postgresAudit(t)
 // corrections with an agent "a" that has events of every outcome, a
 // chargeback, a void, events moved away, in (from "c") and through a third
 // agent, and signs a checkpoint over it.
-func auditLedger(t *testing.T, be auditBackend) (*UseCases, *clock) {
+func auditLedger(t *testing.T, be auditBackend) (*UseCases, *testClock) {
 	ctx := t.Context()
 	if _, err := be.store.Migrate(ctx); err != nil {
 		t.Fatal(err)
@@ -87,8 +87,8 @@ func auditLedger(t *testing.T, be auditBackend) (*UseCases, *clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t0.Add(120 * 24 * time.Hour)}
-	u := &UseCases{Store: be.store, Key: key, Platform: "test.example", Now: c.now}
+	c := &testClock{t0.Add(120 * 24 * time.Hour)}
+	u := New(be.store, Config{Key: key, Platform: "test.example", Now: c.now})
 	now, h := c.t, time.Hour
 	ingest(t, u, []ledger.Event{
 		audittest.Conduit("c1", "a", ledger.Running, now.Add(-h)),
@@ -128,7 +128,7 @@ func auditLedger(t *testing.T, be auditBackend) (*UseCases, *clock) {
 
 func correct(t *testing.T, u *UseCases, req ledger.CorrectionRequest) {
 	t.Helper()
-	if _, _, err := u.Store.Correct(t.Context(), req, u.signRecorded); err != nil {
+	if _, _, err := u.store.Correct(t.Context(), req, u.signRecorded); err != nil {
 		t.Fatalf("correct %s %s: %v", req.EventType, req.EventID, err)
 	}
 }
@@ -137,7 +137,7 @@ func correct(t *testing.T, u *UseCases, req ledger.CorrectionRequest) {
 // keeps it in the passport history (PassportStore), as an audit --as-of
 // reads it.
 func (u *UseCases) signRecorded(e *ledger.ScoreEntry) ([]byte, string, error) {
-	doc, sig, err := u.signer(u.keys(context.Background()).active)(e)
+	doc, sig, err := u.Certificates.keys.signer(u.Certificates.keys.current(context.Background()).active)(e)
 	if err != nil {
 		return nil, "", err
 	}
@@ -153,7 +153,7 @@ func (u *UseCases) signRecorded(e *ledger.ScoreEntry) ([]byte, string, error) {
 // key of testKey, as `ledger checkpoint` does.
 func makeCheckpoint(t *testing.T, u *UseCases, n int64) {
 	t.Helper()
-	leaves, err := u.Store.Heads(t.Context())
+	leaves, err := u.store.Heads(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func makeCheckpoint(t *testing.T, u *UseCases, n int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := checkpoint.Checkpoint{Number: n, Time: u.now(), Agents: tree.Size(), Root: tree.Root(), Environment: "test",
+	c := checkpoint.Checkpoint{Number: n, Time: u.Certificates.clock.now(), Agents: tree.Size(), Root: tree.Root(), Environment: "test",
 		Issuer: checkpoint.Issuer{Platform: "test.example"}}
 	k, err := checkpoint.NewHMACKey("ckpt-1", []byte(testKey))
 	if err != nil {
@@ -174,7 +174,7 @@ func makeCheckpoint(t *testing.T, u *UseCases, n int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.Store.AddCheckpoint(t.Context(), c, doc, leaves); err != nil {
+	if err := u.store.AddCheckpoint(t.Context(), c, doc, leaves); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -189,7 +189,7 @@ func auditKeys(t *testing.T) audit.Keys {
 
 func exportBundle(t *testing.T, u *UseCases, agent string, q AuditQuery) *audit.Bundle {
 	t.Helper()
-	b, _, err := u.AuditBundle(t.Context(), agent, q)
+	b, _, err := u.Audit.AuditBundle(t.Context(), agent, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func testAuditBundle(t *testing.T, be auditBackend) {
 	if !r.Valid {
 		t.Fatalf("current bundle: %v", r.Discrepancy)
 	}
-	counts, err := u.Store.Counts(t.Context(), "a", b.AsOf)
+	counts, err := u.store.Counts(t.Context(), "a", b.AsOf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,14 +217,14 @@ func testAuditBundle(t *testing.T, be auditBackend) {
 		r.Events[audit.Counted] != 6 || r.Events[audit.MovedAway] != 1 || r.Events[audit.Voided] != 1 {
 		t.Fatalf("report %+v with counts %+v (store %+v), %d chains", r, r.Counts, counts, len(b.Chains))
 	}
-	if cert, err := u.Certificate(t.Context(), "a"); err != nil || string(cert.Passport) != string(b.Passport) || !cert.ComputedAt.Equal(b.AsOf) {
+	if cert, err := u.Certificates.Certificate(t.Context(), "a"); err != nil || string(cert.Passport) != string(b.Passport) || !cert.ComputedAt.Equal(b.AsOf) {
 		t.Fatalf("the bundle's passport is not the current certificate: %v", err)
 	}
 
 	t.Run("tamper", func(t *testing.T) { audittest.Run(t, b, keys) })
 
 	t.Run("withheld", func(t *testing.T) {
-		w, open, err := u.AuditBundle(t.Context(), "a", AuditQuery{Withhold: audit.Categories})
+		w, open, err := u.Audit.AuditBundle(t.Context(), "a", AuditQuery{Withhold: audit.Categories})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func testAuditBundle(t *testing.T, be auditBackend) {
 			{"not valid", AuditQuery{}, errkind.Invalid},
 			{"a", AuditQuery{AsOf: c.t.Add(time.Minute)}, errkind.Invalid},
 		} {
-			if _, _, err := u.AuditBundle(t.Context(), tc.agent, tc.q); errkind.Of(err) != tc.kind {
+			if _, _, err := u.Audit.AuditBundle(t.Context(), tc.agent, tc.q); errkind.Of(err) != tc.kind {
 				t.Errorf("%s %+v: %v, want %v", tc.agent, tc.q, err, tc.kind)
 			}
 		}
@@ -302,7 +302,7 @@ type movingStore struct {
 
 func (s *movingStore) Chain(ctx context.Context, agentID string) ([]ledger.ChainRow, error) {
 	s.reads++
-	ingest(s.t, s.u, []ledger.Event{audittest.Conduit(fmt.Sprintf("busy-%d", s.reads), agentID, ledger.Verified, s.u.now().Add(-time.Hour))})
+	ingest(s.t, s.u, []ledger.Event{audittest.Conduit(fmt.Sprintf("busy-%d", s.reads), agentID, ledger.Verified, s.u.Certificates.clock.now().Add(-time.Hour))})
 	return s.Backend.Chain(ctx, agentID)
 }
 
@@ -311,9 +311,9 @@ func (s *movingStore) Chain(ctx context.Context, agentID string) ([]ledger.Chain
 // whose counts disagree with its records.
 func TestAuditBundleMovingChain(t *testing.T) {
 	u, _ := auditLedger(t, sqliteAudit(t))
-	ms := &movingStore{Backend: u.Store, u: u, t: t}
-	moving := &UseCases{Store: ms, Key: u.Key, Platform: u.Platform, Now: u.Now}
-	_, _, err := moving.AuditBundle(t.Context(), "a", AuditQuery{})
+	ms := &movingStore{Backend: u.store, u: u, t: t}
+	moving := New(ms, Config{Key: u.cfg.Key, Platform: u.cfg.Platform, Now: u.cfg.Now})
+	_, _, err := moving.Audit.AuditBundle(t.Context(), "a", AuditQuery{})
 	if !errors.Is(err, errkind.ErrUnavailable) || ms.reads != auditAttempts {
 		t.Fatalf("%v after %d reads", err, ms.reads)
 	}
@@ -338,12 +338,12 @@ func testAuditPrunedChain(t *testing.T, be auditBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t0.Add(400 * 24 * time.Hour)}
+	c := &testClock{t0.Add(400 * 24 * time.Hour)}
 	ck, err := NewCheckpointKey([]byte(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &UseCases{Store: be.store, Key: key, CheckpointKey: ck, Platform: "test.example", Now: c.now}
+	u := New(be.store, Config{Key: key, CheckpointKey: ck, Platform: "test.example", Now: c.now})
 	now, day := c.t, 24*time.Hour
 	ingest(t, u, []ledger.Event{
 		audittest.Conduit("old-1", "p", ledger.Verified, now.Add(-200*day)),
@@ -352,7 +352,7 @@ func testAuditPrunedChain(t *testing.T, be auditBackend) {
 		audittest.Conduit("new-1", "p", ledger.Verified, now.Add(-2*day)),
 		audittest.Conduit("new-2", "p", ledger.Running, now.Add(-day)),
 	})
-	res, err := u.Prune(ctx, 90*day)
+	res, err := u.Audit.Prune(ctx, 90*day)
 	if err != nil || res.Events != 3 {
 		t.Fatalf("prune: %+v, %v", res, err)
 	}
@@ -385,14 +385,14 @@ func testAuditPrunedChain(t *testing.T, be auditBackend) {
 			t.Errorf("%s: want %s, got %+v", tc.name, tc.code, r.Discrepancy)
 		}
 	}
-	_, _, err = u.AuditBundle(ctx, "p", AuditQuery{AsOf: now.Add(-150 * day)})
+	_, _, err = u.Audit.AuditBundle(ctx, "p", AuditQuery{AsOf: now.Add(-150 * day)})
 	if !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("as_of reaching pruned months: %v", err)
 	}
 
 	// Erased after the prune: the summary record is sealed with the rest,
 	// and the pseudonym's bundle still verifies.
-	er, err := u.EraseAgent(ctx, OperatorCaller("op-1"), "p", "")
+	er, err := u.Rights.EraseAgent(ctx, OperatorCaller("op-1"), "p", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,22 @@ import (
 	"github.com/swarmscore/swarmscore/passport"
 )
 
+// Certificates are the use cases of scores and signed certificates (spec
+// §5, §7.2): an agent's score through the cache, its passport (remembered
+// by this process: certmemo.go), both as a caller may see them (rights.go),
+// escrow holds, the ranking, the agent pages' profile and history, and the
+// cache's maintenance.
+type Certificates struct {
+	store     CertificateStore
+	clock     clock
+	horizon   horizon // the latest as_of AgentScore answers
+	keys      *signing
+	formulas  passport.Acceptance // Config.Formulas, for the agent pages
+	certs     *certMemo
+	pubs      *publication
+	histories *historyMemo
+}
+
 // Certificate is an agent's current signed Execution Passport (spec §7.2).
 type Certificate struct {
 	AgentID string
@@ -49,7 +65,7 @@ type Certificate struct {
 // the store's watch learns of it (SQLite: at once; PostgreSQL: when its
 // notification arrives, normally within a millisecond; see docs/ERRATA.md),
 // and in every case within maxTrust.
-func (u *UseCases) Certificate(ctx context.Context, agentID string) (Certificate, error) {
+func (u *Certificates) Certificate(ctx context.Context, agentID string) (Certificate, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return Certificate{}, err
 	}
@@ -57,12 +73,12 @@ func (u *UseCases) Certificate(ctx context.Context, agentID string) (Certificate
 	return c, unknownAgent(err, agentID)
 }
 
-func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate, error) {
-	now := u.now()
-	w := u.certs.cacheWatch(u.Store)
+func (u *Certificates) certificate(ctx context.Context, agentID string) (Certificate, error) {
+	now := u.clock.now()
+	w := u.certs.cacheWatch()
 	// A passport signed by a key that is no longer the active one is never
 	// served again: it is re-issued.
-	ks := u.keys(ctx)
+	ks := u.keys.current(ctx)
 	active := ks.active.ID()
 	if m, ok := u.certs.serve(w, agentID, now); ok && m.kid == active {
 		u.certs.fromMemory.Add(1)
@@ -70,7 +86,7 @@ func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate
 	}
 	ck := u.certs.begin(w)
 	u.certs.stampReads.Add(1)
-	st, err := u.Store.CacheStamp(ctx, agentID)
+	st, err := u.store.CacheStamp(ctx, agentID)
 	if err != nil {
 		return Certificate{}, err
 	}
@@ -80,7 +96,7 @@ func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate
 		}
 		// Another process issued it, or this one forgot it: read it.
 		u.certs.passportReads.Add(1)
-		e, ok, err := u.Store.CachedScore(ctx, agentID, now)
+		e, ok, err := u.store.CachedScore(ctx, agentID, now)
 		if err != nil {
 			return Certificate{}, err
 		}
@@ -107,7 +123,7 @@ func (u *UseCases) certificate(ctx context.Context, agentID string) (Certificate
 // passport that does not answer this request's instant, it issues one
 // itself. Several processes can still each issue one at the same instant;
 // the last stored is then the one served from then on.
-func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time, key passport.Key, ck check) (Certificate, error) {
+func (u *Certificates) issueOnce(ctx context.Context, agentID string, now time.Time, key passport.Key, ck check) (Certificate, error) {
 	led := false // set only by the request whose function the group runs
 	ch := u.certs.issuing.DoChan(agentID, func() (v any, err error) {
 		led = true
@@ -150,8 +166,8 @@ func (u *UseCases) issueOnce(ctx context.Context, agentID string, now time.Time,
 
 // refresh recomputes the agent's entry as of now with a new passport signed
 // by key and remembers it as validated by ck.
-func (u *UseCases) refresh(ctx context.Context, agentID string, now time.Time, key passport.Key, ck check) (*memoCert, error) {
-	e, err := u.Store.RefreshScore(ctx, agentID, now, u.signer(key))
+func (u *Certificates) refresh(ctx context.Context, agentID string, now time.Time, key passport.Key, ck check) (*memoCert, error) {
+	e, err := u.store.RefreshScore(ctx, agentID, now, u.keys.signer(key))
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ const notifyBound = 2 * time.Second
 // notifications never reach it.
 func TestCertificateTwoInstancesPostgres(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{time.Now().UTC().Truncate(time.Second)}
+	c := &testClock{time.Now().UTC().Truncate(time.Second)}
 	dsn := pgtest.NewDatabase(t)
 	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (Backend, error) { return postgres.Open(ctx, dsn) }, dsn, c)
 	end := c.t.Add(-24 * time.Hour)
@@ -30,7 +30,7 @@ func TestCertificateTwoInstancesPostgres(t *testing.T) {
 
 	cert := func(name string) Certificate {
 		t.Helper()
-		got, err := b.Certificate(ctx, "agent-1")
+		got, err := b.Certificates.Certificate(ctx, "agent-1")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -90,7 +90,7 @@ func TestCertificateTwoInstancesPostgres(t *testing.T) {
 	admin.AllowConnections(false)
 	t.Cleanup(func() { admin.AllowConnections(true) })
 	admin.Terminate(postgres.ListenerApplicationName)
-	w := b.certs.cacheWatch(sb)
+	w := b.Certificates.certs.cacheWatch()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		if _, ok := w.Mark(); !ok {

@@ -113,7 +113,7 @@ func (w *fakeWatch) setDown(down bool) {
 // twoInstances opens two stores on one database with open (its own
 // connections each, as two processes have), migrates it and returns UseCases
 // on each sharing clock c; B's store counts its calls.
-func twoInstances(t *testing.T, open func(context.Context, string) (Backend, error), dsn string, c *clock) (a, b *UseCases, sb *countingStore) {
+func twoInstances(t *testing.T, open func(context.Context, string) (Backend, error), dsn string, c *testClock) (a, b *UseCases, sb *countingStore) {
 	t.Helper()
 	opened := func() Backend {
 		s, err := open(context.Background(), dsn)
@@ -131,8 +131,8 @@ func twoInstances(t *testing.T, open func(context.Context, string) (Backend, err
 		t.Fatal(err)
 	}
 	sb = &countingStore{Backend: opened()}
-	a = &UseCases{Store: opened(), Now: c.now, Key: key, Platform: "test.example"}
-	b = &UseCases{Store: sb, Now: c.now, Key: key, Platform: "test.example"}
+	a = New(opened(), Config{Now: c.now, Key: key, Platform: "test.example"})
+	b = New(sb, Config{Now: c.now, Key: key, Platform: "test.example"})
 	return a, b, sb
 }
 
@@ -141,11 +141,11 @@ func twoInstances(t *testing.T, open func(context.Context, string) (Backend, err
 // nothing changes, and sees every write A makes on its very next request.
 func TestCertificateTwoInstances(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t0.Add(10 * 24 * time.Hour)}
+	c := &testClock{t0.Add(10 * 24 * time.Hour)}
 	a, b, sb := twoInstances(t, func(ctx context.Context, dsn string) (Backend, error) { return sqlite.Open(ctx, dsn) }, "sqlite:"+filepath.Join(t.TempDir(), "shared.db"), c)
 	cert := func(api *UseCases, name string, issued bool) Certificate {
 		t.Helper()
-		got, err := api.Certificate(ctx, "agent-1")
+		got, err := api.Certificates.Certificate(ctx, "agent-1")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -209,7 +209,7 @@ func TestCertificateTwoInstances(t *testing.T) {
 	// A recompute drops the stored passports: a new one is issued, the
 	// remembered one is not served.
 	c.t = c.t.Add(time.Minute)
-	if _, err := a.Store.RecomputeAll(ctx, c.now(), false); err != nil {
+	if _, err := a.store.RecomputeAll(ctx, c.now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if got := cert(b, "B after a recompute", true); bytes.Equal(got.Passport, a3.Passport) {
@@ -235,17 +235,17 @@ func TestCertificateFirstBurst(t *testing.T) {
 	ctx := context.Background()
 	for _, fail := range []bool{false, true} {
 		a, c := newUseCases(t)
-		cs := &countingStore{Backend: a.Store, delay: 50 * time.Millisecond}
+		cs := &countingStore{Backend: a.store, delay: 50 * time.Millisecond}
 		if fail {
 			cs.fail.Store(1)
 		}
-		b := &UseCases{Store: cs, Now: c.now, Key: a.Key, Platform: a.Platform}
+		b := New(cs, Config{Now: c.now, Key: a.cfg.Key, Platform: a.cfg.Platform})
 		ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
 		const n = 8
 		certs, errs := make([]Certificate, n), make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { certs[i], errs[i] = b.Certificate(ctx, "agent-1") })
+			wg.Go(func() { certs[i], errs[i] = b.Certificates.Certificate(ctx, "agent-1") })
 		}
 		wg.Wait()
 		var failed, issued int
@@ -272,7 +272,7 @@ func TestCertificateFirstBurst(t *testing.T) {
 			t.Fatalf("with the first refresh failing: %d failed, %d issued; want 1 and at least 1", failed, issued)
 		}
 		// Whatever happened, the route now serves one stored passport.
-		got, err := b.Certificate(ctx, "agent-1")
+		got, err := b.Certificates.Certificate(ctx, "agent-1")
 		if err != nil || got.Issued {
 			t.Fatalf("after the burst: issued %v, %v", got.Issued, err)
 		}
@@ -283,8 +283,8 @@ func TestCertificateWatch(t *testing.T) {
 	ctx := context.Background()
 	a, c := newUseCases(t)
 	fw := newFakeWatch()
-	cs := &countingStore{Backend: a.Store, watch: fw}
-	b := &UseCases{Store: cs, Now: c.now, Key: a.Key, Platform: a.Platform}
+	cs := &countingStore{Backend: a.store, watch: fw}
+	b := New(cs, Config{Now: c.now, Key: a.cfg.Key, Platform: a.cfg.Platform})
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
 	ingest(t, a, conduit("agent-2", "d", 10, 10, t0))
 
@@ -294,7 +294,7 @@ func TestCertificateWatch(t *testing.T) {
 		var got Certificate
 		for i := range n {
 			var err error
-			got, err = b.Certificate(ctx, "agent-1")
+			got, err = b.Certificates.Certificate(ctx, "agent-1")
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -331,7 +331,7 @@ func TestCertificateWatch(t *testing.T) {
 	if got := calls("unreported write", 3, 0, false); !bytes.Equal(got.Passport, first.Passport) {
 		t.Fatal("control: the unreported write was seen within maxTrust")
 	}
-	b.certs.age("agent-1", maxTrust)
+	b.Certificates.certs.age("agent-1", maxTrust)
 	second := calls("past maxTrust", 3, 1, true)
 	if bytes.Equal(second.Passport, first.Passport) {
 		t.Fatal("the unreported write was not seen past maxTrust")
@@ -339,7 +339,7 @@ func TestCertificateWatch(t *testing.T) {
 
 	// This process's own ingest: reported with Wrote before it returns,
 	// so the very next request is fresh; only accepted events count.
-	out, err := b.Ingest(ctx, "op-1", append(conduit("agent-1", "y", 1, 1, c.t.Add(-time.Minute)),
+	out, err := b.Ingest.Ingest(ctx, "op-1", append(conduit("agent-1", "y", 1, 1, c.t.Add(-time.Minute)),
 		ledger.Event{Type: ledger.ConduitSession, ID: "y-0", AgentID: "agent-2", Status: ledger.Verified, StartedAt: t0, EndedAt: t0}))
 	if err != nil || out[0].Status != ledger.OutcomeAccepted || out[1].Status != ledger.OutcomeRejected {
 		t.Fatalf("ingest: %+v %v", out, err)
@@ -354,7 +354,7 @@ func TestCertificateWatch(t *testing.T) {
 	// A failed ingest may have committed: every agent in it counts.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := b.Ingest(cctx, "op-1", conduit("agent-3", "z", 1, 1, t0)); err == nil {
+	if _, err := b.Ingest.Ingest(cctx, "op-1", conduit("agent-3", "z", 1, 1, t0)); err == nil {
 		t.Fatal("ingest with a cancelled context succeeded")
 	}
 	if got := fw.wrote[len(fw.wrote)-1]; len(got) != 1 || got[0] != "agent-3" {
@@ -386,21 +386,21 @@ func TestCertificateStats(t *testing.T) {
 	ctx := context.Background()
 	a, c := newUseCases(t)
 	sw := &statsWatch{fakeWatch: newFakeWatch(), stats: ledger.WatchStats{Live: true, Connects: 3, Disconnects: 2, MissedHeartbeats: 5}}
-	b := &UseCases{Store: &countingStore{Backend: a.Store, watch: sw}, Key: a.Key, Platform: a.Platform, Now: c.now}
+	b := New(&countingStore{Backend: a.store, watch: sw}, Config{Key: a.cfg.Key, Platform: a.cfg.Platform, Now: c.now})
 	ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
 	ingest(t, b, conduit("agent-1", "d", 1, 1, t0))
-	if s := b.CertificateStats(); s != (CertificateStats{}) {
+	if s := b.Certificates.CertificateStats(); s != (CertificateStats{}) {
 		t.Fatalf("before any certificate: %+v (an ingest must not start the watch)", s)
 	}
-	if _, err := a.Certificate(ctx, "agent-1"); err != nil { // issued by the other instance
+	if _, err := a.Certificates.Certificate(ctx, "agent-1"); err != nil { // issued by the other instance
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := b.Certificate(ctx, "agent-1"); err != nil {
+		if _, err := b.Certificates.Certificate(ctx, "agent-1"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := b.CertificateStats()
+	s := b.Certificates.CertificateStats()
 	if s.StampReads != 1 || s.PassportReads != 1 || s.FromMemory != 2 {
 		t.Errorf("counters %+v, want 1 stamp read, 1 passport read, 2 from memory", s)
 	}
@@ -408,18 +408,18 @@ func TestCertificateStats(t *testing.T) {
 		t.Errorf("watch stats %+v, want %+v", s.Watch, sw.stats)
 	}
 	// A server starts its watch before the first request.
-	e := &UseCases{Store: &countingStore{Backend: a.Store, watch: sw}, Now: c.now}
-	e.StartCacheWatch()
-	if s := e.CertificateStats(); s.Watch == nil || s.StampReads != 0 {
+	e := New(&countingStore{Backend: a.store, watch: sw}, Config{Now: c.now})
+	e.Certificates.StartCacheWatch()
+	if s := e.Certificates.CertificateStats(); s.Watch == nil || s.StampReads != 0 {
 		t.Errorf("after StartCacheWatch: %+v", s)
 	}
 	// A watch that reports nothing: no state.
 	fw := newFakeWatch()
-	d := &UseCases{Store: &countingStore{Backend: a.Store, watch: fw}, Key: a.Key, Now: c.now}
-	if _, err := d.Certificate(ctx, "agent-1"); err != nil {
+	d := New(&countingStore{Backend: a.store, watch: fw}, Config{Key: a.cfg.Key, Now: c.now})
+	if _, err := d.Certificates.Certificate(ctx, "agent-1"); err != nil {
 		t.Fatal(err)
 	}
-	if s := d.CertificateStats(); s.Watch != nil || s.StampReads != 1 {
+	if s := d.Certificates.CertificateStats(); s.Watch != nil || s.StampReads != 1 {
 		t.Errorf("plain watch: %+v", s)
 	}
 }
@@ -431,9 +431,9 @@ func TestCertificateLeaderPanics(t *testing.T) {
 	ctx := context.Background()
 	a, c := newUseCases(t)
 	ingest(t, a, conduit("agent-1", "c", 80, 76, t0))
-	ps := &panickingStore{countingStore: countingStore{Backend: a.Store, delay: 50 * time.Millisecond}}
+	ps := &panickingStore{countingStore: countingStore{Backend: a.store, delay: 50 * time.Millisecond}}
 	ps.panics.Store(1)
-	b := &UseCases{Store: ps, Key: a.Key, Platform: a.Platform, Now: c.now}
+	b := New(ps, Config{Key: a.cfg.Key, Platform: a.cfg.Platform, Now: c.now})
 	const n = 6
 	var panicked, served atomic.Int64
 	var wg sync.WaitGroup
@@ -444,7 +444,7 @@ func TestCertificateLeaderPanics(t *testing.T) {
 					panicked.Add(1)
 				}
 			}()
-			if _, err := b.Certificate(ctx, "agent-1"); err == nil {
+			if _, err := b.Certificates.Certificate(ctx, "agent-1"); err == nil {
 				served.Add(1)
 			}
 		})

@@ -46,15 +46,16 @@ type certMemo struct {
 	mu  sync.RWMutex
 	m   map[string]*memoCert
 
-	// watchOnce starts the store's watch on the first certificate request
-	// or StartCacheWatch, so processes that serve none (the CLI) open no
-	// listener; watch is nil until then, and after when the store has
-	// none.
+	// watcher is the back end's, when it has one (New). watchOnce starts
+	// its watch on the first certificate request or StartCacheWatch, so
+	// processes that serve none (the CLI) open no listener; watch is nil
+	// until then, and after when the store has none.
+	watcher   CacheWatcher
 	watchOnce sync.Once
 	watch     atomic.Pointer[watchRef]
 
 	// issuing holds the passports being issued now, one per agent at most
-	// (UseCases.issueOnce).
+	// (Certificates.issueOnce).
 	issuing singleflight.Group
 
 	// What CertificateStats reports.
@@ -69,7 +70,7 @@ type watchRef struct{ w ledger.CacheWatch }
 type memoCert struct {
 	passport              []byte
 	signature             string
-	kid                   string // the key that signed it ("" for UseCases.Key)
+	kid                   string // the key that signed it ("" for Config.Key)
 	digest                [sha256.Size]byte
 	computedAt, expiresAt time.Time
 	validUntil            time.Time // the stamp's: the first instant it may be wrong
@@ -91,10 +92,10 @@ type check struct {
 
 // cacheWatch returns the store's watch, started on the first call; nil when
 // the store has none.
-func (m *certMemo) cacheWatch(s Backend) ledger.CacheWatch {
+func (m *certMemo) cacheWatch() ledger.CacheWatch {
 	m.watchOnce.Do(func() {
-		if w, ok := s.(CacheWatcher); ok {
-			m.watch.Store(&watchRef{w.CacheWatch()})
+		if m.watcher != nil {
+			m.watch.Store(&watchRef{m.watcher.CacheWatch()})
 		}
 	})
 	return m.startedWatch()
@@ -231,12 +232,12 @@ type watchStats interface {
 // listener connection) is live by then; it returns at once, and the watch
 // connects in the background. Calling it again does nothing. Commands that
 // serve no certificate should not call it.
-func (u *UseCases) StartCacheWatch() { u.certs.cacheWatch(u.Store) }
+func (u *Certificates) StartCacheWatch() { u.certs.cacheWatch() }
 
 // CertificateStats returns the certificate memo's counters and its watch's
 // state (for metrics). It is cheap, never blocks on I/O, and never starts
 // the watch.
-func (u *UseCases) CertificateStats() CertificateStats {
+func (u *Certificates) CertificateStats() CertificateStats {
 	s := CertificateStats{
 		FromMemory:    u.certs.fromMemory.Load(),
 		StampReads:    u.certs.stampReads.Load(),

@@ -14,7 +14,7 @@ import (
 )
 
 // DefaultEnvironment is the environment of a deployment that names none:
-// what checkpoints name when UseCases.Environment is empty, and what keys
+// what checkpoints name when Config.Environment is empty, and what keys
 // are recorded with (KeyConfig.Environment).
 const DefaultEnvironment = "production"
 
@@ -30,40 +30,40 @@ func NewCheckpointKey(secret []byte) (*checkpoint.HMACKey, error) {
 
 // checkpointSigner is the one place that chooses the key new checkpoints
 // are signed with: the keyring's active key, else CheckpointKey.
-func (u *UseCases) checkpointSigner() (checkpoint.Signer, error) {
-	if u.Keys != nil {
-		return u.Keys.CheckpointSigner(), nil
+func (u *Audit) checkpointSigner() (checkpoint.Signer, error) {
+	if u.keys.ring != nil {
+		return u.keys.ring.CheckpointSigner(), nil
 	}
-	if u.CheckpointKey == nil {
+	if u.checkpointKey == nil {
 		return nil, fmt.Errorf("%w: no checkpoint signing key is configured (set %s)", errkind.ErrInvalid, SigningKeyEnv)
 	}
-	return u.CheckpointKey, nil
+	return u.checkpointKey, nil
 }
 
 // checkpointVerifier is the one place that chooses the keys archived
 // checkpoints are checked against: the keyring's, else CheckpointKey.
-func (u *UseCases) checkpointVerifier() (checkpoint.Verifier, error) {
-	if u.Keys != nil {
-		return u.Keys.CheckpointVerifier(), nil
+func (u *Audit) checkpointVerifier() (checkpoint.Verifier, error) {
+	if u.keys.ring != nil {
+		return u.keys.ring.CheckpointVerifier(), nil
 	}
-	if u.CheckpointKey == nil {
+	if u.checkpointKey == nil {
 		return nil, fmt.Errorf("%w: no checkpoint key is configured to check the signature with (set %s)", errkind.ErrInvalid, SigningKeyEnv)
 	}
-	return u.CheckpointKey, nil
+	return u.checkpointKey, nil
 }
 
-func (u *UseCases) environment() string {
-	if u.Environment == "" {
+func (u *Audit) environment() string {
+	if u.env == "" {
 		return DefaultEnvironment
 	}
-	return u.Environment
+	return u.env
 }
 
-func (u *UseCases) platform() string {
-	if u.Platform == "" {
+func (u *Audit) platform() string {
+	if u.issuer == "" {
 		return "swarmscore"
 	}
-	return u.Platform
+	return u.issuer
 }
 
 // NewCheckpoint is the result of MakeCheckpoint.
@@ -91,7 +91,7 @@ type NewCheckpoint struct {
 // verify` shows that they are the chains' heads. Errors: ErrInvalid when no
 // checkpoint key is configured, ErrConflict when other processes kept
 // taking the number, ErrUnavailable.
-func (u *UseCases) MakeCheckpoint(ctx context.Context, onlyIfChanged bool) (NewCheckpoint, error) {
+func (u *Audit) MakeCheckpoint(ctx context.Context, onlyIfChanged bool) (NewCheckpoint, error) {
 	signer, err := u.checkpointSigner()
 	if err != nil {
 		return NewCheckpoint{}, err
@@ -104,14 +104,14 @@ func (u *UseCases) MakeCheckpoint(ctx context.Context, onlyIfChanged bool) (NewC
 	}
 }
 
-func (u *UseCases) makeCheckpoint(ctx context.Context, signer checkpoint.Signer, onlyIfChanged bool) (NewCheckpoint, error) {
+func (u *Audit) makeCheckpoint(ctx context.Context, signer checkpoint.Signer, onlyIfChanged bool) (NewCheckpoint, error) {
 	// The latest is read before the heads: a checkpoint another process
 	// stores in between makes AddCheckpoint refuse this number.
 	latest, latestDoc, err := u.latestCheckpoint(ctx)
 	if err != nil {
 		return NewCheckpoint{}, err
 	}
-	heads, err := u.Store.Heads(ctx)
+	heads, err := u.store.Heads(ctx)
 	if err != nil {
 		return NewCheckpoint{}, err
 	}
@@ -125,7 +125,7 @@ func (u *UseCases) makeCheckpoint(ctx context.Context, signer checkpoint.Signer,
 	if onlyIfChanged && latestDoc == nil && tree.Size() == 0 {
 		return NewCheckpoint{}, nil // an empty ledger: no head has moved yet
 	}
-	c := checkpoint.Checkpoint{Number: latest.Number + 1, Time: u.now(), Agents: tree.Size(), Root: tree.Root(),
+	c := checkpoint.Checkpoint{Number: latest.Number + 1, Time: u.clock.now(), Agents: tree.Size(), Root: tree.Root(),
 		Environment: u.environment(), Issuer: checkpoint.Issuer{Platform: u.platform()}}
 	if err := c.Sign(signer); err != nil {
 		return NewCheckpoint{}, err
@@ -136,7 +136,7 @@ func (u *UseCases) makeCheckpoint(ctx context.Context, signer checkpoint.Signer,
 	if err != nil {
 		return NewCheckpoint{}, err
 	}
-	if err := u.Store.AddCheckpoint(ctx, c, doc, heads); err != nil {
+	if err := u.store.AddCheckpoint(ctx, c, doc, heads); err != nil {
 		return NewCheckpoint{}, err
 	}
 	return NewCheckpoint{Checkpoint: c, Document: doc, Created: true}, nil
@@ -144,8 +144,8 @@ func (u *UseCases) makeCheckpoint(ctx context.Context, signer checkpoint.Signer,
 
 // latestCheckpoint returns the latest stored checkpoint and its document;
 // a zero checkpoint and a nil document when there is none.
-func (u *UseCases) latestCheckpoint(ctx context.Context) (checkpoint.Checkpoint, []byte, error) {
-	doc, err := u.Store.Checkpoint(ctx, 0)
+func (u *Audit) latestCheckpoint(ctx context.Context) (checkpoint.Checkpoint, []byte, error) {
+	doc, err := u.store.Checkpoint(ctx, 0)
 	if errkind.Of(err) == errkind.NotFound {
 		return checkpoint.Checkpoint{}, nil, nil
 	}
@@ -164,11 +164,11 @@ func (u *UseCases) latestCheckpoint(ctx context.Context) (checkpoint.Checkpoint,
 // PublishedCheckpoint returns checkpoint number's document exactly as
 // stored, or the latest's when number is 0. Errors: ErrInvalid for a
 // negative number, ErrNotFound (with a public detail), ErrUnavailable.
-func (u *UseCases) PublishedCheckpoint(ctx context.Context, number int64) ([]byte, error) {
+func (u *Audit) PublishedCheckpoint(ctx context.Context, number int64) ([]byte, error) {
 	if number < 0 || number > checkpoint.MaxInteger {
 		return nil, fmt.Errorf("%w: checkpoint number %d is outside 1 to 2^53-1", errkind.ErrInvalid, number)
 	}
-	doc, err := u.Store.Checkpoint(ctx, number)
+	doc, err := u.store.Checkpoint(ctx, number)
 	if errkind.Of(err) == errkind.NotFound {
 		detail := fmt.Sprintf("no checkpoint %d", number)
 		if number == 0 {
@@ -224,7 +224,7 @@ func (c *CheckpointCheck) Intact() bool { return c.Extends() && len(c.Ledger.Bro
 // document that does not parse, and one matching checkpoint.ErrSignature
 // (and ErrInvalid) for a signature that does not verify with this
 // deployment's key; ErrUnavailable.
-func (u *UseCases) VerifyCheckpoint(ctx context.Context, doc []byte) (CheckpointCheck, error) {
+func (u *Audit) VerifyCheckpoint(ctx context.Context, doc []byte) (CheckpointCheck, error) {
 	c, err := checkpoint.Parse(doc)
 	if err != nil {
 		return CheckpointCheck{}, err
@@ -239,11 +239,11 @@ func (u *UseCases) VerifyCheckpoint(ctx context.Context, doc []byte) (Checkpoint
 	res := CheckpointCheck{Checkpoint: c}
 	// Heads before record hashes: chains only grow, so an agent whose
 	// head is past its checkpointed seq here has its record there below.
-	heads, err := u.Store.Heads(ctx)
+	heads, err := u.store.Heads(ctx)
 	if err != nil {
 		return CheckpointCheck{}, err
 	}
-	stored, err := u.Store.Checkpoint(ctx, c.Number)
+	stored, err := u.store.Checkpoint(ctx, c.Number)
 	switch {
 	case errkind.Of(err) == errkind.NotFound:
 		if err := checkpoint.Extends(c, heads); err != nil {
@@ -256,7 +256,7 @@ func (u *UseCases) VerifyCheckpoint(ctx context.Context, doc []byte) (Checkpoint
 			return CheckpointCheck{}, err
 		}
 	}
-	if res.Ledger, err = u.Store.VerifyLedger(ctx); err != nil {
+	if res.Ledger, err = u.store.VerifyLedger(ctx); err != nil {
 		return CheckpointCheck{}, err
 	}
 	return res, nil
@@ -264,12 +264,12 @@ func (u *UseCases) VerifyCheckpoint(ctx context.Context, doc []byte) (Checkpoint
 
 // diffCheckpoint compares the ledger with res.Checkpoint through the
 // leaves stored with it.
-func (u *UseCases) diffCheckpoint(ctx context.Context, res *CheckpointCheck, stored []byte, heads []checkpoint.Leaf) error {
+func (u *Audit) diffCheckpoint(ctx context.Context, res *CheckpointCheck, stored []byte, heads []checkpoint.Leaf) error {
 	c := res.Checkpoint
 	if sc, err := checkpoint.Parse(stored); err != nil || sc.Root != c.Root || sc.Agents != c.Agents || !sc.Time.Equal(c.Time) {
 		res.Problems = append(res.Problems, fmt.Sprintf("this ledger's checkpoint %d is not the archived one: two different checkpoints carry that number", c.Number))
 	}
-	archived, err := u.Store.CheckpointLeaves(ctx, c.Number)
+	archived, err := u.store.CheckpointLeaves(ctx, c.Number)
 	if err != nil {
 		return err
 	}
@@ -279,11 +279,11 @@ func (u *UseCases) diffCheckpoint(ctx context.Context, res *CheckpointCheck, sto
 			want = append(want, l)
 		}
 	}
-	at, err := u.Store.RecordHashes(ctx, want)
+	at, err := u.store.RecordHashes(ctx, want)
 	if err != nil {
 		return err
 	}
-	anchors, err := u.Store.Anchors(ctx)
+	anchors, err := u.store.Anchors(ctx)
 	if err != nil {
 		return err
 	}

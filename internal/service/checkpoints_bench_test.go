@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/swarmscore/swarmscore/api"
 	"testing"
 	"time"
 
@@ -19,17 +20,17 @@ func checkpointLedger(b *testing.B) (*UseCases, NewCheckpoint) {
 	b.Helper()
 	a, _, _ := newCheckpointing(b)
 	ctx := context.Background()
-	for i := 0; i < benchAgents; i += MaxBatchSize / 2 {
+	for i := 0; i < benchAgents; i += api.MaxEvents / 2 {
 		var evs []ledger.Event
-		for j := i; j < min(i+MaxBatchSize/2, benchAgents); j++ {
+		for j := i; j < min(i+api.MaxEvents/2, benchAgents); j++ {
 			agent := fmt.Sprintf("agent-%06d", j)
 			evs = append(evs, conduit(agent, agent+"-s", 2, 1, t0)...)
 		}
-		if _, err := a.Ingest(ctx, "op-1", evs); err != nil {
+		if _, err := a.Ingest.Ingest(ctx, "op-1", evs); err != nil {
 			b.Fatal(err)
 		}
 	}
-	nc, err := a.MakeCheckpoint(ctx, false)
+	nc, err := a.Audit.MakeCheckpoint(ctx, false)
 	if err != nil || nc.Checkpoint.Agents != benchAgents {
 		b.Fatalf("%+v %v", nc.Checkpoint, err)
 	}
@@ -40,11 +41,13 @@ func checkpointLedger(b *testing.B) (*UseCases, NewCheckpoint) {
 // store the checkpoint with its 100,000 leaves.
 func BenchmarkMakeCheckpoint(b *testing.B) {
 	a, _ := checkpointLedger(b)
-	c := &clock{t0.Add(11 * 24 * time.Hour)}
-	a.Now = c.now
+	c := &testClock{t0.Add(11 * 24 * time.Hour)}
+	cfg := a.cfg
+	cfg.Now = c.now
+	a = New(a.store, cfg)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := a.MakeCheckpoint(context.Background(), false); err != nil {
+		if _, err := a.Audit.MakeCheckpoint(context.Background(), false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,7 +60,7 @@ func BenchmarkVerifyCheckpoint(b *testing.B) {
 	a, nc := checkpointLedger(b)
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := a.VerifyCheckpoint(context.Background(), nc.Document)
+		r, err := a.Audit.VerifyCheckpoint(context.Background(), nc.Document)
 		if err != nil || !r.Intact() {
 			b.Fatalf("%+v %v", r.Problems, err)
 		}

@@ -20,7 +20,7 @@ import (
 
 // newCheckpointing returns use cases over a fresh SQLite file with a
 // checkpoint key, and a raw connection to that file for tampering.
-func newCheckpointing(t testing.TB) (*UseCases, *clock, *sql.DB) {
+func newCheckpointing(t testing.TB) (*UseCases, *testClock, *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cp.db")
@@ -36,11 +36,12 @@ func newCheckpointing(t testing.TB) (*UseCases, *clock, *sql.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	a := &UseCases{Store: st, Key: key, Platform: "test.example", Now: c.now}
-	if a.CheckpointKey, err = NewCheckpointKey([]byte(testKey)); err != nil {
+	c := &testClock{t0.Add(10 * 24 * time.Hour)}
+	ck, err := NewCheckpointKey([]byte(testKey))
+	if err != nil {
 		t.Fatal(err)
 	}
+	a := New(st, Config{Key: key, Platform: "test.example", Now: c.now, CheckpointKey: ck})
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func exec(t *testing.T, db *sql.DB, q string, args ...any) {
 // (ledger.Link) and the head set to the last, so that the chain walks.
 func rewriteChain(t *testing.T, a *UseCases, db *sql.DB, agent string, edit func(rows []ledger.ChainRow) []ledger.ChainRow) {
 	t.Helper()
-	rows, err := a.Store.Chain(context.Background(), agent)
+	rows, err := a.store.Chain(context.Background(), agent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,52 +92,52 @@ func TestMakeCheckpoint(t *testing.T) {
 	a, c, _ := newCheckpointing(t)
 	ingest(t, a, conduit("agent-1", "c", 3, 2, t0))
 	ingest(t, a, conduit("agent-2", "d", 2, 2, t0))
-	nc, err := a.MakeCheckpoint(ctx, true)
+	nc, err := a.Audit.MakeCheckpoint(ctx, true)
 	if err != nil || !nc.Created || nc.Checkpoint.Number != 1 || nc.Checkpoint.Agents != 2 || !nc.Checkpoint.Time.Equal(c.t) ||
 		nc.Checkpoint.Environment != DefaultEnvironment || nc.Checkpoint.Issuer.Platform != "test.example" ||
 		nc.Checkpoint.Issuer.KeyID != keyring.Fingerprint([]byte(testKey)) || nc.Checkpoint.Issuer.Alg != checkpoint.HS256 {
 		t.Fatalf("first: %+v %v", nc, err)
 	}
 	parsed, err := checkpoint.Parse(nc.Document)
-	if err != nil || parsed.Verify(a.CheckpointKey) != nil {
+	if err != nil || parsed.Verify(a.cfg.CheckpointKey) != nil {
 		t.Fatalf("the document does not parse or verify: %v\n%s", err, nc.Document)
 	}
-	heads, _ := a.Store.Heads(ctx)
+	heads, _ := a.store.Heads(ctx)
 	if checkpoint.Extends(parsed, heads) != nil {
 		t.Fatal("checkpoint 1 does not commit to the heads")
 	}
-	if doc, err := a.PublishedCheckpoint(ctx, 0); err != nil || string(doc) != string(nc.Document) {
+	if doc, err := a.Audit.PublishedCheckpoint(ctx, 0); err != nil || string(doc) != string(nc.Document) {
 		t.Fatalf("latest published: %s %v", doc, err)
 	}
 
 	// Unchanged heads: a schedule makes nothing, an explicit request does.
 	c.t = c.t.Add(time.Hour)
-	same, err := a.MakeCheckpoint(ctx, true)
+	same, err := a.Audit.MakeCheckpoint(ctx, true)
 	if err != nil || same.Created || same.Checkpoint.Number != 1 || string(same.Document) != string(nc.Document) {
 		t.Fatalf("unchanged, only if changed: %+v %v", same, err)
 	}
-	forced, err := a.MakeCheckpoint(ctx, false)
+	forced, err := a.Audit.MakeCheckpoint(ctx, false)
 	if err != nil || !forced.Created || forced.Checkpoint.Number != 2 || forced.Checkpoint.Root != nc.Checkpoint.Root {
 		t.Fatalf("unchanged, forced: %+v %v", forced, err)
 	}
 	ingest(t, a, conduit("agent-3", "e", 1, 1, t0))
-	third, err := a.MakeCheckpoint(ctx, true)
+	third, err := a.Audit.MakeCheckpoint(ctx, true)
 	if err != nil || !third.Created || third.Checkpoint.Number != 3 || third.Checkpoint.Agents != 3 {
 		t.Fatalf("changed: %+v %v", third, err)
 	}
-	if doc, err := a.PublishedCheckpoint(ctx, 1); err != nil || string(doc) != string(nc.Document) {
+	if doc, err := a.Audit.PublishedCheckpoint(ctx, 1); err != nil || string(doc) != string(nc.Document) {
 		t.Fatalf("number 1: %v", err)
 	}
-	if _, err := a.PublishedCheckpoint(ctx, 9); errkind.Of(err) != errkind.NotFound {
+	if _, err := a.Audit.PublishedCheckpoint(ctx, 9); errkind.Of(err) != errkind.NotFound {
 		t.Fatalf("number 9: %v", err)
 	} else if d, _ := errkind.PublicDetail(err); d != "no checkpoint 9" {
 		t.Fatalf("number 9 detail %q", d)
 	}
-	if _, err := a.PublishedCheckpoint(ctx, -1); errkind.Of(err) != errkind.Invalid {
+	if _, err := a.Audit.PublishedCheckpoint(ctx, -1); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("number -1: %v", err)
 	}
-	nokey := &UseCases{Store: a.Store}
-	if _, err := nokey.MakeCheckpoint(ctx, false); errkind.Of(err) != errkind.Invalid {
+	nokey := New(a.store, Config{})
+	if _, err := nokey.Audit.MakeCheckpoint(ctx, false); errkind.Of(err) != errkind.Invalid {
 		t.Fatalf("no key: %v", err)
 	}
 }
@@ -152,13 +153,13 @@ func TestVerifyCheckpoint(t *testing.T) {
 	ingest(t, a, conduit("agent-2", "d", 3, 3, t0))
 	ingest(t, a, conduit("agent-3", "e", 2, 2, t0))
 	ingest(t, a, conduit("agent-4", "f", 2, 1, t0))
-	archived, err := a.MakeCheckpoint(ctx, false)
+	archived, err := a.Audit.MakeCheckpoint(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(name string) CheckpointCheck {
 		t.Helper()
-		r, err := a.VerifyCheckpoint(ctx, archived.Document)
+		r, err := a.Audit.VerifyCheckpoint(ctx, archived.Document)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -170,7 +171,7 @@ func TestVerifyCheckpoint(t *testing.T) {
 	// Appends and a correction extend the checkpoint.
 	ingest(t, a, conduit("agent-1", "g", 2, 2, t0))
 	ingest(t, a, conduit("agent-5", "h", 1, 1, t0))
-	if _, _, err := a.Correct(ctx, statusCorrection(ledger.ConduitSession, "d-0", ledger.Failed, "ops", "the buyer's proof was forged")); err != nil {
+	if _, _, err := a.Corrections.Correct(ctx, statusCorrection(ledger.ConduitSession, "d-0", ledger.Failed, "ops", "the buyer's proof was forged")); err != nil {
 		t.Fatal(err)
 	}
 	if r := check("grown"); !r.Intact() {
@@ -199,7 +200,7 @@ func TestVerifyCheckpoint(t *testing.T) {
 	exec(t, db, `DELETE FROM passports WHERE agent_id = 'agent-4'`)
 	exec(t, db, `DELETE FROM agents WHERE id = 'agent-4'`)
 
-	plain, err := a.VerifyLedger(ctx)
+	plain, err := a.Signals.VerifyLedger(ctx)
 	if err != nil || len(plain.Broken) != 0 {
 		t.Fatalf("the tampering is not consistent enough to pass the walk: %+v %v", plain.Broken, err)
 	}
@@ -222,15 +223,15 @@ func TestVerifyCheckpoint(t *testing.T) {
 		flipped = "1" + root[1:]
 	}
 	forged := strings.Replace(string(archived.Document), root, flipped, 1)
-	if _, err := a.VerifyCheckpoint(ctx, []byte(forged)); !errors.Is(err, checkpoint.ErrSignature) {
+	if _, err := a.Audit.VerifyCheckpoint(ctx, []byte(forged)); !errors.Is(err, checkpoint.ErrSignature) {
 		t.Fatalf("forged root: %v", err)
 	}
 	otherKey, _ := NewCheckpointKey([]byte("another-key-of-32-bytes-or-more-0000"))
-	other := &UseCases{Store: a.Store, Now: a.Now, CheckpointKey: otherKey}
-	if _, err := other.VerifyCheckpoint(ctx, archived.Document); !errors.Is(err, checkpoint.ErrSignature) {
+	other := New(a.store, Config{Now: a.cfg.Now, CheckpointKey: otherKey})
+	if _, err := other.Audit.VerifyCheckpoint(ctx, archived.Document); !errors.Is(err, checkpoint.ErrSignature) {
 		t.Fatalf("another key: %v", err)
 	}
-	if _, err := a.VerifyCheckpoint(ctx, []byte(`{"checkpoint":1}`)); errkind.Of(err) != errkind.Invalid || errors.Is(err, checkpoint.ErrSignature) {
+	if _, err := a.Audit.VerifyCheckpoint(ctx, []byte(`{"checkpoint":1}`)); errkind.Of(err) != errkind.Invalid || errors.Is(err, checkpoint.ErrSignature) {
 		t.Fatalf("not a checkpoint: %v", err)
 	}
 }
@@ -242,28 +243,28 @@ func TestVerifyCheckpointNotStored(t *testing.T) {
 	ctx := context.Background()
 	a, c, db := newCheckpointing(t)
 	ingest(t, a, conduit("agent-1", "c", 2, 2, t0))
-	heads, _ := a.Store.Heads(ctx)
+	heads, _ := a.store.Heads(ctx)
 	tree, _ := checkpoint.NewTree(heads)
 	cp := checkpoint.Checkpoint{Number: 7, Time: c.t, Agents: tree.Size(), Root: tree.Root(), Environment: "production",
 		Issuer: checkpoint.Issuer{Platform: "test.example"}}
-	if err := cp.Sign(a.CheckpointKey); err != nil {
+	if err := cp.Sign(a.cfg.CheckpointKey); err != nil {
 		t.Fatal(err)
 	}
 	doc, _ := cp.MarshalJSON()
-	if r, err := a.VerifyCheckpoint(ctx, doc); err != nil || !r.Intact() {
+	if r, err := a.Audit.VerifyCheckpoint(ctx, doc); err != nil || !r.Intact() {
 		t.Fatalf("unchanged ledger, checkpoint not stored: %+v %v", r, err)
 	}
 	ingest(t, a, conduit("agent-1", "d", 1, 1, t0))
-	if r, err := a.VerifyCheckpoint(ctx, doc); err != nil || r.Extends() || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "holds no checkpoint 7") {
+	if r, err := a.Audit.VerifyCheckpoint(ctx, doc); err != nil || r.Extends() || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "holds no checkpoint 7") {
 		t.Fatalf("moved ledger, checkpoint not stored: %+v %v", r, err)
 	}
 
-	stored, err := a.MakeCheckpoint(ctx, false)
+	stored, err := a.Audit.MakeCheckpoint(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	exec(t, db, `UPDATE checkpoint_leaves SET seq = seq - 1`)
-	r, err := a.VerifyCheckpoint(ctx, stored.Document)
+	r, err := a.Audit.VerifyCheckpoint(ctx, stored.Document)
 	if err != nil || r.Extends() || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "stored leaves of checkpoint 1") {
 		t.Fatalf("altered stored leaves: %+v %v", r, err)
 	}

@@ -40,7 +40,7 @@ type AgentScore struct {
 // now, otherwise a fresh one computed from the ledger and stored. Errors:
 // ErrInvalid for a malformed id, ErrNotFound for an unknown agent (with a
 // public detail, errkind.PublicDetail), ErrUnavailable.
-func (u *UseCases) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
+func (u *Certificates) Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error) {
 	s, err := u.AgentScore(ctx, agentID, time.Time{})
 	return s.Entry, err
 }
@@ -53,36 +53,36 @@ func (u *UseCases) Score(ctx context.Context, agentID string) (ledger.ScoreEntry
 // id or an asOf later than now plus the clock-skew allowance, ErrNotFound
 // for an unknown agent (with a public detail, errkind.PublicDetail),
 // ErrUnavailable.
-func (u *UseCases) AgentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
+func (u *Certificates) AgentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return AgentScore{}, err
 	}
-	if err := u.checkAsOf(asOf); err != nil {
+	if err := u.horizon.check(asOf); err != nil {
 		return AgentScore{}, err
 	}
 	s, err := u.agentScore(ctx, agentID, asOf)
 	return s, unknownAgent(err, agentID)
 }
 
-func (u *UseCases) agentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
+func (u *Certificates) agentScore(ctx context.Context, agentID string, asOf time.Time) (AgentScore, error) {
 	current := asOf.IsZero()
 	if current {
-		asOf = u.now()
+		asOf = u.clock.now()
 	}
 	asOf = asOf.UTC().Truncate(ledger.Resolution)
-	if e, ok, err := u.Store.CachedScore(ctx, agentID, asOf); err != nil {
+	if e, ok, err := u.store.CachedScore(ctx, agentID, asOf); err != nil {
 		return AgentScore{}, err
 	} else if ok {
 		return AgentScore{Entry: e, AsOf: asOf, Cache: CacheHit}, nil
 	}
 	if current {
-		e, err := u.Store.RefreshScore(ctx, agentID, asOf, nil)
+		e, err := u.store.RefreshScore(ctx, agentID, asOf, nil)
 		if err != nil {
 			return AgentScore{}, err
 		}
 		return AgentScore{Entry: e, AsOf: asOf, Cache: CacheRefreshed}, nil
 	}
-	c, err := u.Store.Counts(ctx, agentID, asOf)
+	c, err := u.store.Counts(ctx, agentID, asOf)
 	if err != nil {
 		return AgentScore{}, err
 	}
@@ -102,4 +102,22 @@ func unknownAgent(err error, agentID string) error {
 		return errkind.WithPublic(err, fmt.Sprintf("agent %q is unknown: no event has been recorded for it", agentID))
 	}
 	return err
+}
+
+// Agent returns what the ledger knows about an agent. Errors: ErrInvalid
+// for a malformed id, ErrNotFound if nothing (with a public detail,
+// errkind.PublicDetail), ErrUnavailable.
+func (u *Certificates) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
+	if err := ledger.CheckID("agent_id", agentID); err != nil {
+		return ledger.AgentInfo{}, err
+	}
+	info, err := u.store.Agent(ctx, agentID)
+	return info, unknownAgent(err, agentID)
+}
+
+// RecomputeAll refreshes every agent's cache entry as of now (with
+// onlyStale, only entries that no longer answer now), dropping their
+// passports, and returns how many it wrote. Errors: ErrUnavailable.
+func (u *Certificates) RecomputeAll(ctx context.Context, onlyStale bool) (int64, error) {
+	return u.store.RecomputeAll(ctx, u.clock.now(), onlyStale)
 }

@@ -8,6 +8,19 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
+// Corrections are the use cases of corrections and appeals (spec §11.3):
+// an operator's correction of an event, and an agent's appeal against a
+// passport, filed, acknowledged and decided, an uphold applying
+// corrections. Both re-issue the affected passports in their transaction,
+// so they hold the signing keys, and tell the certificate memo's cache
+// watch which agents they changed.
+type Corrections struct {
+	store CorrectionsStore
+	clock clock
+	keys  *signing
+	certs *certMemo
+}
+
 // Correct records a correction of one event (spec §11.3, issue 14): a new
 // final status (an operator's fix, or a chargeback — SETTLED → DISPUTED or
 // REFUNDED — reported by a payment system through its operator token),
@@ -28,20 +41,20 @@ import (
 // changes nothing, or a process without a signing key; ErrNotFound for an
 // unknown event or appeal (with a public detail); ErrConflict for an event
 // that is not final yet or was voided; ErrUnavailable.
-func (u *UseCases) Correct(ctx context.Context, req ledger.CorrectionRequest) (ledger.Correction, bool, error) {
-	req.At = u.now()
+func (u *Corrections) Correct(ctx context.Context, req ledger.CorrectionRequest) (ledger.Correction, bool, error) {
+	req.At = u.clock.now()
 	if err := req.Validate(); err != nil {
 		return ledger.Correction{}, false, err
 	}
-	if err := u.canReissue(); err != nil {
+	if err := u.keys.canReissue(); err != nil {
 		return ledger.Correction{}, false, err
 	}
 	if req.AppealID != "" {
-		if _, err := u.Store.Appeal(ctx, req.AppealID); err != nil {
+		if _, err := u.store.Appeal(ctx, req.AppealID); err != nil {
 			return ledger.Correction{}, false, unknownAppeal(err, req.AppealID)
 		}
 	}
-	c, created, err := u.Store.Correct(ctx, req, u.signer(u.keys(ctx).active))
+	c, created, err := u.store.Correct(ctx, req, u.keys.signer(u.keys.current(ctx).active))
 	if err != nil {
 		if mayHaveCommitted(err) {
 			u.wroteCorrections(ctx, []ledger.CorrectionRequest{req}, nil)
@@ -54,16 +67,6 @@ func (u *UseCases) Correct(ctx context.Context, req ledger.CorrectionRequest) (l
 	return c, created, nil
 }
 
-// canReissue refuses, before anything is written, a correction this
-// process could not re-issue passports for: without a key the store's
-// transaction would fail at the first signature.
-func (u *UseCases) canReissue() error {
-	if !u.keys(context.Background()).active.CanSign() {
-		return fmt.Errorf("%w: no signing key is configured, and a correction re-issues the affected passports (set %s)", errkind.ErrInvalid, SigningKeyEnv)
-	}
-	return nil
-}
-
 // wroteCorrections tells the cache watch, if this process started one,
 // which agents' stamps the corrections changed, so that the next
 // certificate request for any of them reads the store (read-your-writes, as
@@ -73,13 +76,13 @@ func (u *UseCases) canReissue() error {
 // too. A lookup that fails leaves them to the watch itself, which learns of
 // every commit it did not hear about here (and vouches for nothing while
 // it cannot reach the database).
-func (u *UseCases) wroteCorrections(ctx context.Context, pending []ledger.CorrectionRequest, done []ledger.Correction) {
+func (u *Corrections) wroteCorrections(ctx context.Context, pending []ledger.CorrectionRequest, done []ledger.Correction) {
 	w := u.certs.startedWatch()
 	if w == nil {
 		return
 	}
 	for _, req := range pending {
-		stored, err := u.Store.Corrections(context.WithoutCancel(ctx), req.EventType, req.EventID)
+		stored, err := u.store.Corrections(context.WithoutCancel(ctx), req.EventType, req.EventID)
 		if err != nil {
 			continue
 		}

@@ -62,11 +62,11 @@ type ErasureResult struct {
 // agent; ErrConflict when the agent is itself a pseudonym or one of the
 // records to seal is broken (ledger verify names it; repair first);
 // ErrUnavailable.
-func (u *UseCases) EraseAgent(ctx context.Context, c Caller, agentID, reason string) (ErasureResult, error) {
+func (u *Rights) EraseAgent(ctx context.Context, c Caller, agentID, reason string) (ErasureResult, error) {
 	return u.eraseAgent(ctx, c, agentID, reason, rand.Reader)
 }
 
-func (u *UseCases) eraseAgent(ctx context.Context, c Caller, agentID, reason string, random io.Reader) (ErasureResult, error) {
+func (u *Rights) eraseAgent(ctx context.Context, c Caller, agentID, reason string, random io.Reader) (ErasureResult, error) {
 	if err := mayErase(c); err != nil {
 		return ErasureResult{}, err
 	}
@@ -92,9 +92,9 @@ func (u *UseCases) eraseAgent(ctx context.Context, c Caller, agentID, reason str
 		Identity:  audit.Commit(audit.Agents, r.Opening, agentID),
 		ID:        "erasure-" + hex.EncodeToString(nonce[8:]),
 		By:        c.Operator,
-		At:        u.now(),
+		At:        u.clock.now(),
 	}
-	e, err := u.Store.Erase(ctx, req)
+	e, err := u.store.Erase(ctx, req)
 	// Forgotten whatever the outcome: a failed commit may still have
 	// committed, and forgetting costs one read.
 	u.forgetAgent(agentID, req.Pseudonym)
@@ -109,11 +109,11 @@ func (u *UseCases) eraseAgent(ctx context.Context, c Caller, agentID, reason str
 // Erasures lists every erasure, oldest first, for an operator: pseudonyms
 // and commitments, never an erased id nor an opening. Errors:
 // ErrUnauthorized or ErrForbidden for any other caller, ErrUnavailable.
-func (u *UseCases) Erasures(ctx context.Context, c Caller) ([]ledger.Erasure, error) {
+func (u *Rights) Erasures(ctx context.Context, c Caller) ([]ledger.Erasure, error) {
 	if err := mayErase(c); err != nil {
 		return nil, err
 	}
-	return u.Store.Erasures(ctx)
+	return u.store.Erasures(ctx)
 }
 
 // mayErase: erasure is an operator's act, done at the data subject's
@@ -140,13 +140,13 @@ func VerifyErasureOpening(e *ledger.Erasure, opening [audit.SaltSize]byte, agent
 // erased one and its pseudonym) and tells the cache watch, so that no
 // remembered certificate, visibility or history of the erased id is served
 // after the erasure.
-func (u *UseCases) forgetAgent(ids ...string) {
+func (u *Rights) forgetAgent(ids ...string) {
 	if w := u.certs.startedWatch(); w != nil {
 		w.Wrote(ids)
 	}
 	for _, id := range ids {
 		u.certs.forget(id)
-		u.rights.pubs.forget(u, id)
+		u.pubs.forget(id)
 		u.histories.forget(id)
 	}
 }

@@ -19,7 +19,7 @@ func TestAuditErasedPostgres(t *testing.T) { testAuditErased(t, postgresAudit(t)
 // digests and still verifies.
 func testAuditErased(t *testing.T, be auditBackend) {
 	u, _ := auditLedger(t, be)
-	r, err := u.EraseAgent(t.Context(), OperatorCaller("op-1"), "b", "")
+	r, err := u.Rights.EraseAgent(t.Context(), OperatorCaller("op-1"), "b", "")
 	if err != nil {
 		t.Fatal(err)
 	}

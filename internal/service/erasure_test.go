@@ -19,22 +19,22 @@ import (
 func TestEraseAgent(t *testing.T) {
 	a, _ := newUseCases(t)
 	ctx := context.Background()
-	a.StartCacheWatch()
+	a.Certificates.StartCacheWatch()
 	ingest(t, a, append(conduit("gone", "g", 10, 9, t0), conduit("stays", "s", 10, 7, t0)...))
-	tok, err := a.CreateAgentToken(ctx, "op-1", "gone")
+	tok, err := a.Tokens.CreateAgentToken(ctx, "op-1", "gone")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Remembered in every memo before the erasure.
-	cert, err := a.CertificateFor(ctx, anyone, "gone")
+	cert, err := a.Certificates.CertificateFor(ctx, anyone, "gone")
 	if err != nil {
 		t.Fatal(err)
 	}
 	verifyOK(t, a, cert.Passport, "gone")
-	if _, err := a.CertificateFor(ctx, anyone, "gone"); err != nil {
+	if _, err := a.Certificates.CertificateFor(ctx, anyone, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	other, err := a.Score(ctx, "stays")
+	other, err := a.Certificates.Score(ctx, "stays")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,27 +48,27 @@ func TestEraseAgent(t *testing.T) {
 		{agentCaller("stays"), errkind.ErrForbidden},
 	} {
 		for _, id := range []string{"gone", "ghost"} {
-			if _, err := a.EraseAgent(ctx, c.caller, id, ""); !errors.Is(err, c.want) {
+			if _, err := a.Rights.EraseAgent(ctx, c.caller, id, ""); !errors.Is(err, c.want) {
 				t.Errorf("%+v erasing %s: %v, want %v", c.caller, id, err, c.want)
 			}
 		}
-		if _, err := a.Erasures(ctx, c.caller); !errors.Is(err, c.want) {
+		if _, err := a.Rights.Erasures(ctx, c.caller); !errors.Is(err, c.want) {
 			t.Errorf("%+v listing erasures: %v, want %v", c.caller, err, c.want)
 		}
 	}
-	if _, err := a.EraseAgent(ctx, op, "ghost", ""); errkind.Of(err) != errkind.NotFound {
+	if _, err := a.Rights.EraseAgent(ctx, op, "ghost", ""); errkind.Of(err) != errkind.NotFound {
 		t.Errorf("an unknown agent: %v", err)
 	} else if d, ok := errkind.PublicDetail(err); !ok || !strings.Contains(d, "ghost") {
 		t.Errorf("an unknown agent's public detail: %q %v", d, ok)
 	}
-	if _, err := a.EraseAgent(ctx, op, "bad id", ""); errkind.Of(err) != errkind.Invalid {
+	if _, err := a.Rights.EraseAgent(ctx, op, "bad id", ""); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("a malformed id: %v", err)
 	}
-	if _, err := a.EraseAgent(ctx, op, "gone", strings.Repeat("x", MaxErasureReasonLen+1)); errkind.Of(err) != errkind.Invalid {
+	if _, err := a.Rights.EraseAgent(ctx, op, "gone", strings.Repeat("x", MaxErasureReasonLen+1)); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("a long reason: %v", err)
 	}
 
-	r, err := a.EraseAgent(ctx, op, "gone", "request from gone by e-mail")
+	r, err := a.Rights.EraseAgent(ctx, op, "gone", "request from gone by e-mail")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,17 +85,17 @@ func TestEraseAgent(t *testing.T) {
 
 	// 404 at once for everyone, operators included, from memory or not.
 	for _, c := range []Caller{anyone, op} {
-		if _, err := a.CertificateFor(ctx, c, "gone"); errkind.Of(err) != errkind.NotFound {
+		if _, err := a.Certificates.CertificateFor(ctx, c, "gone"); errkind.Of(err) != errkind.NotFound {
 			t.Errorf("%+v: the erased id's certificate: %v", c, err)
 		}
-		if _, err := a.ScoreFor(ctx, c, "gone"); errkind.Of(err) != errkind.NotFound {
+		if _, err := a.Certificates.ScoreFor(ctx, c, "gone"); errkind.Of(err) != errkind.NotFound {
 			t.Errorf("%+v: the erased id's score: %v", c, err)
 		}
 	}
-	if _, err := a.Principal(ctx, tok.Secret); errkind.Of(err) != errkind.Unauthorized {
+	if _, err := a.Tokens.Principal(ctx, tok.Secret); errkind.Of(err) != errkind.Unauthorized {
 		t.Errorf("the erased agent's token: %v", err)
 	}
-	v, err := a.Verify(ctx, cert.Passport, "")
+	v, err := a.Verifier.Verify(ctx, cert.Passport, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,21 +106,21 @@ func TestEraseAgent(t *testing.T) {
 	if i := slices.IndexFunc(v.Checks, func(c Check) bool { return c.Name == CheckLedger }); i < 0 || v.Checks[i].Result != CheckRevoked {
 		t.Errorf("checks %+v", v.Checks)
 	}
-	if now, err := a.Score(ctx, "stays"); err != nil || now.Result != other.Result {
+	if now, err := a.Certificates.Score(ctx, "stays"); err != nil || now.Result != other.Result {
 		t.Errorf("another agent's score: %+v %v, was %+v", now.Result, err, other.Result)
 	}
-	if _, err := a.EraseAgent(ctx, op, r.Pseudonym, ""); errkind.Of(err) != errkind.Conflict {
+	if _, err := a.Rights.EraseAgent(ctx, op, r.Pseudonym, ""); errkind.Of(err) != errkind.Conflict {
 		t.Errorf("erasing a pseudonym: %v", err)
 	}
-	if _, err := a.EraseAgent(ctx, op, "gone", ""); errkind.Of(err) != errkind.NotFound {
+	if _, err := a.Rights.EraseAgent(ctx, op, "gone", ""); errkind.Of(err) != errkind.NotFound {
 		t.Errorf("erasing it again: %v", err)
 	}
 
-	es, err := a.Erasures(ctx, op)
+	es, err := a.Rights.Erasures(ctx, op)
 	if err != nil || len(es) != 1 || es[0].Pseudonym != r.Pseudonym || es[0].Identity != r.Identity || es[0].ID != r.ID {
 		t.Fatalf("erasures %+v %v", es, err)
 	}
-	rep, err := a.VerifyLedger(ctx)
+	rep, err := a.Signals.VerifyLedger(ctx)
 	if err != nil || len(rep.Broken) > 0 {
 		t.Errorf("ledger after the erasure: %+v %v", rep, err)
 	}
@@ -132,18 +132,18 @@ func TestErasePseudonymsAreFresh(t *testing.T) {
 	a, _ := newUseCases(t)
 	ctx := context.Background()
 	ingest(t, a, append(conduit("one", "o", 2, 2, t0), conduit("two", "t", 2, 2, t0)...))
-	r1, err := a.EraseAgent(ctx, op, "one", "")
+	r1, err := a.Rights.EraseAgent(ctx, op, "one", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := a.EraseAgent(ctx, op, "two", "")
+	r2, err := a.Rights.EraseAgent(ctx, op, "two", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r1.Pseudonym == r2.Pseudonym || r1.ID == r2.ID || r1.Opening == r2.Opening || r1.Identity == r2.Identity {
 		t.Errorf("%+v\n%+v", r1, r2)
 	}
-	if _, err := a.eraseAgent(ctx, op, "two", "", strings.NewReader("short")); err == nil || errkind.Of(err) == errkind.NotFound {
+	if _, err := a.Rights.eraseAgent(ctx, op, "two", "", strings.NewReader("short")); err == nil || errkind.Of(err) == errkind.NotFound {
 		t.Errorf("a failing random source: %v", err)
 	}
 }

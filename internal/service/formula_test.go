@@ -11,7 +11,7 @@ import (
 )
 
 // TestVerifyFormulaVersions: Verify accepts the formula versions of
-// UseCases.Formulas, each in its window, and L2 confirms a passport of
+// Config.Formulas, each in its window, and L2 confirms a passport of
 // another formula by its counts as it does a V1 one.
 func TestVerifyFormulaVersions(t *testing.T) {
 	a, c := newUseCases(t)
@@ -28,7 +28,7 @@ func TestVerifyFormulaVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v11, err := p.Sign(a.Key)
+	v11, err := p.Sign(a.cfg.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +53,8 @@ func TestVerifyFormulaVersions(t *testing.T) {
 		{"V1 after its 90 days", transition(issued.Add(-91 * day)), v1, passport.CodeFormulaOutOfWindow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a.Formulas = tc.formulas
-			v, err := a.Verify(ctx, tc.doc, "agent-1")
+			a.Verifier.formulas = tc.formulas
+			v, err := a.Verifier.Verify(ctx, tc.doc, "agent-1")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,18 +10,31 @@ import (
 	"io"
 	"slices"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
+
+// Ingestion records reported events (spec §7.4): a batch from the API or
+// a stream from the CLI, ledger.Decide deciding each event. It tells the
+// certificate memo's cache watch which agents it wrote, so the next
+// certificate request reads them again, and keeps what recent ingests did
+// (activity.go).
+type Ingestion struct {
+	store   IngestStore
+	clock   clock
+	horizon horizon // events dated past it are refused
+	certs   *certMemo
+	ingests ingestLog
+}
 
 // DefaultBatchSize is the number of events written per transaction by
 // IngestStream when the caller gives none.
 const DefaultBatchSize = 1000
 
-// MaxBatchSize bounds one batch, which is one all-or-nothing transaction,
-// so that a batch never holds the write lock for long. An HTTP request is
-// one batch, so it is also the most events a request may carry.
-const MaxBatchSize = 10000
+// A batch holds at most api.MaxEvents events: it is one all-or-nothing
+// transaction, which must never hold the write lock for long, and an HTTP
+// request is one batch.
 
 // Rejection is one event that was not recorded.
 type Rejection struct {
@@ -83,7 +96,7 @@ const (
 	// InputMalformed: it starts as a JSON array but is not one (a
 	// syntax error, a truncated array, data after it).
 	InputMalformed
-	// InputTooLarge: more than MaxBatchSize events.
+	// InputTooLarge: more than api.MaxEvents events.
 	InputTooLarge
 )
 
@@ -96,7 +109,7 @@ func (e *InputError) Is(target error) bool { return target == errkind.ErrInvalid
 const bom = "\xef\xbb\xbf"
 
 func tooManyEvents() error {
-	return &InputError{InputTooLarge, fmt.Sprintf("more than %d events in one batch; split the batch", MaxBatchSize)}
+	return &InputError{InputTooLarge, fmt.Sprintf("more than %d events in one batch; split the batch", api.MaxEvents)}
 }
 
 // Ingest records events reported by operator as one all-or-nothing batch
@@ -109,17 +122,17 @@ func tooManyEvents() error {
 // within the process) instead of waiting for the database to report the
 // commit; when the batch failed, whether it committed is unknown, and
 // every agent in it counts as written. Errors: an *InputError
-// (ErrInvalid) for more than MaxBatchSize events, ErrInvalid for an
+// (ErrInvalid) for more than api.MaxEvents events, ErrInvalid for an
 // invalid operator, ErrUnavailable.
-func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
-	if len(events) > MaxBatchSize {
+func (u *Ingestion) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
+	if len(events) > api.MaxEvents {
 		return nil, tooManyEvents()
 	}
-	if u.MaxClockSkew < 0 {
-		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.MaxClockSkew)
+	if u.horizon.skew < 0 {
+		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.horizon.skew)
 	}
-	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock(), MaxSkew: u.maxSkew()}
-	out, err := u.Store.Ingest(ctx, b)
+	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock.exact(), MaxSkew: u.horizon.allowance()}
+	out, err := u.store.Ingest(ctx, b)
 	if w := u.certs.startedWatch(); w != nil {
 		ids := make([]string, 0, len(events))
 		for i := range events {
@@ -133,7 +146,7 @@ func (u *UseCases) Ingest(ctx context.Context, operator string, events []ledger.
 }
 
 // ingestItems is IngestItems without the activity record (activity.go).
-func (u *UseCases) ingestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
+func (u *Ingestion) ingestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
 	var rep IngestReport
 	events := make([]ledger.Event, 0, len(items))
 	pos := make([]int, 0, len(items))
@@ -180,7 +193,7 @@ func (u *UseCases) ingestItems(ctx context.Context, operator string, items []Ite
 
 // IngestEvents reads one batch of events from r (ReadEvents) and records
 // it (IngestItems). Errors: ReadEvents' and Ingest's.
-func (u *UseCases) IngestEvents(ctx context.Context, operator string, r io.Reader) (IngestReport, error) {
+func (u *Ingestion) IngestEvents(ctx context.Context, operator string, r io.Reader) (IngestReport, error) {
 	items, err := ReadEvents(r)
 	if err != nil {
 		return IngestReport{}, err
@@ -196,7 +209,7 @@ func (u *UseCases) IngestEvents(ctx context.Context, operator string, r io.Reade
 // (ledger.ParseEvent): one that does not parse is an Item with Err set and
 // does not stop the others. Errors: an *InputError (ErrInvalid) for input
 // that is empty, is malformed as a JSON array, or holds more than
-// MaxBatchSize events; a failure to read r, wrapped (errors.As finds it).
+// api.MaxEvents events; a failure to read r, wrapped (errors.As finds it).
 func ReadEvents(r io.Reader) ([]Item, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, _ := br.Peek(len(bom)); string(b) == bom {
@@ -239,7 +252,7 @@ func readNDJSON(r io.Reader, skipped int) ([]Item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading events after line %d: %w", last, err)
 		}
-		if len(items) == MaxBatchSize {
+		if len(items) == api.MaxEvents {
 			return nil, tooManyEvents()
 		}
 		last = skipped + ln.Number
@@ -258,7 +271,7 @@ func readArray(r io.Reader) ([]Item, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, arrayError(err)
 		}
-		if len(items) == MaxBatchSize {
+		if len(items) == api.MaxEvents {
 			return nil, tooManyEvents()
 		}
 		ev, err := ledger.ParseEvent(raw)
@@ -310,13 +323,13 @@ type Progress struct {
 // ending, or reading r failing) the returned report covers the batches
 // already committed, and the error says which line the uncommitted batch
 // started at. Errors: ErrInvalid for a batch size outside
-// 1..MaxBatchSize or an invalid operator, Ingest's, and r's.
-func (u *UseCases) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
+// 1..api.MaxEvents or an invalid operator, Ingest's, and r's.
+func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
 	if batchSize == 0 {
 		batchSize = DefaultBatchSize
 	}
-	if batchSize < 1 || batchSize > MaxBatchSize {
-		return IngestReport{}, fmt.Errorf("%w: batch size %d is outside 1..%d", errkind.ErrInvalid, batchSize, MaxBatchSize)
+	if batchSize < 1 || batchSize > api.MaxEvents {
+		return IngestReport{}, fmt.Errorf("%w: batch size %d is outside 1..%d", errkind.ErrInvalid, batchSize, api.MaxEvents)
 	}
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return IngestReport{}, err

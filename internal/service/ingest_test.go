@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"github.com/swarmscore/swarmscore/api"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func newLedger(t *testing.T) *UseCases {
 	if _, err := st.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return &UseCases{Store: st, Now: func() time.Time { return ledgerNow }}
+	return New(st, Config{Now: func() time.Time { return ledgerNow }})
 }
 
 const ndjson = `{"type":"conduit_session","id":"s-1","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-16T10:00:00Z","completed_at":"2026-03-16T10:05:00Z"}
@@ -42,7 +43,7 @@ func TestIngestStream(t *testing.T) {
 	for _, batch := range []int{1, 2, 1000} {
 		l := newLedger(t)
 		var progress []Progress
-		rep, err := l.IngestStream(t.Context(), "op", strings.NewReader(ndjson), batch, func(p Progress) { progress = append(progress, p) })
+		rep, err := l.Ingest.IngestStream(t.Context(), "op", strings.NewReader(ndjson), batch, func(p Progress) { progress = append(progress, p) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestIngestStream(t *testing.T) {
 		if len(progress) == 0 || progress[len(progress)-1].Lines != 8 || progress[len(progress)-1].Accepted != 3 {
 			t.Errorf("batch %d: progress %+v", batch, progress)
 		}
-		s, err := l.AgentScore(t.Context(), "agent-1", time.Time{})
+		s, err := l.Certificates.AgentScore(t.Context(), "agent-1", time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,13 +69,13 @@ func TestIngestStream(t *testing.T) {
 		}
 	}
 	l := newLedger(t)
-	if _, err := l.IngestStream(t.Context(), "op", strings.NewReader(ndjson), MaxBatchSize+1, nil); errkind.Of(err) != errkind.Invalid {
+	if _, err := l.Ingest.IngestStream(t.Context(), "op", strings.NewReader(ndjson), api.MaxEvents+1, nil); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("oversized batch: %v", err)
 	}
-	if _, err := l.IngestStream(t.Context(), "bad op", strings.NewReader(ndjson), 0, nil); errkind.Of(err) != errkind.Invalid {
+	if _, err := l.Ingest.IngestStream(t.Context(), "bad op", strings.NewReader(ndjson), 0, nil); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("bad operator: %v", err)
 	}
-	if _, err := l.Ingest(t.Context(), "op", make([]ledger.Event, MaxBatchSize+1)); errkind.Of(err) != errkind.Invalid {
+	if _, err := l.Ingest.Ingest(t.Context(), "op", make([]ledger.Event, api.MaxEvents+1)); errkind.Of(err) != errkind.Invalid {
 		t.Errorf("oversized Ingest: %v", err)
 	}
 }
@@ -91,7 +92,7 @@ func (f failingReader) Read(p []byte) (int, error) {
 
 func TestIngestStreamReadError(t *testing.T) {
 	l := newLedger(t)
-	rep, err := l.IngestStream(t.Context(), "op", failingReader{strings.NewReader(ndjson)}, 2, nil)
+	rep, err := l.Ingest.IngestStream(t.Context(), "op", failingReader{strings.NewReader(ndjson)}, 2, nil)
 	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("error %v", err)
 	}
@@ -103,38 +104,38 @@ func TestIngestStreamReadError(t *testing.T) {
 
 func TestAgentScoreCacheStates(t *testing.T) {
 	l := newLedger(t)
-	if _, err := l.IngestStream(t.Context(), "op", strings.NewReader(ndjson), 0, nil); err != nil {
+	if _, err := l.Ingest.IngestStream(t.Context(), "op", strings.NewReader(ndjson), 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	first, err := l.AgentScore(t.Context(), "agent-1", time.Time{})
+	first, err := l.Certificates.AgentScore(t.Context(), "agent-1", time.Time{})
 	if err != nil || first.Cache != CacheRefreshed {
 		t.Fatalf("first: %v %v", first.Cache, err)
 	}
-	second, err := l.AgentScore(t.Context(), "agent-1", time.Time{})
+	second, err := l.Certificates.AgentScore(t.Context(), "agent-1", time.Time{})
 	if err != nil || second.Cache != CacheHit || second.Entry.Result != first.Entry.Result {
 		t.Fatalf("second: %v %v", second.Cache, err)
 	}
 	// History: before the cached entry, computed from the ledger.
-	past, err := l.AgentScore(t.Context(), "agent-1", ledgerNow.Add(-30*time.Hour))
+	past, err := l.Certificates.AgentScore(t.Context(), "agent-1", ledgerNow.Add(-30*time.Hour))
 	if err != nil || past.Cache != CacheBypassed || past.Entry.Result.Counts.ConduitTotal != 0 {
 		t.Fatalf("past: %+v %v", past, err)
 	}
-	if e, ok, _ := l.Store.CachedScore(t.Context(), "agent-1", ledgerNow); !ok || !e.ComputedAt.Equal(ledgerNow) {
+	if e, ok, _ := l.store.CachedScore(t.Context(), "agent-1", ledgerNow); !ok || !e.ComputedAt.Equal(ledgerNow) {
 		t.Error("a historical query replaced the current cache entry")
 	}
-	if _, err := l.AgentScore(t.Context(), "nobody", time.Time{}); !errors.Is(err, errkind.ErrNotFound) {
+	if _, err := l.Certificates.AgentScore(t.Context(), "nobody", time.Time{}); !errors.Is(err, errkind.ErrNotFound) {
 		t.Errorf("unknown agent: %v", err)
 	}
-	if _, err := l.AgentScore(t.Context(), "bad id", time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := l.Certificates.AgentScore(t.Context(), "bad id", time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
 		t.Errorf("bad id: %v", err)
 	}
-	if info, err := l.Agent(t.Context(), "agent-1"); err != nil || info.ChainLength != 3 {
+	if info, err := l.Certificates.Agent(t.Context(), "agent-1"); err != nil || info.ChainLength != 3 {
 		t.Errorf("Agent: %+v %v", info, err)
 	}
-	if r, err := l.VerifyLedger(t.Context()); err != nil || len(r.Broken) != 0 || r.Records != 3 {
+	if r, err := l.Signals.VerifyLedger(t.Context()); err != nil || len(r.Broken) != 0 || r.Records != 3 {
 		t.Errorf("VerifyLedger: %+v %v", r, err)
 	}
-	if n, err := l.RecomputeAll(t.Context(), false); err != nil || n != 1 {
+	if n, err := l.Certificates.RecomputeAll(t.Context(), false); err != nil || n != 1 {
 		t.Errorf("RecomputeAll: %d %v", n, err)
 	}
 }
@@ -147,7 +148,7 @@ func TestIngestEvents(t *testing.T) {
 	changed := `{"type":"conduit_session","id":"s-1","agent_id":"agent-2","status":"RUNNING","started_at":"2026-03-16T10:00:00Z"}`
 	noEnd := `{"type":"conduit_session","id":"s-2","agent_id":"agent-1","status":"VERIFIED","started_at":"2026-03-16T10:00:00Z"}`
 
-	rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader("["+good+","+noEnd+","+good+","+changed+"]"))
+	rep, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader("["+good+","+noEnd+","+good+","+changed+"]"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestIngestEvents(t *testing.T) {
 		t.Errorf("conflict %+v", r)
 	}
 
-	rep, err = u.IngestEvents(t.Context(), "op", strings.NewReader("\n"+good+"\n\n{nope\n"+changed+"\n"))
+	rep, err = u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader("\n"+good+"\n\n{nope\n"+changed+"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestIngestEvents(t *testing.T) {
 	if r := rep.Rejected[1]; r.Index != 2 || r.Line != 5 || r.ID != "s-1" {
 		t.Errorf("conflicting line %+v", r)
 	}
-	if rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader(" [ ] ")); err != nil || rep.Accepted+rep.Duplicates+len(rep.Rejected) != 0 {
+	if rep, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(" [ ] ")); err != nil || rep.Accepted+rep.Duplicates+len(rep.Rejected) != 0 {
 		t.Errorf("empty array: %+v %v", rep, err)
 	}
 
@@ -192,18 +193,18 @@ func TestIngestEvents(t *testing.T) {
 		"no comma":           {"[" + good + " " + good + "]", InputMalformed},
 		"after the array":    {"[" + good + "] x", InputMalformed},
 		"second array":       {"[][]", InputMalformed},
-		"too many, array":    {many(MaxBatchSize+1, ",", "[", "]"), InputTooLarge},
-		"too many, NDJSON":   {many(MaxBatchSize+1, "\n", "", "\n"), InputTooLarge},
+		"too many, array":    {many(api.MaxEvents+1, ",", "[", "]"), InputTooLarge},
+		"too many, NDJSON":   {many(api.MaxEvents+1, "\n", "", "\n"), InputTooLarge},
 		"syntax, first byte": {"[}", InputMalformed},
 	} {
-		_, err := u.IngestEvents(t.Context(), "op", strings.NewReader(c.in))
+		_, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(c.in))
 		var ie *InputError
 		if !errors.As(err, &ie) || ie.Problem != c.want || errkind.Of(err) != errkind.Invalid {
 			t.Errorf("%s: %v, want problem %d", name, err, c.want)
 		}
 	}
-	if _, err := ReadEvents(strings.NewReader(many(MaxBatchSize, ",", "[", "]"))); err != nil {
-		t.Errorf("exactly MaxBatchSize events: %v", err)
+	if _, err := ReadEvents(strings.NewReader(many(api.MaxEvents, ",", "[", "]"))); err != nil {
+		t.Errorf("exactly api.MaxEvents events: %v", err)
 	}
 	// A failing reader is the reader's error, not the input's.
 	for _, in := range []string{"[" + good, good + "\n", "  "} {
@@ -244,15 +245,15 @@ func (s supersedingStore) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.
 
 func TestIngestSuperseded(t *testing.T) {
 	u := newLedger(t)
-	u.Store = supersedingStore{u.Store}
+	u = New(supersedingStore{u.store}, u.cfg)
 	in := `{"type":"conduit_session","id":"s-1","agent_id":"agent-1","status":"RUNNING","started_at":"2026-03-16T10:00:00Z"}
 {"type":"conduit_session","id":"old-1","agent_id":"agent-1","status":"RUNNING","started_at":"2026-03-16T10:00:00Z"}
 `
-	rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in))
+	rep, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(in))
 	if err != nil || rep.Accepted != 1 || rep.Superseded != 1 || rep.Duplicates != 0 || len(rep.Rejected) != 0 {
 		t.Fatalf("%+v %v", rep, err)
 	}
-	total, err := u.IngestStream(t.Context(), "op", strings.NewReader(in+in), 1, nil)
+	total, err := u.Ingest.IngestStream(t.Context(), "op", strings.NewReader(in+in), 1, nil)
 	if err != nil || total.Accepted != 0 || total.Duplicates != 2 || total.Superseded != 2 {
 		t.Fatalf("stream: %+v %v", total, err)
 	}
@@ -268,7 +269,7 @@ func TestIngestClockSkew(t *testing.T) {
 			end.Format(time.RFC3339) + `"}`
 	}
 	in := "[" + ev("soon", ledgerNow.Add(4*time.Minute)) + "," + ev("2031", time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)) + "]"
-	rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in))
+	rep, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(in))
 	if err != nil || rep.Accepted != 1 || len(rep.Rejected) != 1 {
 		t.Fatalf("default allowance: %+v %v", rep, err)
 	}
@@ -278,14 +279,14 @@ func TestIngestClockSkew(t *testing.T) {
 		t.Fatalf("rejection %+v", r)
 	}
 	// A narrower allowance refuses what the default let through.
-	u.MaxClockSkew = time.Minute
+	u.Ingest.horizon.skew = time.Minute
 	in = "[" + ev("soon-2", ledgerNow.Add(4*time.Minute)) + "]"
-	if rep, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in)); err != nil || len(rep.Rejected) != 1 ||
+	if rep, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(in)); err != nil || len(rep.Rejected) != 1 ||
 		!strings.Contains(rep.Rejected[0].Err.Error(), "1m0s") {
 		t.Fatalf("one minute: %+v %v", rep, err)
 	}
-	u.MaxClockSkew = -time.Second
-	if _, err := u.IngestEvents(t.Context(), "op", strings.NewReader(in)); !errors.Is(err, errkind.ErrInvalid) {
+	u.Ingest.horizon.skew = -time.Second
+	if _, err := u.Ingest.IngestEvents(t.Context(), "op", strings.NewReader(in)); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("negative allowance: %v", err)
 	}
 }

@@ -178,10 +178,10 @@ func TestKeyringImportsKeyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	legacy, _ := passport.NewKey([]byte(secret))
-	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	old := &UseCases{Store: st, Key: legacy, Platform: "test.example", Now: c.now}
+	c := &testClock{t0.Add(10 * 24 * time.Hour)}
+	old := New(st, Config{Key: legacy, Platform: "test.example", Now: c.now})
 	ingest(t, old, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
-	before, err := old.Certificate(ctx, "agent-1")
+	before, err := old.Certificates.Certificate(ctx, "agent-1")
 	if err != nil || bytes.Contains(before.Passport, []byte(`"kid"`)) {
 		t.Fatalf("a passport from before keyrings: %v\n%s", err, before.Passport)
 	}
@@ -193,11 +193,11 @@ func TestKeyringImportsKeyFile(t *testing.T) {
 	if k.Active().ID != keyID(passport.AlgHS256, []byte(secret)) {
 		t.Fatalf("active key %s, not the key file's", k.Active().ID)
 	}
-	u := &UseCases{Store: st, Keys: k, Platform: "test.example", Now: c.now}
-	if v, err := u.Verify(ctx, before.Passport, "agent-1"); err != nil || !v.Valid {
+	u := New(st, Config{Keys: k, Platform: "test.example", Now: c.now})
+	if v, err := u.Verifier.Verify(ctx, before.Passport, "agent-1"); err != nil || !v.Valid {
 		t.Fatalf("the old passport: %+v %v", v, err)
 	}
-	again, err := u.Certificate(ctx, "agent-1")
+	again, err := u.Certificates.Certificate(ctx, "agent-1")
 	if err != nil || again.Issued || !bytes.Equal(again.Passport, before.Passport) {
 		t.Fatalf("the old passport was not served as it is: issued=%v %v", again.Issued, err)
 	}
@@ -205,18 +205,18 @@ func TestKeyringImportsKeyFile(t *testing.T) {
 
 // keyringUseCases is a UseCases over SQLite with a keyring in the database
 // (alg), and a second one over the same database, as another process.
-func keyringUseCases(t *testing.T, alg string) (a, b *UseCases, c *clock) {
+func keyringUseCases(t *testing.T, alg string) (a, b *UseCases, c *testClock) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	st, db := keyStore(t, dir)
-	c = &clock{t0.Add(10 * 24 * time.Hour)}
+	c = &testClock{t0.Add(10 * 24 * time.Hour)}
 	open := func(st Backend) *UseCases {
 		k, err := OpenKeyring(ctx, st, KeyConfig{DBFile: db, Alg: alg, Logger: keyLog(), Now: c.now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &UseCases{Store: st, Keys: k, Platform: "test.example", Now: c.now}
+		return New(st, Config{Keys: k, Platform: "test.example", Now: c.now})
 	}
 	a = open(st)
 	stb, err := sqlite.Open(ctx, "sqlite:"+db)
@@ -252,59 +252,59 @@ func TestKeyRotation(t *testing.T) {
 			ctx := context.Background()
 			a, b, _ := keyringUseCases(t, alg)
 			ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
-			first, err := a.Certificate(ctx, "agent-1")
+			first, err := a.Certificates.Certificate(ctx, "agent-1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			k1 := a.Keys.Active().ID
+			k1 := a.cfg.Keys.Active().ID
 			if kidOf(t, first.Passport) != k1 || !strings.HasPrefix(k1, strings.ToLower(alg)+"-") {
 				t.Fatalf("kid %s, active %s", kidOf(t, first.Passport), k1)
 			}
-			if c, _ := a.Certificate(ctx, "agent-1"); c.Issued {
+			if c, _ := a.Certificates.Certificate(ctx, "agent-1"); c.Issued {
 				t.Fatal("re-issued before any rotation")
 			}
 
-			rec, err := b.RotateKey(ctx, alg)
-			if err != nil || rec.ID == k1 || rec.Sealed != nil || b.Keys.Active().ID != rec.ID {
+			rec, err := b.Keys.RotateKey(ctx, alg)
+			if err != nil || rec.ID == k1 || rec.Sealed != nil || b.cfg.Keys.Active().ID != rec.ID {
 				t.Fatalf("rotate: %+v %v", rec, err)
 			}
 			// Within keyReload A may still serve what it remembers; then
 			// it signs anew.
-			stale(a.Keys)
-			second, err := a.Certificate(ctx, "agent-1")
+			stale(a.cfg.Keys)
+			second, err := a.Certificates.Certificate(ctx, "agent-1")
 			if err != nil || !second.Issued || kidOf(t, second.Passport) != rec.ID {
 				t.Fatalf("after the rotation: issued=%v kid %s %v", second.Issued, kidOf(t, second.Passport), err)
 			}
-			if third, _ := b.Certificate(ctx, "agent-1"); third.Issued || !bytes.Equal(third.Passport, second.Passport) {
+			if third, _ := b.Certificates.Certificate(ctx, "agent-1"); third.Issued || !bytes.Equal(third.Passport, second.Passport) {
 				t.Fatal("B does not serve the passport A re-issued")
 			}
 
-			v, err := a.Verify(ctx, first.Passport, "agent-1")
+			v, err := a.Verifier.Verify(ctx, first.Passport, "agent-1")
 			if err != nil || !v.Valid {
 				t.Fatalf("the old passport under a verify-only key: %+v %v", v, err)
 			}
-			if err := b.SetKeyState(ctx, k1, keyring.Retired); err != nil {
+			if err := b.Keys.SetKeyState(ctx, k1, keyring.Retired); err != nil {
 				t.Fatal(err)
 			}
-			stale(a.Keys)
-			v, _ = a.Verify(ctx, first.Passport, "agent-1")
+			stale(a.cfg.Keys)
+			v, _ = a.Verifier.Verify(ctx, first.Passport, "agent-1")
 			if v.Valid || v.DetectedTampering || !slices.Equal(codes(v), []string{passport.CodeKeyRetired}) {
 				t.Fatalf("retired: %+v", v)
 			}
-			if err := b.SetKeyState(ctx, k1, keyring.Revoked); err != nil {
+			if err := b.Keys.SetKeyState(ctx, k1, keyring.Revoked); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.Keys.Reload(ctx); err != nil {
+			if err := a.cfg.Keys.Reload(ctx); err != nil {
 				t.Fatal(err)
 			}
-			v, _ = a.Verify(ctx, first.Passport, "agent-1")
+			v, _ = a.Verifier.Verify(ctx, first.Passport, "agent-1")
 			if v.Valid || v.DetectedTampering || !slices.Equal(codes(v), []string{passport.CodeKeyRevoked}) {
 				t.Fatalf("revoked: %+v", v)
 			}
-			if err := b.SetKeyState(ctx, rec.ID, keyring.Retired); !errors.Is(err, errkind.ErrConflict) {
+			if err := b.Keys.SetKeyState(ctx, rec.ID, keyring.Retired); !errors.Is(err, errkind.ErrConflict) {
 				t.Fatalf("retiring the active key: %v", err)
 			}
-			if err := b.SetKeyState(ctx, k1, keyring.VerifyOnly); !errors.Is(err, errkind.ErrInvalid) {
+			if err := b.Keys.SetKeyState(ctx, k1, keyring.VerifyOnly); !errors.Is(err, errkind.ErrInvalid) {
 				t.Fatalf("bringing a key back: %v", err)
 			}
 		})
@@ -320,33 +320,33 @@ func TestReissuePassports(t *testing.T) {
 	agents := []string{"agent-1", "agent-2", "agent-3", "agent-4", "agent-5"}
 	for _, ag := range agents {
 		ingest(t, a, conduit(ag, ag+"-c", 10, 9, t0))
-		if _, err := a.Certificate(ctx, ag); err != nil {
+		if _, err := a.Certificates.Certificate(ctx, ag); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec, err := b.RotateKey(ctx, passport.AlgHS256)
+	rec, err := b.Keys.RotateKey(ctx, passport.AlgHS256)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.ReissuePassports(ctx, 0, nil); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := b.Keys.ReissuePassports(ctx, 0, nil); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("batch 0: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	rep, err := b.ReissuePassports(cctx, 2, func(ReissueReport) { cancel() })
+	rep, err := b.Keys.ReissuePassports(cctx, 2, func(ReissueReport) { cancel() })
 	if !errors.Is(err, context.Canceled) || rep.Reissued != 2 || rep.Batches != 1 || rep.Last != "agent-2" {
 		t.Fatalf("interrupted: %+v %v", rep, err)
 	}
 	var seen []int
-	rep, err = b.ReissuePassports(ctx, 2, func(r ReissueReport) { seen = append(seen, r.Reissued) })
+	rep, err = b.Keys.ReissuePassports(ctx, 2, func(r ReissueReport) { seen = append(seen, r.Reissued) })
 	if err != nil || rep.Reissued != 3 || !slices.Equal(seen, []int{2, 3}) {
 		t.Fatalf("resumed: %+v %v (progress %v)", rep, err, seen)
 	}
-	if rep, err := b.ReissuePassports(ctx, 2, nil); err != nil || rep.Reissued != 0 {
+	if rep, err := b.Keys.ReissuePassports(ctx, 2, nil); err != nil || rep.Reissued != 0 {
 		t.Fatalf("a third run: %+v %v", rep, err)
 	}
-	stale(a.Keys)
+	stale(a.cfg.Keys)
 	for _, ag := range agents {
-		c, err := a.Certificate(ctx, ag)
+		c, err := a.Certificates.Certificate(ctx, ag)
 		if err != nil || c.Issued || kidOf(t, c.Passport) != rec.ID {
 			t.Fatalf("%s: issued=%v kid %s %v", ag, c.Issued, kidOf(t, c.Passport), err)
 		}
@@ -360,12 +360,12 @@ func TestPublicKeys(t *testing.T) {
 	ctx := context.Background()
 	a, _, c := keyringUseCases(t, passport.AlgEdDSA)
 	ingest(t, a, conduit("agent-1", "c", 10, 9, t0))
-	cert, err := a.Certificate(ctx, "agent-1")
+	cert, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ed := a.Keys.Active()
-	set := a.PublicKeys(ctx)
+	ed := a.cfg.Keys.Active()
+	set := a.Keys.PublicKeys(ctx)
 	if len(set.Keys) != 1 || set.Keys[0].Kid != ed.ID || set.Keys[0].Status != "active" || set.Keys[0].Expires != 0 ||
 		set.Keys[0].X != base64.RawURLEncoding.EncodeToString(ed.Public) {
 		t.Fatalf("set %+v", set)
@@ -379,19 +379,19 @@ func TestPublicKeys(t *testing.T) {
 	}
 	// Rotating to HMAC: the Ed25519 key stays published, verify-only, until
 	// its last passport's lifetime is over; the HMAC key never is.
-	if _, err := a.RotateKey(ctx, passport.AlgHS256); err != nil {
+	if _, err := a.Keys.RotateKey(ctx, passport.AlgHS256); err != nil {
 		t.Fatal(err)
 	}
-	set = a.PublicKeys(ctx)
+	set = a.Keys.PublicKeys(ctx)
 	if len(set.Keys) != 1 || set.Keys[0].Kid != ed.ID || set.Keys[0].Status != string(keyring.VerifyOnly) ||
 		set.Keys[0].Expires != c.t.Add(passport.Validity+passport.MaxClockSkew).Unix() {
 		t.Fatalf("after the rotation: %+v", set)
 	}
 	c.t = c.t.Add(passport.Validity + passport.MaxClockSkew)
-	if set = a.PublicKeys(ctx); len(set.Keys) != 0 {
+	if set = a.Keys.PublicKeys(ctx); len(set.Keys) != 0 {
 		t.Fatalf("an Ed25519 key whose passports have all expired is published: %+v", set)
 	}
-	if st := a.KeyringStats(); st.ActiveAlg != passport.AlgHS256 || st.ActiveID != a.Keys.Active().ID || st.ActiveSince.IsZero() {
+	if st := a.Keys.KeyringStats(); st.ActiveAlg != passport.AlgHS256 || st.ActiveID != a.cfg.Keys.Active().ID || st.ActiveSince.IsZero() {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -479,15 +479,15 @@ func TestKeyringCheckpoints(t *testing.T) {
 	if err := os.WriteFile(KeyFile(db), []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	ingest(t, &UseCases{Store: st, Now: c.now}, conduit("agent-1", "c1", 10, 9, t0))
+	c := &testClock{t0.Add(10 * 24 * time.Hour)}
+	ingest(t, New(st, Config{Now: c.now}), conduit("agent-1", "c1", 10, 9, t0))
 	// Before keyrings: the checkpoint key of the same secret.
 	legacyKey, err := NewCheckpointKey([]byte(secret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := &UseCases{Store: st, Now: c.now, CheckpointKey: legacyKey}
-	before, err := old.MakeCheckpoint(ctx, false)
+	old := New(st, Config{Now: c.now, CheckpointKey: legacyKey})
+	before, err := old.Audit.MakeCheckpoint(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,41 +496,41 @@ func TestKeyringCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &UseCases{Store: st, Keys: k, Now: c.now}
-	if _, err := u.VerifyCheckpoint(ctx, before.Document); err != nil {
+	u := New(st, Config{Keys: k, Now: c.now})
+	if _, err := u.Audit.VerifyCheckpoint(ctx, before.Document); err != nil {
 		t.Fatalf("a checkpoint from before keyrings: %v", err)
 	}
 	ingest(t, u, conduit("agent-2", "c2", 10, 9, t0))
-	hs, err := u.MakeCheckpoint(ctx, true)
+	hs, err := u.Audit.MakeCheckpoint(ctx, true)
 	if err != nil || hs.Checkpoint.Issuer.KeyID != k.Active().ID || hs.Checkpoint.Issuer.Alg != "HS256" {
 		t.Fatalf("HMAC checkpoint %+v %v", hs.Checkpoint, err)
 	}
 	imported := k.Active().ID
-	if _, err := u.RotateKey(ctx, passport.AlgEdDSA); err != nil {
+	if _, err := u.Keys.RotateKey(ctx, passport.AlgEdDSA); err != nil {
 		t.Fatal(err)
 	}
 	ingest(t, u, conduit("agent-3", "c3", 10, 9, t0))
-	ed, err := u.MakeCheckpoint(ctx, true)
+	ed, err := u.Audit.MakeCheckpoint(ctx, true)
 	if err != nil || ed.Checkpoint.Issuer.KeyID != k.Active().ID || ed.Checkpoint.Issuer.Alg != "EdDSA" {
 		t.Fatalf("EdDSA checkpoint %+v %v", ed.Checkpoint, err)
 	}
-	if err := u.SetKeyState(ctx, imported, keyring.Retired); err != nil {
+	if err := u.Keys.SetKeyState(ctx, imported, keyring.Retired); err != nil {
 		t.Fatal(err)
 	}
 	for _, doc := range [][]byte{before.Document, hs.Document, ed.Document} {
-		if _, err := u.VerifyCheckpoint(ctx, doc); err != nil {
+		if _, err := u.Audit.VerifyCheckpoint(ctx, doc); err != nil {
 			t.Fatalf("after retiring the HMAC key: %v\n%s", err, doc)
 		}
 	}
-	if err := u.SetKeyState(ctx, imported, keyring.Revoked); err != nil {
+	if err := u.Keys.SetKeyState(ctx, imported, keyring.Revoked); err != nil {
 		t.Fatal(err)
 	}
 	for _, doc := range [][]byte{before.Document, hs.Document} {
-		if _, err := u.VerifyCheckpoint(ctx, doc); !errors.Is(err, checkpoint.ErrSignature) {
+		if _, err := u.Audit.VerifyCheckpoint(ctx, doc); !errors.Is(err, checkpoint.ErrSignature) {
 			t.Fatalf("a revoked key's checkpoint: %v", err)
 		}
 	}
-	if _, err := u.VerifyCheckpoint(ctx, ed.Document); err != nil {
+	if _, err := u.Audit.VerifyCheckpoint(ctx, ed.Document); err != nil {
 		t.Fatalf("the active key's checkpoint: %v", err)
 	}
 }

@@ -12,19 +12,28 @@ import (
 	"github.com/swarmscore/swarmscore/passport"
 )
 
-// keys returns the keys in use: the keyring's, or the one fixed Key.
-func (u *UseCases) keys(ctx context.Context) *keySet {
-	if u.Keys != nil {
-		return u.Keys.current(ctx)
-	}
-	u.fixed.once.Do(func() {
-		u.fixed.set = &keySet{active: u.Key, keys: []passport.Key{u.Key},
-			records: []keyring.Record{{ID: u.Key.ID(), Alg: u.Key.Alg(), State: keyring.Active}}}
-	})
-	return u.fixed.set
+// signing holds the keys that sign passports and check them, shared by the
+// groups that sign or verify: the keyring's, or the one fixed key.
+type signing struct {
+	ring     *Keyring     // Config.Keys
+	key      passport.Key // Config.Key, when ring is nil
+	platform string       // Config.Platform: issuer.platform of new passports
+	fixed    fixedKeys
 }
 
-// fixedKeys is the key set of UseCases.Key, built once.
+// current returns the keys in use: the keyring's, or the one fixed key.
+func (s *signing) current(ctx context.Context) *keySet {
+	if s.ring != nil {
+		return s.ring.current(ctx)
+	}
+	s.fixed.once.Do(func() {
+		s.fixed.set = &keySet{active: s.key, keys: []passport.Key{s.key},
+			records: []keyring.Record{{ID: s.key.ID(), Alg: s.key.Alg(), State: keyring.Active}}}
+	})
+	return s.fixed.set
+}
+
+// fixedKeys is the key set of Config.Key, built once.
 type fixedKeys struct {
 	once sync.Once
 	set  *keySet
@@ -32,9 +41,9 @@ type fixedKeys struct {
 
 // signer signs the passport of a freshly computed entry with k and records
 // the passport's id and k's with it (ledger.IssueFunc).
-func (u *UseCases) signer(k passport.Key) ledger.IssueFunc {
+func (s *signing) signer(k passport.Key) ledger.IssueFunc {
 	return func(e *ledger.ScoreEntry) ([]byte, string, error) {
-		p, err := passport.New(e.AgentID, u.Platform, e.Result, e.ComputedAt)
+		p, err := passport.New(e.AgentID, s.platform, e.Result, e.ComputedAt)
 		if err != nil {
 			return nil, "", fmt.Errorf("issuing a passport for %q: %w", e.AgentID, err)
 		}
@@ -48,6 +57,37 @@ func (u *UseCases) signer(k passport.Key) ledger.IssueFunc {
 		e.PassportID, e.KeyID = p.AgentPassportID, k.ID()
 		return doc, p.Issuer.Signature, nil
 	}
+}
+
+// canReissue refuses, before anything is written, a correction this
+// process could not re-issue passports for: without a key the store's
+// transaction would fail at the first signature.
+func (s *signing) canReissue() error {
+	if !s.current(context.Background()).active.CanSign() {
+		return fmt.Errorf("%w: no signing key is configured, and a correction re-issues the affected passports (set %s)", errkind.ErrInvalid, SigningKeyEnv)
+	}
+	return nil
+}
+
+// stats describes the active key without reloading or blocking.
+func (s *signing) stats() KeyringStats {
+	var set *keySet
+	if s.ring != nil {
+		set = s.ring.set.Load()
+	} else {
+		set = s.current(context.Background())
+	}
+	a := set.activeRecord()
+	return KeyringStats{ActiveID: a.ID, ActiveAlg: a.Alg, ActiveSince: a.CreatedAt}
+}
+
+// Keys are the use cases of the signing keys (spec §8.1): the keyring
+// listed, rotated and moved by hand, the passports older keys signed
+// re-issued, and the public keys published.
+type Keys struct {
+	store KeysStore
+	clock clock
+	keys  *signing
 }
 
 // signedBy returns the id of the key of s that signed a stored passport
@@ -70,8 +110,8 @@ func signedBy(s *keySet, e *ledger.ScoreEntry, now time.Time) (string, bool) {
 // Keyring returns every key of the database's keyring, oldest first, without
 // their sealed material: what `swarmscore key list` shows. It needs no
 // master key. Errors: ErrUnavailable.
-func (u *UseCases) Keyring(ctx context.Context) ([]keyring.Record, error) {
-	recs, err := u.Store.Keys(ctx)
+func (u *Keys) Keyring(ctx context.Context) ([]keyring.Record, error) {
+	recs, err := u.store.Keys(ctx)
 	for i := range recs {
 		recs[i].Sealed = nil
 	}
@@ -81,11 +121,11 @@ func (u *UseCases) Keyring(ctx context.Context) ([]keyring.Record, error) {
 // RotateKey makes a new active key of alg (Keyring.Rotate) and returns its
 // record. Re-issue the passports older keys signed with ReissuePassports.
 // Errors: ErrInvalid without a keyring, and Keyring.Rotate's.
-func (u *UseCases) RotateKey(ctx context.Context, alg string) (keyring.Record, error) {
-	if u.Keys == nil {
+func (u *Keys) RotateKey(ctx context.Context, alg string) (keyring.Record, error) {
+	if u.keys.ring == nil {
 		return keyring.Record{}, fmt.Errorf("%w: no keyring is open", errkind.ErrInvalid)
 	}
-	return u.Keys.Rotate(ctx, alg)
+	return u.keys.ring.Rotate(ctx, alg)
 }
 
 // SetKeyState retires or revokes key id (keyring.CheckMove's rules: the
@@ -94,15 +134,15 @@ func (u *UseCases) RotateKey(ctx context.Context, alg string) (keyring.Record, e
 // key_retired or key_revoked; the other processes see it within a second.
 // Errors: ErrNotFound for an unknown key, ErrConflict for a move the rules
 // refuse, ErrInvalid, ErrUnavailable.
-func (u *UseCases) SetKeyState(ctx context.Context, id string, to keyring.State) error {
+func (u *Keys) SetKeyState(ctx context.Context, id string, to keyring.State) error {
 	if to != keyring.Retired && to != keyring.Revoked {
 		return fmt.Errorf("%w: a key is retired or revoked by hand; %s comes from a rotation", errkind.ErrInvalid, to)
 	}
-	if err := u.Store.SetKeyState(ctx, id, to, u.clock()); err != nil {
+	if err := u.store.SetKeyState(ctx, id, to, u.clock.exact()); err != nil {
 		return err
 	}
-	if u.Keys != nil {
-		return u.Keys.Reload(ctx)
+	if u.keys.ring != nil {
+		return u.keys.ring.Reload(ctx)
 	}
 	return nil
 }
@@ -126,7 +166,7 @@ type ReissueReport struct {
 // by the active key and is not found again. Errors: ErrInvalid for a batch
 // size out of range, ctx's error when it ends (with the report so far),
 // ErrUnavailable.
-func (u *UseCases) ReissuePassports(ctx context.Context, batch int, progress func(ReissueReport)) (ReissueReport, error) {
+func (u *Keys) ReissuePassports(ctx context.Context, batch int, progress func(ReissueReport)) (ReissueReport, error) {
 	var rep ReissueReport
 	if batch < 1 || batch > ledger.MaxListLimit {
 		return rep, fmt.Errorf("%w: batch size %d is outside 1..%d", errkind.ErrInvalid, batch, ledger.MaxListLimit)
@@ -135,13 +175,13 @@ func (u *UseCases) ReissuePassports(ctx context.Context, batch int, progress fun
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		ks, now := u.keys(ctx), u.now()
-		agents, err := u.Store.StalePassports(ctx, ks.active.ID(), now, rep.Last, batch)
+		ks, now := u.keys.current(ctx), u.clock.now()
+		agents, err := u.store.StalePassports(ctx, ks.active.ID(), now, rep.Last, batch)
 		if err != nil {
 			return rep, err
 		}
 		for _, a := range agents {
-			if _, err := u.Store.RefreshScore(ctx, a, now, u.signer(ks.active)); err != nil {
+			if _, err := u.store.RefreshScore(ctx, a, now, u.keys.signer(ks.active)); err != nil {
 				return rep, err
 			}
 			rep.Reissued++
@@ -162,9 +202,9 @@ func (u *UseCases) ReissuePassports(ctx context.Context, batch int, progress fun
 // than a passport's lifetime (plus the clock-skew allowance) ago. HMAC keys
 // are never published. It reloads a stale keyring like the other use
 // cases and cannot fail.
-func (u *UseCases) PublicKeys(ctx context.Context) passport.JWKSet {
-	s := u.keys(ctx)
-	now := u.now()
+func (u *Keys) PublicKeys(ctx context.Context) passport.JWKSet {
+	s := u.keys.current(ctx)
+	now := u.clock.now()
 	set := passport.JWKSet{Keys: []passport.JWK{}}
 	for i, k := range s.keys {
 		rec := s.records[i]
@@ -197,13 +237,4 @@ type KeyringStats struct {
 
 // KeyringStats returns what is known about the active key now, without
 // reloading or blocking.
-func (u *UseCases) KeyringStats() KeyringStats {
-	var s *keySet
-	if u.Keys != nil {
-		s = u.Keys.set.Load()
-	} else {
-		s = u.keys(context.Background())
-	}
-	a := s.activeRecord()
-	return KeyringStats{ActiveID: a.ID, ActiveAlg: a.Alg, ActiveSince: a.CreatedAt}
-}
+func (u *Keys) KeyringStats() KeyringStats { return u.keys.stats() }

@@ -9,11 +9,12 @@ import (
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// The storage ports: what the use cases need from a back end, one narrow
-// interface per aggregate. The sqlite and postgres back ends implement all
+// The storage ports: what the use cases need from a back end, one
+// interface per aggregate, made of narrow ports that the groups of use
+// cases hold one by one (ports_groups.go). The sqlite and postgres back ends implement all
 // of them (internal/store/storetest checks that they behave alike);
-// cmd/swarmscore wires them and the CLI hands the one a DSN names to
-// UseCases. Unless a method
+// cmd/swarmscore wires them and the CLI hands the one a DSN names to New.
+// Unless a method
 // says otherwise, every method returns errkind.ErrUnavailable (wrapped) when
 // the database cannot be reached, and ctx's error when ctx ends first, and
 // "now" is never read from a clock: times are arguments.
@@ -32,8 +33,47 @@ type Database interface {
 }
 
 // LedgerStore is the event record: it loads what a batch needs, writes
-// what ledger decides, counts windows and walks the hash chains.
+// what ledger decides, counts windows and walks the hash chains. Its parts
+// are the narrow ports below, which the groups of use cases hold one by one
+// (ports_groups.go).
 type LedgerStore interface {
+	Ingester
+	AgentReader
+	CountReader
+	ChangeReader
+	Corrector
+	RecordReader
+	ChainWalker
+}
+
+// Ingester records reported events.
+type Ingester interface {
+	// Ingest records a batch reported by operator, in order, and returns
+	// one outcome per event (same index), all or nothing: on a returned
+	// error nothing was written. The decisions are ledger's; a rejected
+	// event changes nothing and does not stop the others. The returned
+	// error is ErrInvalid for an invalid operator name, ErrUnavailable or
+	// an internal error.
+	Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error)
+}
+
+// AgentReader reads what the ledger knows about an agent.
+type AgentReader interface {
+	// Agent returns what the ledger knows about an agent (ErrNotFound if
+	// nothing).
+	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
+}
+
+// CountReader counts an agent's window from the ledger.
+type CountReader interface {
+	// Counts returns the agent's four counts over the window ending at
+	// asOf, from the ledger (never the cache). An unknown agent is
+	// ErrNotFound.
+	Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error)
+}
+
+// ChangeReader tells how a window changed since a passport was issued.
+type ChangeReader interface {
 	// ChangedSince tells how the agent's window ending asOf has changed
 	// since issuedAt, as ledger.ChangedSince decides: the events counted
 	// in it now, or counted in it as the ledger stood at issuedAt, of which
@@ -44,20 +84,10 @@ type LedgerStore interface {
 	// count as received before issuedAt. Errors: ErrNotFound for an
 	// unknown agent, ErrUnavailable.
 	ChangedSince(ctx context.Context, agentID string, asOf, issuedAt time.Time) (changed []ledger.EventKey, atIssue score.Counts, err error)
-	// Ingest records a batch reported by operator, in order, and returns
-	// one outcome per event (same index), all or nothing: on a returned
-	// error nothing was written. The decisions are ledger's; a rejected
-	// event changes nothing and does not stop the others. The returned
-	// error is ErrInvalid for an invalid operator name, ErrUnavailable or
-	// an internal error.
-	Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error)
-	// Counts returns the agent's four counts over the window ending at
-	// asOf, from the ledger (never the cache). An unknown agent is
-	// ErrNotFound.
-	Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error)
-	// Agent returns what the ledger knows about an agent (ErrNotFound if
-	// nothing).
-	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
+}
+
+// Corrector records corrections and reads them back.
+type Corrector interface {
 	// Correct records a correction (ledger.DecideCorrection decides it)
 	// and, in the same transaction, recomputes the affected agents' cache
 	// entries as of the correction, signing their passports when issue is
@@ -66,13 +96,21 @@ type LedgerStore interface {
 	// Errors: as DecideCorrection (ErrInvalid, ErrNotFound, ErrConflict),
 	// an error of issue unchanged, ErrUnavailable.
 	Correct(ctx context.Context, req ledger.CorrectionRequest, issue ledger.IssueFunc) (ledger.Correction, bool, error)
+	// Corrections returns an event's corrections, oldest first.
+	Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error)
+}
+
+// RecordReader reads the events behind an agent's score.
+type RecordReader interface {
 	// Records returns the events that count in the agent's score as of
 	// asOf (the window's counted, unvoided events now attributed to it),
 	// in the order they ended, each as stored (reported and corrected
 	// state). An unknown agent is ErrNotFound.
 	Records(ctx context.Context, agentID string, asOf time.Time) ([]ledger.StoredEvent, error)
-	// Corrections returns an event's corrections, oldest first.
-	Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error)
+}
+
+// ChainWalker walks the hash chains.
+type ChainWalker interface {
 	// VerifyLedger walks every hash chain and event row; the error is only
 	// for failing to read.
 	VerifyLedger(ctx context.Context) (ledger.VerifyReport, error)
@@ -81,16 +119,11 @@ type LedgerStore interface {
 // ScoreStore is the score cache: one entry per agent, versioned by the
 // agent's latest terminal report.
 type ScoreStore interface {
-	// CachedScore returns the agent's entry if it answers asOf; ok is false
-	// with a nil error when none does. An unknown agent is ErrNotFound.
-	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry ledger.ScoreEntry, ok bool, err error)
+	CachedScores
+	ScoreRefresher
 	// CacheStamp identifies the agent's entry in one indexed lookup that
 	// reads no passport bytes. An unknown agent is ErrNotFound.
 	CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error)
-	// RefreshScore computes the agent's score as of asOf and replaces its
-	// entry; issue, if not nil, signs a passport inside that transaction
-	// (its error is returned unchanged). An unknown agent is ErrNotFound.
-	RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error)
 	// RecomputeAll refreshes every agent's entry (or only those not
 	// answering asOf) in one set-based statement, dropping their passports,
 	// and returns how many it wrote.
@@ -100,8 +133,24 @@ type ScoreStore interface {
 	ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error)
 }
 
+// CachedScores reads the score cache.
+type CachedScores interface {
+	// CachedScore returns the agent's entry if it answers asOf; ok is false
+	// with a nil error when none does. An unknown agent is ErrNotFound.
+	CachedScore(ctx context.Context, agentID string, asOf time.Time) (entry ledger.ScoreEntry, ok bool, err error)
+}
+
+// ScoreRefresher recomputes one agent's cache entry.
+type ScoreRefresher interface {
+	// RefreshScore computes the agent's score as of asOf and replaces its
+	// entry; issue, if not nil, signs a passport inside that transaction
+	// (its error is returned unchanged). An unknown agent is ErrNotFound.
+	RefreshScore(ctx context.Context, agentID string, asOf time.Time, issue ledger.IssueFunc) (ledger.ScoreEntry, error)
+}
+
 // ConsentStore holds the agents' consent and visibility choices (§11.1).
 type ConsentStore interface {
+	ConsentReader
 	// SetVisibility records the agent's choice as of at. An unknown agent
 	// is ErrNotFound; another visibility is ErrInvalid.
 	SetVisibility(ctx context.Context, agentID string, v ledger.Visibility, at time.Time) error
@@ -109,6 +158,10 @@ type ConsentStore interface {
 	// version, as of at, through by; a later consent replaces it. An
 	// unknown agent is ErrNotFound; a malformed version or by ErrInvalid.
 	RecordConsent(ctx context.Context, agentID, version, by string, at time.Time) error
+}
+
+// ConsentReader reads an agent's consent.
+type ConsentReader interface {
 	// Consent returns the agent's consent and visibility (the defaults,
 	// public and no consent, when nothing was recorded). An unknown agent
 	// is ErrNotFound.
@@ -141,8 +194,8 @@ type CacheWatcher interface {
 	CacheWatch() ledger.CacheWatch
 }
 
-// Backend is everything a deployment's store provides: what UseCases
-// needs.
+// Backend is everything a deployment's store provides: what New needs to
+// make every group of use cases.
 type Backend interface {
 	Database
 	LedgerStore

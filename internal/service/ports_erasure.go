@@ -20,6 +20,11 @@ type ErasureStore interface {
 	// agent; ErrConflict when the pseudonym or the erasure id is taken or
 	// an affected record is broken; ErrUnavailable.
 	Erase(ctx context.Context, req ledger.ErasureRequest) (ledger.Erasure, error)
+	ErasureLister
+}
+
+// ErasureLister lists the erasures.
+type ErasureLister interface {
 	// Erasures returns every stored erasure with its digests, oldest
 	// first. Errors: ErrUnavailable.
 	Erasures(ctx context.Context) ([]ledger.Erasure, error)

@@ -61,14 +61,14 @@ type DayScore struct {
 // Errors: ErrInvalid for a malformed id; ErrNotFound, with the same
 // message, for an unknown agent and an unlisted one, so that the answer
 // does not reveal which; ErrUnavailable.
-func (u *UseCases) PublicProfile(ctx context.Context, agentID string, history bool) (Profile, error) {
+func (u *Certificates) PublicProfile(ctx context.Context, agentID string, history bool) (Profile, error) {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return Profile{}, err
 	}
-	if err := u.public(ctx, Caller{}, agentID); err != nil {
+	if err := u.pubs.public(ctx, Caller{}, agentID); err != nil {
 		return Profile{}, err
 	}
-	info, err := u.Store.Agent(ctx, agentID)
+	info, err := u.store.Agent(ctx, agentID)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
 		return Profile{}, notPublic(agentID)
@@ -82,8 +82,8 @@ func (u *UseCases) PublicProfile(ctx context.Context, agentID string, history bo
 	if err != nil {
 		return Profile{}, err
 	}
-	now := u.now()
-	v := u.Formulas.Verify(c.Passport, u.keys(ctx).keys, now)
+	now := u.clock.now()
+	v := u.formulas.Verify(c.Passport, u.keys.current(ctx).keys, now)
 	if v.Passport == nil {
 		// Certificate returns what this server signed and stored; a
 		// document that does not even parse is a fault, not a finding.
@@ -104,7 +104,7 @@ func (u *UseCases) PublicProfile(ctx context.Context, agentID string, history bo
 
 // history is the agent's HistoryDays daily scores ending with today's,
 // which is current.
-func (u *UseCases) history(ctx context.Context, info ledger.AgentInfo, now time.Time, current score.Result) ([]DayScore, error) {
+func (u *Certificates) history(ctx context.Context, info ledger.AgentInfo, now time.Time, current score.Result) ([]DayScore, error) {
 	today := now.Truncate(24 * time.Hour) // the Unix epoch starts a UTC day
 	newest := today.Unix()/secondsPerDay - 1
 	var past [HistoryDays - 1]score.Counts
@@ -114,7 +114,7 @@ func (u *UseCases) history(ctx context.Context, info ledger.AgentInfo, now time.
 			continue
 		}
 		day := today.AddDate(0, 0, -1-i)
-		c, err := u.Store.Counts(ctx, info.ID, endOfDay(day))
+		c, err := u.store.Counts(ctx, info.ID, endOfDay(day))
 		if err != nil {
 			return nil, err
 		}

@@ -25,8 +25,8 @@ func (s *countsStore) Counts(ctx context.Context, agentID string, asOf time.Time
 
 func TestPublicProfileHistory(t *testing.T) {
 	a, c := newUseCases(t)
-	cs := &countsStore{Backend: a.Store}
-	a.Store = cs
+	cs := &countsStore{Backend: a.store}
+	a = New(cs, a.cfg)
 	ctx := context.Background()
 	c.t = time.Date(2026, 6, 15, 13, 30, 0, 0, time.UTC)
 	// Events spread over 120 days, so some leave the window within the
@@ -45,7 +45,7 @@ func TestPublicProfileHistory(t *testing.T) {
 	evs = append(evs, conduit("agent-1", "edge-b", 1, 1, edge)...)
 	ingest(t, a, evs)
 
-	p, err := a.PublicProfile(ctx, "agent-1", true)
+	p, err := a.Certificates.PublicProfile(ctx, "agent-1", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPublicProfileHistory(t *testing.T) {
 			if i == HistoryDays-1 {
 				asOf = c.t
 			}
-			ref, err := a.AgentScore(ctx, "agent-1", asOf)
+			ref, err := a.Certificates.AgentScore(ctx, "agent-1", asOf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func TestPublicProfileHistory(t *testing.T) {
 
 	// Again: nothing new, nothing counted.
 	cs.counts.Store(0)
-	p, err = a.PublicProfile(ctx, "agent-1", true)
+	p, err = a.Certificates.PublicProfile(ctx, "agent-1", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestPublicProfileHistory(t *testing.T) {
 	// The next day: one new past day.
 	c.t = c.t.Add(24 * time.Hour)
 	cs.counts.Store(0)
-	if p, err = a.PublicProfile(ctx, "agent-1", true); err != nil {
+	if p, err = a.Certificates.PublicProfile(ctx, "agent-1", true); err != nil {
 		t.Fatal(err)
 	}
 	if n := cs.counts.Load(); n != 1 {
@@ -119,7 +119,7 @@ func TestPublicProfileHistory(t *testing.T) {
 	// again, and the new event shows on the days it counts.
 	ingest(t, a, conduit("agent-1", "late", 1, 1, c.t.AddDate(0, 0, -40)))
 	cs.counts.Store(0)
-	if p, err = a.PublicProfile(ctx, "agent-1", true); err != nil {
+	if p, err = a.Certificates.PublicProfile(ctx, "agent-1", true); err != nil {
 		t.Fatal(err)
 	}
 	if n := cs.counts.Load(); n != HistoryDays-1 {
@@ -128,7 +128,7 @@ func TestPublicProfileHistory(t *testing.T) {
 	check(p)
 	// Without history nothing is counted.
 	cs.counts.Store(0)
-	if p, err = a.PublicProfile(ctx, "agent-1", false); err != nil || p.History != nil || cs.counts.Load() != 0 {
+	if p, err = a.Certificates.PublicProfile(ctx, "agent-1", false); err != nil || p.History != nil || cs.counts.Load() != 0 {
 		t.Fatalf("no history: %d points, %d counts, %v", len(p.History), cs.counts.Load(), err)
 	}
 }
@@ -137,11 +137,11 @@ func TestPublicProfileHidesUnlisted(t *testing.T) {
 	a, c := newUseCases(t)
 	ctx := context.Background()
 	ingest(t, a, append(conduit("shy", "c", 10, 9, t0), conduit("open", "o", 10, 9, t0)...))
-	if err := a.Store.SetVisibility(ctx, "shy", ledger.VisibilityUnlisted, c.t); err != nil {
+	if err := a.store.SetVisibility(ctx, "shy", ledger.VisibilityUnlisted, c.t); err != nil {
 		t.Fatal(err)
 	}
-	_, errShy := a.PublicProfile(ctx, "shy", false)
-	_, errGhost := a.PublicProfile(ctx, "ghost", false)
+	_, errShy := a.Certificates.PublicProfile(ctx, "shy", false)
+	_, errGhost := a.Certificates.PublicProfile(ctx, "ghost", false)
 	if !errors.Is(errShy, errkind.ErrNotFound) || !errors.Is(errGhost, errkind.ErrNotFound) {
 		t.Fatalf("unlisted: %v; unknown: %v", errShy, errGhost)
 	}
@@ -152,10 +152,10 @@ func TestPublicProfileHidesUnlisted(t *testing.T) {
 	if want := `not found: agent "ghost" has no public score`; errGhost.Error() != want {
 		t.Fatalf("unknown: %q, want %q", errGhost, want)
 	}
-	if _, err := a.PublicProfile(ctx, "bad id", false); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Certificates.PublicProfile(ctx, "bad id", false); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("bad id: %v", err)
 	}
-	if p, err := a.PublicProfile(ctx, "open", false); err != nil || p.Result.Counts.ConduitTotal != 10 {
+	if p, err := a.Certificates.PublicProfile(ctx, "open", false); err != nil || p.Result.Counts.ConduitTotal != 10 {
 		t.Fatalf("public agent: %+v %v", p.Result, err)
 	}
 }

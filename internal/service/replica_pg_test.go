@@ -28,7 +28,7 @@ func TestCertificateReadReplica(t *testing.T) {
 	dsn, readDSN := primary.DSN("swarmscore"), replica.DSN("swarmscore")
 	caughtUp(t, primary.DSN("postgres"), replica.DSN("postgres"))
 
-	c := &clock{time.Now().UTC().Truncate(time.Second)}
+	c := &testClock{time.Now().UTC().Truncate(time.Second)}
 	key, err := passport.NewKey([]byte(testKey))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestCertificateReadReplica(t *testing.T) {
 		return s
 	}
 	// other is another serving process, on the primary alone.
-	other := &UseCases{Store: open(), Now: c.now, Key: key, Platform: "test.example"}
+	other := New(open(), Config{Now: c.now, Key: key, Platform: "test.example"})
 	st := open()
 	if err := st.AttachReplica(ctx, dsn); err == nil {
 		t.Fatal("AttachReplica accepted the primary as its replica")
@@ -53,19 +53,19 @@ func TestCertificateReadReplica(t *testing.T) {
 	if err := st.AttachReplica(ctx, readDSN); err != nil {
 		t.Fatal(err)
 	}
-	u := &UseCases{Store: st, Now: c.now, Key: key, Platform: "test.example"}
+	u := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 
 	end := c.t.Add(-24 * time.Hour)
 	for _, a := range []string{"agent-1", "agent-2", "agent-3"} {
 		ingest(t, other, append(conduit(a, a+"-c", 80, 76, end), ap2(a, a+"-t", 40, 38, end)...))
-		if _, err := other.Certificate(ctx, a); err != nil {
+		if _, err := other.Certificates.Certificate(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
 	caughtUp(t, dsn, readDSN)
 	cert := func(api *UseCases, agent string) Certificate {
 		t.Helper()
-		got, err := api.Certificate(ctx, agent)
+		got, err := api.Certificates.Certificate(ctx, agent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestCertificateReadReplica(t *testing.T) {
 	var first Certificate
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		before := st.ReplicaStats().Replica
-		fresh := &UseCases{Store: st, Now: c.now, Key: key, Platform: "test.example"}
+		fresh := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 		first = cert(fresh, "agent-1")
 		if st.ReplicaStats().Replica > before {
 			break
@@ -128,7 +128,7 @@ func TestCertificateReadReplica(t *testing.T) {
 	// agent-3 was not invalidated: with replay still paused, a process that
 	// remembers nothing reads its certificate from the replica.
 	before := st.ReplicaStats()
-	fresh := &UseCases{Store: st, Now: c.now, Key: key, Platform: "test.example"}
+	fresh := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 	if got := cert(fresh, "agent-3"); got.Issued {
 		t.Fatal("agent-3's stored passport was not served")
 	}
@@ -144,7 +144,7 @@ func TestCertificateReadReplica(t *testing.T) {
 	caughtUp(t, dsn, readDSN)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		before := st.ReplicaStats().Replica
-		fresh := &UseCases{Store: st, Now: c.now, Key: key, Platform: "test.example"}
+		fresh := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 		cert(fresh, "agent-1")
 		if st.ReplicaStats().Replica > before {
 			break

@@ -24,13 +24,13 @@ type PruneResult struct {
 // use are untouched: keep is at least the scoring window. Errors:
 // ErrInvalid for a keep shorter than 90 days or, after a prune, no
 // checkpoint key; ErrConflict, ErrUnavailable.
-func (u *UseCases) Prune(ctx context.Context, keep time.Duration) (PruneResult, error) {
-	now := u.now()
+func (u *Audit) Prune(ctx context.Context, keep time.Duration) (PruneResult, error) {
+	now := u.clock.now()
 	cutoff, err := ledger.RetentionCutoff(now, keep)
 	if err != nil {
 		return PruneResult{}, err
 	}
-	rep, err := u.Store.Prune(ctx, cutoff, now)
+	rep, err := u.store.Prune(ctx, cutoff, now)
 	res := PruneResult{PruneReport: rep}
 	if err != nil || rep.Agents == 0 {
 		return res, err

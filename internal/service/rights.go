@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/auth"
@@ -35,7 +34,7 @@ type Caller struct {
 }
 
 // CallerOf is the caller an authenticated token speaks for
-// (UseCases.Principal).
+// (Tokens.Principal).
 func CallerOf(t auth.Token) Caller {
 	return Caller{Operator: t.Operator, AgentID: t.AgentID, TokenID: t.ID}
 }
@@ -43,7 +42,7 @@ func CallerOf(t auth.Token) Caller {
 // CallerFor returns who a bearer token speaks for (Principal as a
 // Caller). Errors: ErrUnauthorized for an empty, unknown or revoked token,
 // ErrUnavailable.
-func (u *UseCases) CallerFor(ctx context.Context, token string) (Caller, error) {
+func (u *Tokens) CallerFor(ctx context.Context, token string) (Caller, error) {
 	t, err := u.Principal(ctx, token)
 	if err != nil {
 		return Caller{}, err
@@ -96,6 +95,21 @@ func (c Caller) by() (string, error) {
 	return by, nil
 }
 
+// Rights are the use cases of agents' rights (spec §8.4, §11.1, §11.4):
+// the disclosure and an agent's consent and visibility, its access to its
+// records, and its erasure. A change of what the public may see is
+// forgotten at once by the shared publication memory; an erasure also
+// forgets the agent's certificate and history.
+type Rights struct {
+	store        RightsStore
+	clock        clock
+	horizon      horizon // the latest as_of Records answers
+	pubs         *publication
+	certs        *certMemo
+	histories    *historyMemo
+	pseudonymKey []byte // Config.PseudonymKey
+}
+
 // Disclosure is one version of what an agent is told and consents to: the
 // §11.1 disclosure, extended with the four points §11.1 asks consent to
 // cover, and the §11.2 liability disclaimer shown beside every score.
@@ -135,7 +149,11 @@ func CurrentDisclosure() Disclosure { return disclosures[len(disclosures)-1] }
 
 // Disclosure returns the disclosure of version, or the current one when
 // version is "". Errors: ErrNotFound for a version never published.
-func (u *UseCases) Disclosure(version string) (Disclosure, error) {
+func (u *Rights) Disclosure(version string) (Disclosure, error) { return FindDisclosure(version) }
+
+// FindDisclosure is Rights.Disclosure, which needs nothing of a
+// deployment.
+func FindDisclosure(version string) (Disclosure, error) {
 	if version == "" {
 		return CurrentDisclosure(), nil
 	}
@@ -153,7 +171,7 @@ func (u *UseCases) Disclosure(version string) (Disclosure, error) {
 type ConsentStatus struct {
 	AgentID string
 	ledger.Consent
-	// RequireConsent is the deployment's setting (UseCases.RequireConsent).
+	// RequireConsent is the deployment's setting (Config.RequireConsent).
 	RequireConsent bool
 	// Published reports whether the public routes show the agent: it is
 	// public and, when consent is required, has consented.
@@ -164,8 +182,8 @@ type ConsentStatus struct {
 // or an operator. Errors: ErrInvalid for a malformed id, ErrUnauthorized
 // or ErrForbidden for any other caller (before the agent is looked up),
 // ErrNotFound for an unknown agent, ErrUnavailable.
-func (u *UseCases) Consent(ctx context.Context, c Caller, agentID string) (ConsentStatus, error) {
-	if err := u.checkActor(c, agentID); err != nil {
+func (u *Rights) Consent(ctx context.Context, c Caller, agentID string) (ConsentStatus, error) {
+	if err := checkActor(c, agentID); err != nil {
 		return ConsentStatus{}, err
 	}
 	return u.consentStatus(ctx, agentID)
@@ -179,16 +197,16 @@ func (u *UseCases) Consent(ctx context.Context, c Caller, agentID string) (Conse
 // ErrInvalid for a malformed id or another visibility, ErrUnauthorized or
 // ErrForbidden for any other caller, ErrNotFound for an unknown agent,
 // ErrUnavailable.
-func (u *UseCases) SetVisibility(ctx context.Context, c Caller, agentID string, v ledger.Visibility) (ConsentStatus, error) {
-	if err := u.checkActor(c, agentID); err != nil {
+func (u *Rights) SetVisibility(ctx context.Context, c Caller, agentID string, v ledger.Visibility) (ConsentStatus, error) {
+	if err := checkActor(c, agentID); err != nil {
 		return ConsentStatus{}, err
 	}
 	if v != ledger.VisibilityPublic && v != ledger.VisibilityUnlisted {
 		return ConsentStatus{}, fmt.Errorf("%w: visibility %q is neither %q nor %q", errkind.ErrInvalid, truncate(string(v), 40),
 			ledger.VisibilityPublic, ledger.VisibilityUnlisted)
 	}
-	err := u.Store.SetVisibility(ctx, agentID, v, u.now())
-	u.rights.pubs.forget(u, agentID)
+	err := u.store.SetVisibility(ctx, agentID, v, u.clock.now())
+	u.pubs.forget(agentID)
 	if err != nil {
 		return ConsentStatus{}, unknownAgent(err, agentID)
 	}
@@ -201,14 +219,14 @@ func (u *UseCases) SetVisibility(ctx context.Context, c Caller, agentID string, 
 // effect as SetVisibility does. Errors: ErrInvalid for a malformed id or a
 // version never published, ErrUnauthorized or ErrForbidden for any other
 // caller, ErrNotFound for an unknown agent, ErrUnavailable.
-func (u *UseCases) RecordConsent(ctx context.Context, c Caller, agentID, version string) (ConsentStatus, error) {
-	if err := u.checkActor(c, agentID); err != nil {
+func (u *Rights) RecordConsent(ctx context.Context, c Caller, agentID, version string) (ConsentStatus, error) {
+	if err := checkActor(c, agentID); err != nil {
 		return ConsentStatus{}, err
 	}
 	if version == "" {
 		version = CurrentDisclosure().Version
 	}
-	if _, err := u.Disclosure(version); err != nil {
+	if _, err := FindDisclosure(version); err != nil {
 		return ConsentStatus{}, fmt.Errorf("%w: disclosure_version %q was never published (the current one is %q)",
 			errkind.ErrInvalid, truncate(version, 40), CurrentDisclosure().Version)
 	}
@@ -216,32 +234,44 @@ func (u *UseCases) RecordConsent(ctx context.Context, c Caller, agentID, version
 	if err != nil {
 		return ConsentStatus{}, err
 	}
-	err = u.Store.RecordConsent(ctx, agentID, version, by, u.now())
-	u.rights.pubs.forget(u, agentID)
+	err = u.store.RecordConsent(ctx, agentID, version, by, u.clock.now())
+	u.pubs.forget(agentID)
 	if err != nil {
 		return ConsentStatus{}, unknownAgent(err, agentID)
 	}
 	return u.consentStatus(ctx, agentID)
 }
 
-func (u *UseCases) checkActor(c Caller, agentID string) error {
+// checkActor checks agentID and that c may act for it.
+func checkActor(c Caller, agentID string) error {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return err
 	}
 	return c.MayActFor(agentID)
 }
 
-func (u *UseCases) consentStatus(ctx context.Context, agentID string) (ConsentStatus, error) {
-	cs, err := u.Store.Consent(ctx, agentID)
+func (u *Rights) consentStatus(ctx context.Context, agentID string) (ConsentStatus, error) {
+	cs, err := u.store.Consent(ctx, agentID)
 	if err != nil {
 		return ConsentStatus{}, unknownAgent(err, agentID)
 	}
-	return ConsentStatus{AgentID: agentID, Consent: cs, RequireConsent: u.RequireConsent, Published: u.publishes(cs)}, nil
+	return ConsentStatus{AgentID: agentID, Consent: cs, RequireConsent: u.pubs.require, Published: u.pubs.publishes(cs)}, nil
+}
+
+// publication is what the public may see of agents: the rule (publishes)
+// and the process's memory of each agent's consent (pubMemo), shared by the
+// groups that serve agents to the public (Certificates) and those that
+// change what it may see (Rights).
+type publication struct {
+	store   ConsentReader
+	require bool // Config.RequireConsent
+	certs   *certMemo
+	memo    pubMemo
 }
 
 // publishes is the one rule of what the public may see of an agent.
-func (u *UseCases) publishes(c ledger.Consent) bool {
-	return c.Visibility != ledger.VisibilityUnlisted && (!u.RequireConsent || c.Consented())
+func (p *publication) publishes(c ledger.Consent) bool {
+	return c.Visibility != ledger.VisibilityUnlisted && (!p.require || c.Consented())
 }
 
 // notPublic is the answer to the public for an agent it may not see: the
@@ -257,13 +287,13 @@ func notPublic(agentID string) error {
 // store's cache watch vouches that nothing was committed since it was read
 // (as certificates do: pubMemo), so that the certificate route stays free
 // of queries.
-func (u *UseCases) published(ctx context.Context, agentID string) (bool, error) {
-	w := u.certs.cacheWatch(u.Store)
-	if e, ok := u.rights.pubs.serve(w, agentID); ok {
-		return e.known && u.publishes(e.consent), nil
+func (p *publication) published(ctx context.Context, agentID string) (bool, error) {
+	w := p.certs.cacheWatch()
+	if e, ok := p.memo.serve(w, agentID); ok {
+		return e.known && p.publishes(e.consent), nil
 	}
-	ck := u.certs.begin(w)
-	cs, err := u.Store.Consent(ctx, agentID)
+	ck := p.certs.begin(w)
+	cs, err := p.store.Consent(ctx, agentID)
 	known := true
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
@@ -271,8 +301,8 @@ func (u *UseCases) published(ctx context.Context, agentID string) (bool, error) 
 	case err != nil:
 		return false, err
 	}
-	u.rights.pubs.put(agentID, pubEntry{consent: cs, known: known, trusted: ck.trusted, mark: ck.mark, checked: ck.at})
-	return known && u.publishes(cs), nil
+	p.memo.put(agentID, pubEntry{consent: cs, known: known, trusted: ck.trusted, mark: ck.mark, checked: ck.at})
+	return known && p.publishes(cs), nil
 }
 
 // CertificateFor is the agent's certificate (Certificate) as c may see it:
@@ -282,8 +312,8 @@ func (u *UseCases) published(ctx context.Context, agentID string) (bool, error) 
 // Certificate; for a caller other than the agent and operators, ErrNotFound
 // with the same public detail for an unknown, unlisted or (with
 // RequireConsent) unconsented agent.
-func (u *UseCases) CertificateFor(ctx context.Context, c Caller, agentID string) (Certificate, error) {
-	if err := u.public(ctx, c, agentID); err != nil {
+func (u *Certificates) CertificateFor(ctx context.Context, c Caller, agentID string) (Certificate, error) {
+	if err := u.pubs.public(ctx, c, agentID); err != nil {
 		return Certificate{}, err
 	}
 	cert, err := u.Certificate(ctx, agentID)
@@ -295,8 +325,8 @@ func (u *UseCases) CertificateFor(ctx context.Context, c Caller, agentID string)
 
 // ScoreFor is the agent's current score (Score) as c may see it, by the
 // rule of CertificateFor, with its errors.
-func (u *UseCases) ScoreFor(ctx context.Context, c Caller, agentID string) (ledger.ScoreEntry, error) {
-	if err := u.public(ctx, c, agentID); err != nil {
+func (u *Certificates) ScoreFor(ctx context.Context, c Caller, agentID string) (ledger.ScoreEntry, error) {
+	if err := u.pubs.public(ctx, c, agentID); err != nil {
 		return ledger.ScoreEntry{}, err
 	}
 	e, err := u.Score(ctx, agentID)
@@ -307,14 +337,14 @@ func (u *UseCases) ScoreFor(ctx context.Context, c Caller, agentID string) (ledg
 }
 
 // public returns nil when c may see agentID's public routes.
-func (u *UseCases) public(ctx context.Context, c Caller, agentID string) error {
+func (p *publication) public(ctx context.Context, c Caller, agentID string) error {
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return err
 	}
 	if c.ActsFor(agentID) {
 		return nil
 	}
-	ok, err := u.published(ctx, agentID)
+	ok, err := p.published(ctx, agentID)
 	if err != nil {
 		return err
 	}
@@ -322,39 +352,6 @@ func (u *UseCases) public(ctx context.Context, c Caller, agentID string) error {
 		return notPublic(agentID)
 	}
 	return nil
-}
-
-// listPublished is ListScores without the agents the public may not see.
-// The store omits unlisted agents itself; with RequireConsent, agents that
-// have not consented are skipped here, reading further pages until q.Limit
-// entries are found or the ranking ends.
-func (u *UseCases) listPublished(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error) {
-	if !u.RequireConsent {
-		return u.Store.ListScores(ctx, q)
-	}
-	var out []ledger.ScoreEntry
-	for {
-		page, err := u.Store.ListScores(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range page {
-			ok, err := u.published(ctx, e.AgentID)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				if out = append(out, e); len(out) == q.Limit {
-					return out, nil
-				}
-			}
-		}
-		if len(page) < q.Limit {
-			return out, nil
-		}
-		last := page[len(page)-1]
-		q.After = &ledger.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
-	}
 }
 
 // AgentRecords is an agent's access to its data (spec §11.1): the events
@@ -402,26 +399,26 @@ type Record struct {
 // ErrForbidden for any other caller, ErrNotFound for an unknown agent,
 // ErrUnavailable; an internal error when an agent's token asks and no
 // PseudonymKey is configured.
-func (u *UseCases) Records(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentRecords, error) {
-	if err := u.checkActor(c, agentID); err != nil {
+func (u *Rights) Records(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentRecords, error) {
+	if err := checkActor(c, agentID); err != nil {
 		return AgentRecords{}, err
 	}
-	if err := u.checkAsOf(asOf); err != nil {
+	if err := u.horizon.check(asOf); err != nil {
 		return AgentRecords{}, err
 	}
 	masked := !c.IsOperator()
-	if masked && len(u.PseudonymKey) == 0 {
-		return AgentRecords{}, errors.New("no pseudonym key is configured to mask buyer ids (UseCases.PseudonymKey)")
+	if masked && len(u.pseudonymKey) == 0 {
+		return AgentRecords{}, errors.New("no pseudonym key is configured to mask buyer ids (Config.PseudonymKey)")
 	}
 	if asOf.IsZero() {
-		asOf = u.now()
+		asOf = u.clock.now()
 	}
 	asOf = asOf.UTC().Truncate(ledger.Resolution)
-	evs, err := u.Store.Records(ctx, agentID, asOf)
+	evs, err := u.store.Records(ctx, agentID, asOf)
 	if err != nil {
 		return AgentRecords{}, unknownAgent(err, agentID)
 	}
-	ps, err := u.Store.Passports(ctx, agentID)
+	ps, err := u.store.Passports(ctx, agentID)
 	if err != nil {
 		return AgentRecords{}, err
 	}
@@ -437,7 +434,7 @@ func (u *UseCases) Records(ctx context.Context, c Caller, agentID string, asOf t
 			r.ReportedAgentID = e.AgentID
 		}
 		if masked && r.BuyerID != "" {
-			r.BuyerID = Pseudonym(u.PseudonymKey, agentID, r.BuyerID)
+			r.BuyerID = Pseudonym(u.pseudonymKey, agentID, r.BuyerID)
 		}
 		out.Events = append(out.Events, r)
 	}
@@ -468,12 +465,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
-}
-
-// rightsState is what the rights and signals use cases keep in memory.
-type rightsState struct {
-	pubs    pubMemo
-	signals atomic.Pointer[SignalStats]
 }
 
 // pubMemo remembers, per agent, its consent as last read (and whether it
@@ -533,11 +524,11 @@ func (m *pubMemo) put(agentID string, e pubEntry) {
 // forget drops the agent's entry after a write through this process, and
 // tells the watch, so that a read racing with the write cannot remember
 // what it read before the write committed.
-func (m *pubMemo) forget(u *UseCases, agentID string) {
-	if w := u.certs.startedWatch(); w != nil {
+func (p *publication) forget(agentID string) {
+	if w := p.certs.startedWatch(); w != nil {
 		w.Wrote([]string{agentID})
 	}
-	m.mu.Lock()
-	delete(m.m, agentID)
-	m.mu.Unlock()
+	p.memo.mu.Lock()
+	delete(p.memo.m, agentID)
+	p.memo.mu.Unlock()
 }

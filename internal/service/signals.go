@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -12,6 +13,18 @@ import (
 // by the store over the scoring window, beside the deployment's thresholds.
 // They are shown to operators and to the agent concerned and exported as
 // metrics; nothing here writes a score.
+
+// Signals are the use cases of the gaming signals: an agent's, the flagged
+// agents', and the counts /metrics reports, kept in memory with those of
+// the latest full walk of the hash chains (VerifyLedger), whose breaks the
+// chain_break signal reports.
+type Signals struct {
+	store      SignalsStore
+	clock      clock
+	horizon    horizon           // the latest as_of the signals answer
+	thresholds signal.Thresholds // Config.SignalThresholds
+	stats      atomic.Pointer[SignalStats]
+}
 
 // AgentSignals are one agent's signals as of an instant, every one of
 // signal.Names in that order.
@@ -26,17 +39,17 @@ func (a *AgentSignals) Flagged() bool { return signal.Flagged(a.Signals) }
 
 // Thresholds are the thresholds in force: SignalThresholds, or
 // signal.Defaults when it is the zero value.
-func (u *UseCases) Thresholds() signal.Thresholds {
-	if u.SignalThresholds == (signal.Thresholds{}) {
+func (u *Signals) Thresholds() signal.Thresholds {
+	if u.thresholds == (signal.Thresholds{}) {
 		return signal.Defaults
 	}
-	return u.SignalThresholds
+	return u.thresholds
 }
 
 // asOfOrNow is asOf on the ledger's grid, or now when zero.
-func (u *UseCases) asOfOrNow(asOf time.Time) time.Time {
+func (u *Signals) asOfOrNow(asOf time.Time) time.Time {
 	if asOf.IsZero() {
-		return u.now()
+		return u.clock.now()
 	}
 	return asOf.UTC().Truncate(ledger.Resolution)
 }
@@ -48,22 +61,22 @@ func (u *UseCases) asOfOrNow(asOf time.Time) time.Time {
 // a malformed id, invalid thresholds or an asOf later than now plus the
 // clock-skew allowance, ErrUnauthorized or ErrForbidden for
 // any other caller, ErrNotFound for an unknown agent, ErrUnavailable.
-func (u *UseCases) Signals(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentSignals, error) {
-	if err := u.checkActor(c, agentID); err != nil {
+func (u *Signals) Signals(ctx context.Context, c Caller, agentID string, asOf time.Time) (AgentSignals, error) {
+	if err := checkActor(c, agentID); err != nil {
 		return AgentSignals{}, err
 	}
-	if err := u.checkAsOf(asOf); err != nil {
+	if err := u.horizon.check(asOf); err != nil {
 		return AgentSignals{}, err
 	}
 	t := u.Thresholds()
 	if err := t.Validate(); err != nil {
 		return AgentSignals{}, err
 	}
-	if _, err := u.Store.Agent(ctx, agentID); err != nil {
+	if _, err := u.store.Agent(ctx, agentID); err != nil {
 		return AgentSignals{}, unknownAgent(err, agentID)
 	}
 	asOf = u.asOfOrNow(asOf)
-	fs, err := u.Store.SignalFigures(ctx, asOf, agentID, t.BurstInterval)
+	fs, err := u.store.SignalFigures(ctx, asOf, agentID, t.BurstInterval)
 	if err != nil {
 		return AgentSignals{}, err
 	}
@@ -87,8 +100,8 @@ type Flagged struct {
 // operator's view: the transports check who asks. Errors: ErrInvalid for
 // invalid thresholds or an asOf later than now plus the clock-skew
 // allowance, ErrUnavailable.
-func (u *UseCases) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, error) {
-	if err := u.checkAsOf(asOf); err != nil {
+func (u *Signals) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, error) {
+	if err := u.horizon.check(asOf); err != nil {
 		return Flagged{}, err
 	}
 	t := u.Thresholds()
@@ -96,7 +109,7 @@ func (u *UseCases) FlaggedAgents(ctx context.Context, asOf time.Time) (Flagged, 
 		return Flagged{}, err
 	}
 	out := Flagged{AsOf: u.asOfOrNow(asOf)}
-	fs, err := u.Store.SignalFigures(ctx, out.AsOf, "", t.BurstInterval)
+	fs, err := u.store.SignalFigures(ctx, out.AsOf, "", t.BurstInterval)
 	if err != nil {
 		return Flagged{}, err
 	}
@@ -130,13 +143,13 @@ type SignalStats struct {
 // (FlaggedAgents' query), and keeps the counts for SignalStats. Its cost
 // is one pass over the window's events, so it runs on a schedule (serve
 // --signals-every), never on a scrape. Errors: those of FlaggedAgents.
-func (u *UseCases) RefreshSignalStats(ctx context.Context) (SignalStats, error) {
+func (u *Signals) RefreshSignalStats(ctx context.Context) (SignalStats, error) {
 	t := u.Thresholds()
 	if err := t.Validate(); err != nil {
 		return SignalStats{}, err
 	}
-	asOf := u.now()
-	fs, err := u.Store.SignalFigures(ctx, asOf, "", t.BurstInterval)
+	asOf := u.clock.now()
+	fs, err := u.store.SignalFigures(ctx, asOf, "", t.BurstInterval)
 	if err != nil {
 		return SignalStats{}, err
 	}
@@ -156,12 +169,12 @@ func (u *UseCases) RefreshSignalStats(ctx context.Context) (SignalStats, error) 
 		}
 	}
 	for {
-		old := u.rights.signals.Load()
+		old := u.stats.Load()
 		next := st
 		if old != nil {
 			next.WalkAt, next.BrokenChains = old.WalkAt, old.BrokenChains
 		}
-		if u.rights.signals.CompareAndSwap(old, &next) {
+		if u.stats.CompareAndSwap(old, &next) {
 			return next, nil
 		}
 	}
@@ -169,8 +182,8 @@ func (u *UseCases) RefreshSignalStats(ctx context.Context) (SignalStats, error) 
 
 // SignalStats returns the latest counts (RefreshSignalStats, VerifyLedger)
 // without blocking; ok is false before either ran in this process.
-func (u *UseCases) SignalStats() (st SignalStats, ok bool) {
-	if p := u.rights.signals.Load(); p != nil {
+func (u *Signals) SignalStats() (st SignalStats, ok bool) {
+	if p := u.stats.Load(); p != nil {
 		return *p, true
 	}
 	return SignalStats{}, false
@@ -178,19 +191,33 @@ func (u *UseCases) SignalStats() (st SignalStats, ok bool) {
 
 // recordWalk records a full walk's breaks, found by a walk that started at
 // at, for the chain_break signal and the metrics.
-func (u *UseCases) recordWalk(ctx context.Context, at time.Time, r ledger.VerifyReport) error {
-	if err := u.Store.SetChainBreaks(ctx, at, r.Broken); err != nil {
+func (u *Signals) recordWalk(ctx context.Context, at time.Time, r ledger.VerifyReport) error {
+	if err := u.store.SetChainBreaks(ctx, at, r.Broken); err != nil {
 		return err
 	}
 	for {
-		old := u.rights.signals.Load()
+		old := u.stats.Load()
 		var next SignalStats
 		if old != nil {
 			next = *old
 		}
 		next.WalkAt, next.BrokenChains = at, len(r.Broken)
-		if u.rights.signals.CompareAndSwap(old, &next) {
+		if u.stats.CompareAndSwap(old, &next) {
 			return nil
 		}
 	}
+}
+
+// VerifyLedger walks every hash chain (LedgerStore.VerifyLedger) and
+// records the breaks it found as of now, which the chain_break signal
+// reports until the next walk (SignalStore.SetChainBreaks): broken links
+// are in the report; the error (ErrUnavailable) is for failing to read or
+// to record.
+func (u *Signals) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
+	at := u.clock.now()
+	r, err := u.store.VerifyLedger(ctx)
+	if err != nil {
+		return r, err
+	}
+	return r, u.recordWalk(ctx, at, r)
 }

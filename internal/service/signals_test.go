@@ -83,8 +83,8 @@ func TestSignals(t *testing.T) {
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	a := &UseCases{Store: st, Now: c.now}
+	c := &testClock{t0.Add(10 * 24 * time.Hour)}
+	a := New(st, Config{Now: c.now})
 	ingest(t, a, gaming(c.t))
 
 	// Edit one row behind the ledger's back, then walk the chains.
@@ -96,15 +96,15 @@ func TestSignals(t *testing.T) {
 	if _, err := raw.Exec(`UPDATE conduit_sessions SET completed_at = completed_at - 1000000 WHERE id = 'c1'`); err != nil {
 		t.Fatal(err)
 	}
-	if st, ok := a.SignalStats(); ok {
+	if st, ok := a.Signals.SignalStats(); ok {
 		t.Fatalf("stats before any run: %+v", st)
 	}
-	rep, err := a.VerifyLedger(ctx)
+	rep, err := a.Signals.VerifyLedger(ctx)
 	if err != nil || len(rep.Broken) != 1 || rep.Broken[0].AgentID != "chain_break-yes" {
 		t.Fatalf("walk: %+v %v", rep, err)
 	}
 
-	flagged, err := a.FlaggedAgents(ctx, time.Time{})
+	flagged, err := a.Signals.FlaggedAgents(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSignals(t *testing.T) {
 	}
 	for _, n := range signal.Names {
 		for _, agent := range []string{n + "-yes", n + "-no"} {
-			s, err := a.Signals(ctx, agentCaller(agent), agent, time.Time{})
+			s, err := a.Signals.Signals(ctx, agentCaller(agent), agent, time.Time{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,12 +143,12 @@ func TestSignals(t *testing.T) {
 			}
 		}
 	}
-	lag, _ := a.Signals(ctx, op, "report_lag-yes", time.Time{})
+	lag, _ := a.Signals.Signals(ctx, op, "report_lag-yes", time.Time{})
 	if v := lag.Signals[slices.Index(signal.Names, signal.ReportLag)]; v.Value != 48 || v.Threshold != 24 {
 		t.Fatalf("report lag in hours: %+v", v)
 	}
 
-	stats, err := a.RefreshSignalStats(ctx)
+	stats, err := a.Signals.RefreshSignalStats(ctx)
 	if err != nil || stats.Agents != 2*len(signal.Names) || stats.Flagged != len(signal.Names) || !stats.At.Equal(c.t) {
 		t.Fatalf("stats: %+v %v", stats, err)
 	}
@@ -157,47 +157,47 @@ func TestSignals(t *testing.T) {
 			t.Errorf("%s: %d agents flagged, want %d", n, stats.BySignal[n], want)
 		}
 	}
-	if got, ok := a.SignalStats(); !ok || got.BrokenChains != 1 || !got.WalkAt.Equal(c.t) || got.Flagged != stats.Flagged {
+	if got, ok := a.Signals.SignalStats(); !ok || got.BrokenChains != 1 || !got.WalkAt.Equal(c.t) || got.Flagged != stats.Flagged {
 		t.Fatalf("kept stats: %+v", got)
 	}
 
 	// Lower thresholds are the deployment's: the "-no" lag history trips.
-	a.SignalThresholds = signal.Defaults
-	a.SignalThresholds.ReportLag = time.Hour
-	if s, _ := a.Signals(ctx, op, "report_lag-no", time.Time{}); !s.Flagged() {
+	a.Signals.thresholds = signal.Defaults
+	a.Signals.thresholds.ReportLag = time.Hour
+	if s, _ := a.Signals.Signals(ctx, op, "report_lag-no", time.Time{}); !s.Flagged() {
 		t.Fatalf("with a 1 h threshold: %+v", s)
 	}
 	// A burst threshold of 10, or a 90-minute interval, catch the slower
 	// burst too (15 in an hour, 21 within 80 minutes).
 	burst := slices.Index(signal.Names, signal.ConduitBurst)
-	a.SignalThresholds.ConduitBurst = 10
-	if s, _ := a.Signals(ctx, op, "conduit_burst-no", time.Time{}); !s.Signals[burst].Flagged || s.Signals[burst].Value != 15 {
+	a.Signals.thresholds.ConduitBurst = 10
+	if s, _ := a.Signals.Signals(ctx, op, "conduit_burst-no", time.Time{}); !s.Signals[burst].Flagged || s.Signals[burst].Value != 15 {
 		t.Fatalf("with a burst threshold of 10: %+v", s)
 	}
-	a.SignalThresholds.ConduitBurst, a.SignalThresholds.BurstInterval = 20, 90*time.Minute
-	if s, _ := a.Signals(ctx, op, "conduit_burst-no", time.Time{}); !s.Signals[burst].Flagged || s.Signals[burst].Value != 21 {
+	a.Signals.thresholds.ConduitBurst, a.Signals.thresholds.BurstInterval = 20, 90*time.Minute
+	if s, _ := a.Signals.Signals(ctx, op, "conduit_burst-no", time.Time{}); !s.Signals[burst].Flagged || s.Signals[burst].Value != 21 {
 		t.Fatalf("with a 90-minute interval: %+v", s)
 	}
-	a.SignalThresholds.BurstInterval = 0
-	if _, err := a.FlaggedAgents(ctx, time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
+	a.Signals.thresholds.BurstInterval = 0
+	if _, err := a.Signals.FlaggedAgents(ctx, time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("no burst interval: %v", err)
 	}
-	a.SignalThresholds.BurstInterval = time.Hour
-	a.SignalThresholds.ReportLag = 0
-	if _, err := a.FlaggedAgents(ctx, time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
+	a.Signals.thresholds.BurstInterval = time.Hour
+	a.Signals.thresholds.ReportLag = 0
+	if _, err := a.Signals.FlaggedAgents(ctx, time.Time{}); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("invalid thresholds: %v", err)
 	}
-	a.SignalThresholds = signal.Thresholds{}
+	a.Signals.thresholds = signal.Thresholds{}
 
 	// As of before everything ended, nobody is flagged but the broken
 	// chain; an agent with nothing in the window has zero figures.
-	if f, err := a.FlaggedAgents(ctx, c.t.Add(-72*time.Hour)); err != nil || len(f.Agents) > 1 || !f.AsOf.Equal(c.t.Add(-72*time.Hour)) {
+	if f, err := a.Signals.FlaggedAgents(ctx, c.t.Add(-72*time.Hour)); err != nil || len(f.Agents) > 1 || !f.AsOf.Equal(c.t.Add(-72*time.Hour)) {
 		t.Fatalf("as of the past: %+v %v", f, err)
 	}
-	if s, err := a.Signals(ctx, op, "fair", c.t.Add(-72*time.Hour)); !errors.Is(err, errkind.ErrNotFound) {
+	if s, err := a.Signals.Signals(ctx, op, "fair", c.t.Add(-72*time.Hour)); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("unknown agent: %+v %v", s, err)
 	}
-	s, err := a.Signals(ctx, op, "conduit_top_buyer_share-yes", c.t.Add(-72*time.Hour))
+	s, err := a.Signals.Signals(ctx, op, "conduit_top_buyer_share-yes", c.t.Add(-72*time.Hour))
 	if err != nil || s.Flagged() || s.Signals[0].Value != 0 {
 		t.Fatalf("nothing in the window: %+v %v", s, err)
 	}
@@ -206,10 +206,10 @@ func TestSignals(t *testing.T) {
 	if _, err := raw.Exec(`UPDATE conduit_sessions SET completed_at = completed_at + 1000000 WHERE id = 'c1'`); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := a.VerifyLedger(ctx); err != nil || len(rep.Broken) != 0 {
+	if rep, err := a.Signals.VerifyLedger(ctx); err != nil || len(rep.Broken) != 0 {
 		t.Fatalf("walk: %+v %v", rep, err)
 	}
-	if s, _ := a.Signals(ctx, op, "chain_break-yes", time.Time{}); s.Flagged() {
+	if s, _ := a.Signals.Signals(ctx, op, "chain_break-yes", time.Time{}); s.Flagged() {
 		t.Fatalf("after a clean walk: %+v", s)
 	}
 }
@@ -259,7 +259,7 @@ func TestAcceptanceRateNeedsOffers(t *testing.T) {
 		"edge":  {false, 0.3, ""},
 		"below": {true, 0.2, ""},
 	} {
-		s, err := a.Signals(ctx, op, agent, time.Time{})
+		s, err := a.Signals.Signals(ctx, op, agent, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestAcceptanceRateNeedsOffers(t *testing.T) {
 			t.Errorf("%s: %+v, want flagged %v value %v note %q", agent, got, want.flagged, want.value, want.note)
 		}
 	}
-	flagged, err := a.FlaggedAgents(ctx, time.Time{})
+	flagged, err := a.Signals.FlaggedAgents(ctx, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,13 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
+// Tokens are the use cases of API tokens: operators' and agents' own,
+// minted, listed, revoked, and resolved to who a request speaks for.
+type Tokens struct {
+	store TokensStore
+	clock clock
+}
+
 // MinAdminTokenLen is the shortest SWARMSCORE_ADMIN_TOKEN accepted: a
 // bearer token is a password that never expires, so it must not be
 // guessable.
@@ -41,15 +48,15 @@ type NewToken struct {
 // stores only its SHA-256 (auth.Mint): the secret is in the result and
 // nowhere else. Errors: ErrInvalid for an invalid operator name,
 // ErrUnavailable.
-func (u *UseCases) CreateToken(ctx context.Context, operator string) (NewToken, error) {
+func (u *Tokens) CreateToken(ctx context.Context, operator string) (NewToken, error) {
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return NewToken{}, err
 	}
-	tok, secret, err := auth.Mint(operator, u.now())
+	tok, secret, err := auth.Mint(operator, u.clock.now())
 	if err != nil {
 		return NewToken{}, err
 	}
-	if err := u.Store.CreateToken(ctx, tok); err != nil {
+	if err := u.store.CreateToken(ctx, tok); err != nil {
 		return NewToken{}, err
 	}
 	return NewToken{ID: tok.ID, Operator: operator, Secret: secret}, nil
@@ -60,22 +67,22 @@ func (u *UseCases) CreateToken(ctx context.Context, operator string) (NewToken, 
 // appeals, and nothing else (Authenticate refuses it on operator routes).
 // The agent must be known to the ledger. Errors: ErrInvalid for a
 // malformed name, ErrNotFound for an unknown agent, ErrUnavailable.
-func (u *UseCases) CreateAgentToken(ctx context.Context, operator, agentID string) (NewToken, error) {
+func (u *Tokens) CreateAgentToken(ctx context.Context, operator, agentID string) (NewToken, error) {
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return NewToken{}, err
 	}
 	if err := ledger.CheckID("agent_id", agentID); err != nil {
 		return NewToken{}, err
 	}
-	if _, err := u.Store.Agent(ctx, agentID); err != nil {
+	if _, err := u.store.Agent(ctx, agentID); err != nil {
 		return NewToken{}, err
 	}
-	tok, secret, err := auth.Mint(operator, u.now())
+	tok, secret, err := auth.Mint(operator, u.clock.now())
 	if err != nil {
 		return NewToken{}, err
 	}
 	tok.AgentID = agentID
-	if err := u.Store.CreateToken(ctx, tok); err != nil {
+	if err := u.store.CreateToken(ctx, tok); err != nil {
 		return NewToken{}, err
 	}
 	return NewToken{ID: tok.ID, Operator: operator, AgentID: agentID, Secret: secret}, nil
@@ -83,14 +90,14 @@ func (u *UseCases) CreateAgentToken(ctx context.Context, operator, agentID strin
 
 // RevokeToken revokes token id as of now (idempotent: the first time is
 // kept). Errors: ErrNotFound for an unknown id, ErrUnavailable.
-func (u *UseCases) RevokeToken(ctx context.Context, id string) error {
-	return u.Store.RevokeToken(ctx, id, u.now())
+func (u *Tokens) RevokeToken(ctx context.Context, id string) error {
+	return u.store.RevokeToken(ctx, id, u.clock.now())
 }
 
 // ListTokens returns every token, revoked ones included, by creation time,
 // without their hashes. Errors: ErrUnavailable.
-func (u *UseCases) ListTokens(ctx context.Context) ([]auth.Token, error) {
-	toks, err := u.Store.ListTokens(ctx)
+func (u *Tokens) ListTokens(ctx context.Context) ([]auth.Token, error) {
+	toks, err := u.store.ListTokens(ctx)
 	for i := range toks {
 		toks[i].SHA256 = [32]byte{}
 	}
@@ -101,7 +108,7 @@ func (u *UseCases) ListTokens(ctx context.Context) ([]auth.Token, error) {
 // by its SHA-256. Errors: ErrUnauthorized for an unknown or revoked token,
 // ErrForbidden for an agent's token (it may act only for its agent, never
 // as an operator), ErrUnavailable.
-func (u *UseCases) Authenticate(ctx context.Context, token string) (string, error) {
+func (u *Tokens) Authenticate(ctx context.Context, token string) (string, error) {
 	t, err := u.Principal(ctx, token)
 	if err != nil {
 		return "", err
@@ -115,11 +122,11 @@ func (u *UseCases) Authenticate(ctx context.Context, token string) (string, erro
 // Principal returns who a token speaks for: an operator, or one agent
 // (Token.AgentID). Errors: ErrUnauthorized for an empty, unknown or
 // revoked token, ErrUnavailable.
-func (u *UseCases) Principal(ctx context.Context, token string) (auth.Token, error) {
+func (u *Tokens) Principal(ctx context.Context, token string) (auth.Token, error) {
 	if token == "" {
 		return auth.Token{}, fmt.Errorf("%w: empty token", errkind.ErrUnauthorized)
 	}
-	return u.Store.Authenticate(ctx, auth.Sum(token))
+	return u.store.Authenticate(ctx, auth.Sum(token))
 }
 
 // BootstrapAdminToken makes secret (SWARMSCORE_ADMIN_TOKEN) a valid token
@@ -128,7 +135,7 @@ func (u *UseCases) Principal(ctx context.Context, token string) (auth.Token, err
 // is idempotent and returns the token's id. Errors: ErrInvalid for a
 // secret shorter than MinAdminTokenLen or one that was revoked (messages
 // never contain the secret), ErrUnavailable.
-func (u *UseCases) BootstrapAdminToken(ctx context.Context, secret string) (id string, err error) {
+func (u *Tokens) BootstrapAdminToken(ctx context.Context, secret string) (id string, err error) {
 	if len(secret) < MinAdminTokenLen {
 		return "", fmt.Errorf("%w: SWARMSCORE_ADMIN_TOKEN is %d characters; at least %d are required (generate one with `swarmscore keygen`)",
 			errkind.ErrInvalid, len(secret), MinAdminTokenLen)
@@ -141,11 +148,11 @@ func (u *UseCases) BootstrapAdminToken(ctx context.Context, secret string) (id s
 	// that could help guess the token.
 	idSum := sha256.Sum256(sum[:])
 	id = envTokenPrefix + hex.EncodeToString(idSum[:6])
-	now := u.now()
-	if err := u.Store.CreateToken(ctx, auth.Token{ID: id, Operator: AdminOperator, SHA256: sum, CreatedAt: now}); err != nil {
+	now := u.clock.now()
+	if err := u.store.CreateToken(ctx, auth.Token{ID: id, Operator: AdminOperator, SHA256: sum, CreatedAt: now}); err != nil {
 		return "", err
 	}
-	toks, err := u.Store.ListTokens(ctx)
+	toks, err := u.store.ListTokens(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -157,7 +164,7 @@ func (u *UseCases) BootstrapAdminToken(ctx context.Context, secret string) (id s
 	}
 	for _, tok := range toks {
 		if strings.HasPrefix(tok.ID, envTokenPrefix) && tok.ID != id && !tok.Revoked() {
-			if err := u.Store.RevokeToken(ctx, tok.ID, now); err != nil {
+			if err := u.store.RevokeToken(ctx, tok.ID, now); err != nil {
 				return "", err
 			}
 		}

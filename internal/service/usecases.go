@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,26 +10,14 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/signal"
 	"github.com/swarmscore/swarmscore/passport"
-	"github.com/swarmscore/swarmscore/score"
 )
 
-// UseCases are SwarmScore's use cases over one storage back end.
-//
-// Every method that needs the current time reads Now once per call and
-// truncates it to the second, the precision of passports, and works as of
-// that instant: a certificate, its cache entry, a score, a ranking and an L2
-// recount made in the same second agree on it. Times a caller passes (an
-// explicit as-of) keep the ledger's microseconds.
-//
-// Use one UseCases per back end for the life of the process: it remembers
-// the certificates it served (certmemo.go). It is safe for concurrent use;
-// its fields must not change after the first call.
-type UseCases struct {
-	// Store is the back end.
-	Store Backend
-	// Keys, when set, are the keys that sign new passports (Certificate)
-	// and check presented ones (Verify), reloaded as they rotate; the other
-	// use cases do not need them. Without it, Key is the only key.
+// Config is what a deployment sets for its use cases. New reads it once;
+// its fields must not change afterwards.
+type Config struct {
+	// Keys, when set, are the keys that sign new passports (Certificates)
+	// and check presented ones (Verifier), reloaded as they rotate; the
+	// other use cases do not need them. Without it, Key is the only key.
 	Keys *Keyring
 	// Key signs and checks passports when Keys is nil.
 	Key passport.Key
@@ -49,8 +36,8 @@ type UseCases struct {
 	// DefaultMaxClockSkew; it must not be negative.
 	MaxClockSkew time.Duration
 	// CheckpointKey signs checkpoints and checks archived ones when Keys
-	// is nil (checkpointSigner, checkpointVerifier); nil in processes that
-	// handle none.
+	// is nil (Audit.checkpointSigner, checkpointVerifier); nil in processes
+	// that handle none.
 	CheckpointKey *checkpoint.HMACKey
 	// Environment names the deployment in checkpoints (production,
 	// staging…); "" means DefaultEnvironment.
@@ -66,50 +53,125 @@ type UseCases struct {
 	// PseudonymKey keys the buyer pseudonyms an agent sees in its own
 	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
 	PseudonymKey []byte
+}
 
-	certs certMemo
-	// rights holds what consent and the gaming signals keep in memory
-	// (rights.go, signals.go).
-	rights rightsState
-	// histories and ingests serve the pages (profile.go, activity.go).
-	histories historyMemo
-	ingests   ingestLog
-	fixed     fixedKeys
+// UseCases are SwarmScore's use cases over one storage back end, in groups
+// by feature. Each group holds only the ports it uses (ports_groups.go) and
+// the state it shares with others, passed to it by New: the clock, the
+// signing keys, and what the process remembers (the certificates it
+// served, which agents are published, the agents' past days). A transport
+// takes the groups it calls.
+//
+// Every use case that needs the current time reads the clock once per call
+// and truncates it to the second, the precision of passports, and works as
+// of that instant: a certificate, its cache entry, a score, a ranking and
+// an L2 recount made in the same second agree on it. Times a caller passes
+// (an explicit as-of) keep the ledger's microseconds.
+//
+// Make one UseCases per back end for the life of the process: its groups
+// remember what they served (certmemo.go). They are safe for concurrent
+// use.
+type UseCases struct {
+	Schema       *Schema
+	Ingest       *Ingestion
+	Certificates *Certificates
+	Verifier     *Verifier
+	Keys         *Keys
+	Tokens       *Tokens
+	Corrections  *Corrections
+	Rights       *Rights
+	Signals      *Signals
+	Audit        *Audit
+
+	// What New was given, for this package's tests.
+	store Backend
+	cfg   Config
+}
+
+// New makes the use cases of the back end st. The groups share one clock,
+// one set of signing keys and the process's memory of certificates,
+// publication and history, so that what one group writes the others see
+// at once (an erasure forgets the agent's certificate, a correction its
+// remembered stamp).
+func New(st Backend, cfg Config) *UseCases {
+	clk := clock(cfg.Now)
+	keys := &signing{ring: cfg.Keys, key: cfg.Key, platform: cfg.Platform}
+	certs := &certMemo{}
+	if w, ok := st.(CacheWatcher); ok {
+		certs.watcher = w
+	}
+	hz := horizon{clock: clk, skew: cfg.MaxClockSkew}
+	pubs := &publication{store: st, require: cfg.RequireConsent, certs: certs}
+	histories := &historyMemo{}
+	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
+		histories: histories}
+	return &UseCases{
+		Schema:       &Schema{store: st},
+		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs},
+		Certificates: cs,
+		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas},
+		Keys:         &Keys{store: st, clock: clk, keys: keys},
+		Tokens:       &Tokens{store: st, clock: clk},
+		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs},
+		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories,
+			pseudonymKey: cfg.PseudonymKey},
+		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
+		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
+			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
+		store: st,
+		cfg:   cfg,
+	}
 }
 
 // DefaultMaxClockSkew is the clock-skew allowance of an ingest when
-// UseCases.MaxClockSkew is zero: the reporting marketplace's clock may run
+// Config.MaxClockSkew is zero: the reporting marketplace's clock may run
 // this far ahead of the server's.
 const DefaultMaxClockSkew = 5 * time.Minute
 
-// clock reads the clock, unrounded.
-func (u *UseCases) clock() time.Time {
-	if u.Now == nil {
+// clock is the use cases' clock: Config.Now, or time.Now when nil.
+type clock func() time.Time
+
+// exact reads the clock, unrounded, in UTC.
+func (c clock) exact() time.Time {
+	if c == nil {
 		return time.Now().UTC()
 	}
-	return u.Now().UTC()
+	return c().UTC()
 }
 
 // now reads the clock, to the second.
-func (u *UseCases) now() time.Time { return u.clock().Truncate(time.Second) }
+func (c clock) now() time.Time { return c.exact().Truncate(time.Second) }
 
-// maxSkew is MaxClockSkew with its default.
-func (u *UseCases) maxSkew() time.Duration {
-	if u.MaxClockSkew == 0 {
-		return DefaultMaxClockSkew
-	}
-	return u.MaxClockSkew
+// Schema is the database's lifecycle: its migrations and readiness.
+type Schema struct {
+	store Database
 }
 
-// checkAsOf refuses an explicit as_of (zero: now) later than now plus the
-// clock-skew allowance, the latest instant an accepted event may be dated:
-// the ledger cannot count a later window yet, and an answer for 9999-12-31
-// would only look like one. Errors: ErrInvalid.
-func (u *UseCases) checkAsOf(asOf time.Time) error {
+// horizon is the latest instant the ledger can answer for: now plus the
+// clock-skew allowance, the latest an accepted event may be dated. It is
+// shared by ingest, which refuses events dated past it, and the groups that
+// take an as_of.
+type horizon struct {
+	clock clock
+	skew  time.Duration // Config.MaxClockSkew
+}
+
+// allowance is Config.MaxClockSkew with its default.
+func (h horizon) allowance() time.Duration {
+	if h.skew == 0 {
+		return DefaultMaxClockSkew
+	}
+	return h.skew
+}
+
+// check refuses an explicit as_of (zero: now) later than now plus the
+// clock-skew allowance: the ledger cannot count a later window yet, and an
+// answer for 9999-12-31 would only look like one. Errors: ErrInvalid.
+func (h horizon) check(asOf time.Time) error {
 	if asOf.IsZero() {
 		return nil
 	}
-	now, skew := u.clock(), u.maxSkew()
+	now, skew := h.clock.exact(), h.allowance()
 	if asOf.After(now.Add(skew)) {
 		return fmt.Errorf("%w: as_of %s is later than now (%s) plus the allowed clock skew (%s): the ledger cannot count that window yet",
 			errkind.ErrInvalid, ledger.FormatTime(asOf.UTC()), ledger.FormatTime(now.Truncate(time.Second)), skew)
@@ -119,100 +181,8 @@ func (u *UseCases) checkAsOf(asOf time.Time) error {
 
 // Migrate applies every pending migration to the back end (idempotent) and
 // returns the names of those it applied. Errors: ErrUnavailable.
-func (u *UseCases) Migrate(ctx context.Context) ([]string, error) { return u.Store.Migrate(ctx) }
+func (u *Schema) Migrate(ctx context.Context) ([]string, error) { return u.store.Migrate(ctx) }
 
 // Ready reports whether the database is reachable and migrated
 // (ErrUnavailable otherwise).
-func (u *UseCases) Ready(ctx context.Context) error { return u.Store.Ready(ctx) }
-
-// Escrow computes the hold for a payment of amountCents to the agent at its
-// current score (spec §5), rounded up to the cent. An agent the ledger has
-// no event for is a new provider: score 0, a full hold (modifier 1.0, spec
-// Appendix B). Errors: ErrInvalid for a malformed id or a negative amount,
-// ErrUnavailable.
-func (u *UseCases) Escrow(ctx context.Context, agentID string, amountCents int64) (Escrow, error) {
-	if err := ledger.CheckID("agent_id", agentID); err != nil {
-		return Escrow{}, err
-	}
-	if amountCents < 0 {
-		return Escrow{}, fmt.Errorf("%w: amount_cents %d must not be negative", errkind.ErrInvalid, amountCents)
-	}
-	e, err := u.Score(ctx, agentID)
-	switch {
-	case errors.Is(err, errkind.ErrNotFound):
-		// Every new provider's first payment lands here: no history is
-		// the lowest score, not an error.
-		if e.Result, err = score.Compute(score.Counts{}); err != nil {
-			return Escrow{}, err
-		}
-	case err != nil:
-		return Escrow{}, err
-	}
-	hold, released, err := score.HoldCents(amountCents, e.Result.Score)
-	if err != nil {
-		return Escrow{}, err
-	}
-	return Escrow{Score: e.Result.Score, Modifier: e.Result.Escrow, HoldCents: hold, ReleasedCents: released}, nil
-}
-
-// Ranking lists agents by current score, highest first, then by agent id.
-// Stale cache entries are first recomputed in one set-based statement, so
-// the page ranks scores as of now. Agents that chose to be unlisted are
-// omitted, and so, with RequireConsent, are agents that have not consented. Errors: ErrInvalid for an out-of-range query, ErrUnavailable.
-func (u *UseCases) Ranking(ctx context.Context, q RankingQuery) (RankingPage, error) {
-	lq := ledger.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, After: q.After}
-	if err := lq.Validate(); err != nil {
-		return RankingPage{}, err
-	}
-	if _, err := u.Store.RecomputeAll(ctx, u.now(), true); err != nil {
-		return RankingPage{}, err
-	}
-	// One extra row tells whether there is a next page, so the last page
-	// carries no cursor (except at the maximum page size).
-	lq.Limit = min(q.Limit+1, 1000)
-	entries, err := u.listPublished(ctx, lq)
-	if err != nil {
-		return RankingPage{}, err
-	}
-	page := RankingPage{Agents: entries}
-	if len(entries) > q.Limit {
-		page.Agents = entries[:q.Limit]
-	}
-	if len(entries) > q.Limit || (len(entries) == q.Limit && lq.Limit == q.Limit) {
-		last := page.Agents[len(page.Agents)-1]
-		page.Next = &ledger.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
-	}
-	return page, nil
-}
-
-// Agent returns what the ledger knows about an agent. Errors: ErrInvalid
-// for a malformed id, ErrNotFound if nothing (with a public detail,
-// errkind.PublicDetail), ErrUnavailable.
-func (u *UseCases) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
-	if err := ledger.CheckID("agent_id", agentID); err != nil {
-		return ledger.AgentInfo{}, err
-	}
-	info, err := u.Store.Agent(ctx, agentID)
-	return info, unknownAgent(err, agentID)
-}
-
-// VerifyLedger walks every hash chain (LedgerStore.VerifyLedger) and
-// records the breaks it found as of now, which the chain_break signal
-// reports until the next walk (SignalStore.SetChainBreaks): broken links
-// are in the report; the error (ErrUnavailable) is for failing to read or
-// to record.
-func (u *UseCases) VerifyLedger(ctx context.Context) (ledger.VerifyReport, error) {
-	at := u.now()
-	r, err := u.Store.VerifyLedger(ctx)
-	if err != nil {
-		return r, err
-	}
-	return r, u.recordWalk(ctx, at, r)
-}
-
-// RecomputeAll refreshes every agent's cache entry as of now (with
-// onlyStale, only entries that no longer answer now), dropping their
-// passports, and returns how many it wrote. Errors: ErrUnavailable.
-func (u *UseCases) RecomputeAll(ctx context.Context, onlyStale bool) (int64, error) {
-	return u.Store.RecomputeAll(ctx, u.now(), onlyStale)
-}
+func (u *Schema) Ready(ctx context.Context) error { return u.store.Ready(ctx) }

@@ -20,12 +20,12 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 const testKey = "0123456789abcdef0123456789abcdef-test-key"
 
-// clock is a settable clock for the use cases.
-type clock struct{ t time.Time }
+// testClock is a settable clock for the use cases.
+type testClock struct{ t time.Time }
 
-func (c *clock) now() time.Time { return c.t }
+func (c *testClock) now() time.Time { return c.t }
 
-func newUseCases(t *testing.T) (*UseCases, *clock) {
+func newUseCases(t *testing.T) (*UseCases, *testClock) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "test.db"))
@@ -40,8 +40,8 @@ func newUseCases(t *testing.T) (*UseCases, *clock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{t0.Add(10 * 24 * time.Hour)}
-	return &UseCases{Store: st, Key: key, Platform: "test.example", Now: c.now}, c
+	c := &testClock{t0.Add(10 * 24 * time.Hour)}
+	return New(st, Config{Key: key, Platform: "test.example", Now: c.now}), c
 }
 
 // conduit returns n Conduit sessions for agent ending at end, the first ok
@@ -74,7 +74,7 @@ func ap2(agent, prefix string, n, ok int, end time.Time) []ledger.Event {
 
 func ingest(t *testing.T, a *UseCases, evs []ledger.Event) {
 	t.Helper()
-	out, err := a.Ingest(context.Background(), "op-1", evs)
+	out, err := a.Ingest.Ingest(context.Background(), "op-1", evs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +88,14 @@ func ingest(t *testing.T, a *UseCases, evs []ledger.Event) {
 func TestCertificateCachedThenFresh(t *testing.T) {
 	a, c := newUseCases(t)
 	ctx := context.Background()
-	if _, err := a.Certificate(ctx, "nobody"); !errors.Is(err, errkind.ErrNotFound) {
+	if _, err := a.Certificates.Certificate(ctx, "nobody"); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("unknown agent: %v", err)
 	}
-	if _, err := a.Certificate(ctx, "bad id"); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Certificates.Certificate(ctx, "bad id"); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("bad id: %v", err)
 	}
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
-	c1, err := a.Certificate(ctx, "agent-1")
+	c1, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil || !c1.Issued {
 		t.Fatalf("first certificate: %+v %v", c1, err)
 	}
@@ -106,21 +106,21 @@ func TestCertificateCachedThenFresh(t *testing.T) {
 
 	// Later, with nothing new, the same document is served.
 	c.t = c.t.Add(time.Hour)
-	c2, err := a.Certificate(ctx, "agent-1")
+	c2, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil || c2.Issued || !bytes.Equal(c2.Passport, c1.Passport) {
 		t.Fatalf("cached certificate differs: issued=%v %v\n%s\n%s", c2.Issued, err, c1.Passport, c2.Passport)
 	}
 	// The score route shares the entry and does not disturb the passport.
-	if e, err := a.Score(ctx, "agent-1"); err != nil || e.Result.Score != 760 {
+	if e, err := a.Certificates.Score(ctx, "agent-1"); err != nil || e.Result.Score != 760 {
 		t.Fatalf("score %+v %v", e, err)
 	}
-	if c3, _ := a.Certificate(ctx, "agent-1"); !bytes.Equal(c3.Passport, c1.Passport) {
+	if c3, _ := a.Certificates.Certificate(ctx, "agent-1"); !bytes.Equal(c3.Passport, c1.Passport) {
 		t.Fatal("Score replaced the passport")
 	}
 
 	// A new terminal event invalidates it: a fresh passport, new score.
 	ingest(t, a, conduit("agent-1", "late", 1, 0, c.t.Add(-time.Minute)))
-	c4, err := a.Certificate(ctx, "agent-1")
+	c4, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil || !c4.Issued || bytes.Equal(c4.Passport, c1.Passport) {
 		t.Fatalf("after a new event: issued=%v %v", c4.Issued, err)
 	}
@@ -130,7 +130,7 @@ func TestCertificateCachedThenFresh(t *testing.T) {
 
 	// After the 7-day lifetime a new one is issued too.
 	c.t = c.t.Add(8 * 24 * time.Hour)
-	c5, err := a.Certificate(ctx, "agent-1")
+	c5, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil || !c5.Issued || bytes.Equal(c5.Passport, c4.Passport) {
 		t.Fatalf("after expiry: issued=%v %v", c5.Issued, err)
 	}
@@ -139,11 +139,11 @@ func TestCertificateCachedThenFresh(t *testing.T) {
 // verifyOK checks doc verifies as of the use cases' clock and returns it parsed.
 func verifyOK(t *testing.T, a *UseCases, doc []byte, agent string) *passport.Passport {
 	t.Helper()
-	v, err := a.Verify(context.Background(), doc, agent)
+	v, err := a.Verifier.Verify(context.Background(), doc, agent)
 	if err != nil || !v.Valid || !v.SignatureValid || !v.ScoreValid || v.DetectedTampering {
 		t.Fatalf("verify: %+v %v\n%s", v, err, doc)
 	}
-	vv := passport.Verify(doc, []passport.Key{a.Key}, a.now())
+	vv := passport.Verify(doc, []passport.Key{a.cfg.Key}, a.Certificates.clock.now())
 	if vv.Passport == nil {
 		t.Fatal("no parsed passport")
 	}
@@ -154,35 +154,35 @@ func TestScoreAndEscrow(t *testing.T) {
 	a, _ := newUseCases(t)
 	ctx := context.Background()
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
-	e, err := a.Escrow(ctx, "agent-1", 100000)
+	e, err := a.Certificates.Escrow(ctx, "agent-1", 100000)
 	if err != nil || e != (Escrow{Score: 760, Modifier: 3920, HoldCents: 39200, ReleasedCents: 60800}) {
 		t.Fatalf("escrow %+v %v", e, err)
 	}
 	// Rounded up to the cent, in the buyer's favour: 0.392 × 3 = 1.176.
-	if e, _ := a.Escrow(ctx, "agent-1", 3); e.HoldCents != 2 || e.ReleasedCents != 1 {
+	if e, _ := a.Certificates.Escrow(ctx, "agent-1", 3); e.HoldCents != 2 || e.ReleasedCents != 1 {
 		t.Fatalf("escrow of 3 cents %+v", e)
 	}
-	if _, err := a.Escrow(ctx, "agent-1", -1); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Certificates.Escrow(ctx, "agent-1", -1); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("negative amount: %v", err)
 	}
 	// A provider with no history: score 0, the whole payment held.
-	if e, err := a.Escrow(ctx, "ghost", 100001); err != nil || e != (Escrow{Score: 0, Modifier: 10000, HoldCents: 100001, ReleasedCents: 0}) {
+	if e, err := a.Certificates.Escrow(ctx, "ghost", 100001); err != nil || e != (Escrow{Score: 0, Modifier: 10000, HoldCents: 100001, ReleasedCents: 0}) {
 		t.Fatalf("unknown agent: %+v %v", e, err)
 	}
-	if _, err := a.Escrow(ctx, "a b", 1); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Certificates.Escrow(ctx, "a b", 1); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("malformed agent id: %v", err)
 	}
 	// An unknown agent's score is not found, with a detail that names no
 	// layer of the back end.
-	_, err = a.Score(ctx, "ghost")
+	_, err = a.Certificates.Score(ctx, "ghost")
 	detail, ok := errkind.PublicDetail(err)
 	if !errors.Is(err, errkind.ErrNotFound) || !ok || detail != `agent "ghost" is unknown: no event has been recorded for it` {
 		t.Fatalf("unknown agent: %v (public detail %q)", err, detail)
 	}
 	for _, f := range []func() error{
-		func() error { _, err := a.Certificate(ctx, "ghost"); return err },
-		func() error { _, err := a.Agent(ctx, "ghost"); return err },
-		func() error { _, err := a.AgentScore(ctx, "ghost", t0); return err },
+		func() error { _, err := a.Certificates.Certificate(ctx, "ghost"); return err },
+		func() error { _, err := a.Certificates.Agent(ctx, "ghost"); return err },
+		func() error { _, err := a.Certificates.AgentScore(ctx, "ghost", t0); return err },
 	} {
 		if d, _ := errkind.PublicDetail(f()); d != detail {
 			t.Errorf("public detail %q, want %q", d, detail)
@@ -201,7 +201,7 @@ func TestRanking(t *testing.T) {
 	var got []string
 	q := RankingQuery{Limit: 2}
 	for pages := 0; ; pages++ {
-		p, err := a.Ranking(ctx, q)
+		p, err := a.Certificates.Ranking(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,15 +220,15 @@ func TestRanking(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Fatalf("ranking %v, want %s", got, want)
 	}
-	p, err := a.Ranking(ctx, RankingQuery{Limit: 10, MinScore: 80})
+	p, err := a.Certificates.Ranking(ctx, RankingQuery{Limit: 10, MinScore: 80})
 	if err != nil || len(p.Agents) != 4 || p.Next != nil {
 		t.Fatalf("min_score 80: %d agents, next %v, %v", len(p.Agents), p.Next, err)
 	}
-	p, err = a.Ranking(ctx, RankingQuery{Limit: 10, MinTier: score.TierElite})
+	p, err = a.Certificates.Ranking(ctx, RankingQuery{Limit: 10, MinTier: score.TierElite})
 	if err != nil || len(p.Agents) != 1 || p.Agents[0].AgentID != "elite" {
 		t.Fatalf("tier ELITE: %+v %v", p.Agents, err)
 	}
-	if _, err := a.Ranking(ctx, RankingQuery{Limit: 0}); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Certificates.Ranking(ctx, RankingQuery{Limit: 0}); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("limit 0: %v", err)
 	}
 }
@@ -236,47 +236,47 @@ func TestRanking(t *testing.T) {
 func TestTokens(t *testing.T) {
 	a, _ := newUseCases(t)
 	ctx := context.Background()
-	nt, err := a.CreateToken(ctx, "acme")
+	nt, err := a.Tokens.CreateToken(ctx, "acme")
 	if err != nil || len(nt.Secret) < 40 || nt.Operator != "acme" {
 		t.Fatalf("create %+v %v", nt, err)
 	}
-	if op, err := a.Authenticate(ctx, nt.Secret); err != nil || op != "acme" {
+	if op, err := a.Tokens.Authenticate(ctx, nt.Secret); err != nil || op != "acme" {
 		t.Fatalf("authenticate %q %v", op, err)
 	}
-	if _, err := a.Authenticate(ctx, nt.Secret+"x"); !errors.Is(err, errkind.ErrUnauthorized) {
+	if _, err := a.Tokens.Authenticate(ctx, nt.Secret+"x"); !errors.Is(err, errkind.ErrUnauthorized) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := a.CreateToken(ctx, "bad name"); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Tokens.CreateToken(ctx, "bad name"); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("bad operator: %v", err)
 	}
-	toks, err := a.ListTokens(ctx)
+	toks, err := a.Tokens.ListTokens(ctx)
 	if err != nil || len(toks) != 1 || toks[0].ID != nt.ID || toks[0].SHA256 != ([32]byte{}) {
 		t.Fatalf("list %+v %v", toks, err)
 	}
-	if err := a.RevokeToken(ctx, nt.ID); err != nil {
+	if err := a.Tokens.RevokeToken(ctx, nt.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Authenticate(ctx, nt.Secret); !errors.Is(err, errkind.ErrUnauthorized) {
+	if _, err := a.Tokens.Authenticate(ctx, nt.Secret); !errors.Is(err, errkind.ErrUnauthorized) {
 		t.Fatalf("revoked token: %v", err)
 	}
-	if err := a.RevokeToken(ctx, "tok-nope"); !errors.Is(err, errkind.ErrNotFound) {
+	if err := a.Tokens.RevokeToken(ctx, "tok-nope"); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
 	// An agent's token speaks for its agent and never acts as an operator.
-	if _, err := a.CreateAgentToken(ctx, "acme", "nobody"); !errors.Is(err, errkind.ErrNotFound) {
+	if _, err := a.Tokens.CreateAgentToken(ctx, "acme", "nobody"); !errors.Is(err, errkind.ErrNotFound) {
 		t.Fatalf("token for an unknown agent: %v", err)
 	}
-	if _, err := a.Ingest(ctx, "acme", conduit("agent-1", "z", 1, 1, t0)); err != nil {
+	if _, err := a.Ingest.Ingest(ctx, "acme", conduit("agent-1", "z", 1, 1, t0)); err != nil {
 		t.Fatal(err)
 	}
-	at, err := a.CreateAgentToken(ctx, "acme", "agent-1")
+	at, err := a.Tokens.CreateAgentToken(ctx, "acme", "agent-1")
 	if err != nil || at.AgentID != "agent-1" {
 		t.Fatalf("agent token %+v %v", at, err)
 	}
-	if _, err := a.Authenticate(ctx, at.Secret); !errors.Is(err, errkind.ErrForbidden) {
+	if _, err := a.Tokens.Authenticate(ctx, at.Secret); !errors.Is(err, errkind.ErrForbidden) {
 		t.Fatalf("an agent's token on an operator route: %v", err)
 	}
-	if p, err := a.Principal(ctx, at.Secret); err != nil || p.AgentID != "agent-1" || p.Operator != "acme" {
+	if p, err := a.Tokens.Principal(ctx, at.Secret); err != nil || p.AgentID != "agent-1" || p.Operator != "acme" {
 		t.Fatalf("principal %+v %v", p, err)
 	}
 }
@@ -285,33 +285,33 @@ func TestBootstrap(t *testing.T) {
 	a, _ := newUseCases(t)
 	ctx := context.Background()
 	short := "too-short-secret"
-	_, err := a.BootstrapAdminToken(ctx, short)
+	_, err := a.Tokens.BootstrapAdminToken(ctx, short)
 	if !errors.Is(err, errkind.ErrInvalid) || bytes.Contains([]byte(err.Error()), []byte(short)) {
 		t.Fatalf("short admin token: %v", err)
 	}
 	first := "first-admin-token-0123456789abcdefghij"
-	id1, err := a.BootstrapAdminToken(ctx, first)
+	id1, err := a.Tokens.BootstrapAdminToken(ctx, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := a.BootstrapAdminToken(ctx, first); err != nil || id != id1 {
+	if id, err := a.Tokens.BootstrapAdminToken(ctx, first); err != nil || id != id1 {
 		t.Fatalf("restart with the same token: %q %v", id, err)
 	}
-	if op, err := a.Authenticate(ctx, first); err != nil || op != AdminOperator {
+	if op, err := a.Tokens.Authenticate(ctx, first); err != nil || op != AdminOperator {
 		t.Fatalf("admin: %q %v", op, err)
 	}
 	second := "second-admin-token-0123456789abcdefghij"
-	if _, err := a.BootstrapAdminToken(ctx, second); err != nil {
+	if _, err := a.Tokens.BootstrapAdminToken(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Authenticate(ctx, first); !errors.Is(err, errkind.ErrUnauthorized) {
+	if _, err := a.Tokens.Authenticate(ctx, first); !errors.Is(err, errkind.ErrUnauthorized) {
 		t.Fatalf("rotated-out admin token still works: %v", err)
 	}
-	if _, err := a.Authenticate(ctx, second); err != nil {
+	if _, err := a.Tokens.Authenticate(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	// A revoked token cannot be brought back by setting it again.
-	if _, err := a.BootstrapAdminToken(ctx, first); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Tokens.BootstrapAdminToken(ctx, first); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("revoked admin token re-bootstrapped: %v", err)
 	}
 }
@@ -327,7 +327,7 @@ func TestCertificateSubSecond(t *testing.T) {
 	second := c.t.Truncate(time.Second)
 	ingest(t, a, conduit("agent-1", "late", 1, 1, second.Add(300*time.Millisecond)))
 	c.t = second.Add(700 * time.Millisecond)
-	cert, err := a.Certificate(ctx, "agent-1")
+	cert, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestCertificateSubSecond(t *testing.T) {
 	}
 	// A second later the event is inside the window and a new passport counts it.
 	c.t = second.Add(1500 * time.Millisecond)
-	cert2, err := a.Certificate(ctx, "agent-1")
+	cert2, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
+
+// Verifier is the use case of verification (spec §7.3): a presented
+// passport checked offline (L1) with the keys in use and the formula
+// versions accepted, then against this server's ledger (L2,
+// verify_policy.go) when it holds the agent.
+type Verifier struct {
+	store    VerifyStore
+	clock    clock
+	keys     *signing
+	formulas passport.Acceptance // Config.Formulas
+}
 
 // Verification is the answer to POST /swarmscore/verify (spec §7.3) plus
 // the reasons behind it and what each level of verification found.
@@ -46,54 +58,54 @@ const (
 	// CodeAgentMismatch: the passport names another agent than the one the
 	// caller asked about. It counts as tampering: someone is presenting
 	// another agent's passport as theirs.
-	CodeAgentMismatch = "agent_mismatch"
+	CodeAgentMismatch = api.CodeAgentMismatch
 	// CodeLedgerMismatch: this server holds the agent's ledger, and the
 	// counts it gives as of the passport's computed_at differ from the
 	// passport's (L2, spec §7.1). The signature may be fine; the score is
 	// not what the record supports.
-	CodeLedgerMismatch = "ledger_mismatch"
+	CodeLedgerMismatch = api.CodeLedgerMismatch
 	// CodeAgentUnbound (warning): the caller named an agent but the
 	// passport names none (spec §6.1 has no agent_id member), so nothing
 	// binds it to that agent.
-	CodeAgentUnbound = "agent_unbound"
+	CodeAgentUnbound = api.CodeAgentUnbound
 	// CodePassportRevoked: this server issued the passport and has revoked
 	// it, because its agent was erased (GDPR Art. 17, §11.4). The document
 	// may be genuine and unexpired; it is refused all the same. The
 	// message does not name the agent's pseudonym.
-	CodePassportRevoked = "passport_revoked"
+	CodePassportRevoked = api.CodePassportRevoked
 )
 
 // CheckResult is what one level of verification found.
-type CheckResult string
+type CheckResult = api.CheckResult
 
 // The results a check can have. Which ones a check uses is listed with
 // the check's name.
 const (
-	CheckOK            CheckResult = "ok"
-	CheckFailed        CheckResult = "failed"
-	CheckExpired       CheckResult = "expired"
-	CheckNotYetValid   CheckResult = "not_yet_valid"
-	CheckConfirmed     CheckResult = "confirmed"
-	CheckMismatch      CheckResult = "mismatch"
-	CheckNotApplicable CheckResult = "not_applicable"
+	CheckOK            = api.CheckOK
+	CheckFailed        = api.CheckFailed
+	CheckExpired       = api.CheckExpired
+	CheckNotYetValid   = api.CheckNotYetValid
+	CheckConfirmed     = api.CheckConfirmed
+	CheckMismatch      = api.CheckMismatch
+	CheckNotApplicable = api.CheckNotApplicable
 	// CheckRevoked: the ledger check of a passport this server revoked
 	// (CodePassportRevoked); the ledger is not consulted.
-	CheckRevoked CheckResult = "revoked"
+	CheckRevoked = api.CheckRevoked
 )
 
 // The checks, in the order they are reported.
 const (
 	// CheckSignature (L1): ok, or failed (missing, malformed, not made by
 	// the server's key, or the document could not be read).
-	CheckSignature = "signature"
+	CheckSignature = api.CheckSignature
 	// CheckConsistency (L1): ok when the document is a well-formed
 	// passport whose score, tier, contributions, rates, escrow modifier,
 	// gaps and expiry are what its own counts give; failed otherwise.
-	CheckConsistency = "consistency"
+	CheckConsistency = api.CheckConsistency
 	// CheckExpiry (L1): ok, expired, not_yet_valid (computed_at beyond the
 	// clock-skew allowance), or failed when the document has no readable
 	// expires_at.
-	CheckExpiry = "expiry"
+	CheckExpiry = api.CheckExpiry
 	// CheckLedger (L2): confirmed when this server's ledger gives the
 	// passport's counts as of its computed_at, changed_since_issue when it
 	// gave them as it stood at issue and reports received since changed
@@ -102,62 +114,21 @@ const (
 	// not_applicable when the server has no ledger for the agent (an agent
 	// it has never seen, an offline verification, a document that names no
 	// agent or could not be read).
-	CheckLedger = "ledger"
+	CheckLedger = api.CheckLedger
 	// CheckAgent: ok when the passport names the agent the caller asked
 	// about, mismatch when it names another (tampering), not_applicable
 	// when the caller named none or the passport names none.
-	CheckAgent = "agent"
+	CheckAgent = api.CheckAgent
 )
 
 // Check is one level of verification and what it found.
-type Check struct {
-	Name   string
-	Result CheckResult
-}
+type Check = api.Check
 
 // Checks lists the checks of a verification in a fixed order
 // (CheckSignature, CheckConsistency, CheckExpiry, CheckLedger,
 // CheckAgent). A new level is one more entry: the edges render every entry
-// (a JSON object, MarshalJSON) without knowing the list.
-type Checks []Check
-
-// Result returns the result of the named check, "" if there is none.
-func (cs Checks) Result(name string) CheckResult {
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Result
-		}
-	}
-	return ""
-}
-
-// Set replaces the named check's result (a check cs does not list is
-// not added).
-func (cs Checks) Set(name string, r CheckResult) {
-	for i := range cs {
-		if cs[i].Name == name {
-			cs[i].Result = r
-		}
-	}
-}
-
-// MarshalJSON renders the checks as one JSON object, name to result, in
-// order. Names and results are plain ASCII words, so they need no escaping.
-func (cs Checks) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 128)
-	b = append(b, '{')
-	for i, c := range cs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, c.Name...)
-		b = append(b, `":"`...)
-		b = append(b, c.Result...)
-		b = append(b, '"')
-	}
-	return append(b, '}'), nil
-}
+// (a JSON object, api.Checks.MarshalJSON) without knowing the list.
+type Checks = api.Checks
 
 // L1Checks are the checks of an offline verification (passport.Verify
 // alone, as `swarmscore passport verify` does): the document's own levels
@@ -165,11 +136,11 @@ func (cs Checks) MarshalJSON() ([]byte, error) {
 // binding not applicable.
 func L1Checks(v *passport.Verification) Checks {
 	return Checks{
-		{CheckSignature, CheckResult(v.Checks.Signature)},
-		{CheckConsistency, CheckResult(v.Checks.Consistency)},
-		{CheckExpiry, CheckResult(v.Checks.Expiry)},
-		{CheckLedger, CheckNotApplicable},
-		{CheckAgent, CheckNotApplicable},
+		{Name: CheckSignature, Result: CheckResult(v.Checks.Signature)},
+		{Name: CheckConsistency, Result: CheckResult(v.Checks.Consistency)},
+		{Name: CheckExpiry, Result: CheckResult(v.Checks.Expiry)},
+		{Name: CheckLedger, Result: CheckNotApplicable},
+		{Name: CheckAgent, Result: CheckNotApplicable},
 	}
 }
 
@@ -193,8 +164,8 @@ func L1Checks(v *passport.Verification) Checks {
 // check not_applicable rather than confirmed. An unreadable document is
 // not an error: it is a Verification with valid false and the reasons.
 // Errors: ErrUnavailable when the ledger cannot be read.
-func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
-	v := u.Formulas.Verify(doc, u.keys(ctx).keys, u.now())
+func (u *Verifier) Verify(ctx context.Context, doc []byte, agentID string) (Verification, error) {
+	v := u.formulas.Verify(doc, u.keys.current(ctx).keys, u.clock.now())
 	checks := L1Checks(v)
 	var current *CurrentScore
 	var changed []ledger.EventKey
@@ -244,11 +215,11 @@ func (u *UseCases) Verify(ctx context.Context, doc []byte, agentID string) (Veri
 // ledger level is then skipped: the erased id has no ledger here, and if
 // it were registered again, that agent's ledger would say nothing about
 // this passport.
-func (u *UseCases) revoked(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (bool, error) {
+func (u *Verifier) revoked(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (bool, error) {
 	if !v.SignatureValid || p.AgentPassportID == "" {
 		return false, nil
 	}
-	ip, err := u.Store.Passport(ctx, p.AgentPassportID)
+	ip, err := u.store.Passport(ctx, p.AgentPassportID)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
 		return false, nil
@@ -269,14 +240,14 @@ func (u *UseCases) revoked(ctx context.Context, p *passport.Passport, v *passpor
 // current passport costs no window count; otherwise the ledger is counted.
 // until is the first instant the counts may differ when they came from a
 // cache entry (its ValidUntil), else asOf itself.
-func (u *UseCases) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
-	e, ok, err := u.Store.CachedScore(ctx, agentID, asOf)
+func (u *Verifier) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
+	e, ok, err := u.store.CachedScore(ctx, agentID, asOf)
 	if err != nil {
 		return score.Counts{}, asOf, err
 	}
 	if ok {
 		return e.Result.Counts, e.ValidUntil, nil
 	}
-	c, err = u.Store.Counts(ctx, agentID, asOf)
+	c, err = u.store.Counts(ctx, agentID, asOf)
 	return c, asOf, err
 }

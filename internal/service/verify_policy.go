@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
@@ -38,19 +39,19 @@ const (
 	// CodeSuperseded (warning): the passport was true when issued, but the
 	// agent's counts have changed since; Verification.Current has its
 	// score and tier now.
-	CodeSuperseded = "superseded"
+	CodeSuperseded = api.CodeSuperseded
 	// CodeLedgerChangedSinceIssue (warning): the ledger as of computed_at
 	// now differs from the passport, because of reports or corrections
 	// received after the passport was issued (listed in
 	// Verification.ChangedSinceIssue); as the ledger stood at issue it
 	// gave exactly the passport's counts.
-	CodeLedgerChangedSinceIssue = "ledger_changed_since_issue"
+	CodeLedgerChangedSinceIssue = api.CodeLedgerChangedSinceIssue
 )
 
 // CheckChangedSinceIssue is the ledger check's result for a passport
 // the ledger confirmed as it stood at issue, and that reports received
 // since have changed.
-const CheckChangedSinceIssue CheckResult = "changed_since_issue"
+const CheckChangedSinceIssue = api.CheckChangedSinceIssue
 
 // CurrentScore is an agent's score now, as this server's ledger gives it.
 type CurrentScore struct {
@@ -64,7 +65,7 @@ type CurrentScore struct {
 // and the events received since issue that changed the passport's
 // window. A passport for an agent this server has never seen is left to
 // L1 (nothing returned). Errors: ErrUnavailable.
-func (u *UseCases) ledgerLevel(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (*CurrentScore, []ledger.EventKey, error) {
+func (u *Verifier) ledgerLevel(ctx context.Context, p *passport.Passport, v *passport.Verification, checks Checks) (*CurrentScore, []ledger.EventKey, error) {
 	at := p.Issuer.ComputedAt
 	counts, until, err := u.ledgerCounts(ctx, p.AgentID, at)
 	switch {
@@ -125,9 +126,9 @@ func (u *UseCases) ledgerLevel(ctx context.Context, p *passport.Passport, v *pas
 // that second or soon after. A report received within that second may
 // have been counted or not, so both ends are tried: the ledger as it
 // stood at computed_at, then one second later.
-func (u *UseCases) changedSinceIssue(ctx context.Context, agentID string, at time.Time, claimed score.Counts) ([]ledger.EventKey, error) {
+func (u *Verifier) changedSinceIssue(ctx context.Context, agentID string, at time.Time, claimed score.Counts) ([]ledger.EventKey, error) {
 	for _, issued := range []time.Time{at, at.Add(time.Second)} {
-		changed, atIssue, err := u.Store.ChangedSince(ctx, agentID, at, issued)
+		changed, atIssue, err := u.store.ChangedSince(ctx, agentID, at, issued)
 		if err != nil {
 			return nil, err
 		}
@@ -143,19 +144,19 @@ func (u *UseCases) changedSinceIssue(ctx context.Context, agentID string, at tim
 // now (the cache entry that gave them still answers: the common case of a
 // current passport, with no second query), else the cache entry answering
 // now, else the ledger.
-func (u *UseCases) currentCounts(ctx context.Context, agentID string, known score.Counts, until time.Time) (score.Counts, time.Time, error) {
-	now := u.now()
+func (u *Verifier) currentCounts(ctx context.Context, agentID string, known score.Counts, until time.Time) (score.Counts, time.Time, error) {
+	now := u.clock.now()
 	if now.Before(until) {
 		return known, now, nil
 	}
-	e, ok, err := u.Store.CachedScore(ctx, agentID, now)
+	e, ok, err := u.store.CachedScore(ctx, agentID, now)
 	if err != nil {
 		return score.Counts{}, now, err
 	}
 	if ok {
 		return e.Result.Counts, now, nil
 	}
-	c, err := u.Store.Counts(ctx, agentID, now)
+	c, err := u.store.Counts(ctx, agentID, now)
 	return c, now, err
 }
 

@@ -28,11 +28,11 @@ func TestVerifySupersededAndChangedSinceIssue(t *testing.T) {
 	a, c := newUseCases(t)
 	issuedAt := c.t
 	ingest(t, a, append(conduit("agent-1", "c", 80, 76, t0), ap2("agent-1", "t", 40, 38, t0)...))
-	cert, err := a.Certificate(ctx, "agent-1")
+	cert, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := a.Verify(ctx, cert.Passport, "agent-1")
+	v, err := a.Verifier.Verify(ctx, cert.Passport, "agent-1")
 	if err != nil || !v.Valid || len(v.Warnings) != 0 || v.Current == nil || v.Current.Score != 760 || v.Current.Tier != score.TierStandard {
 		t.Fatalf("fresh passport: %+v %v", v, err)
 	}
@@ -41,7 +41,7 @@ func TestVerifySupersededAndChangedSinceIssue(t *testing.T) {
 	// ending after it: the passport was true, and is superseded.
 	c.t = issuedAt.Add(time.Hour)
 	ingest(t, a, conduit("agent-1", "late", 30, 0, issuedAt.Add(30*time.Minute)))
-	v, err = a.Verify(ctx, cert.Passport, "agent-1")
+	v, err = a.Verifier.Verify(ctx, cert.Passport, "agent-1")
 	if err != nil || !v.Valid || !v.ScoreValid || !sameChecks(v.Checks, "ok ok ok confirmed ok") ||
 		!slices.Equal(warningCodes(v), []string{CodeSuperseded}) || v.Current == nil || v.Current.Score >= 760 ||
 		!v.Current.ComputedAt.Equal(c.t) || len(v.ChangedSinceIssue) != 0 {
@@ -52,7 +52,7 @@ func TestVerifySupersededAndChangedSinceIssue(t *testing.T) {
 	// A report received now that ended before the passport was issued
 	// changes the passport's own window: the ledger changed since issue.
 	ingest(t, a, conduit("agent-1", "backdated", 1, 0, issuedAt.Add(-time.Minute)))
-	v, err = a.Verify(ctx, cert.Passport, "agent-1")
+	v, err = a.Verifier.Verify(ctx, cert.Passport, "agent-1")
 	want := []ledger.EventKey{{Type: ledger.ConduitSession, ID: "backdated-0"}}
 	if err != nil || !v.Valid || !v.ScoreValid || v.DetectedTampering || len(v.Errors) != 0 ||
 		!sameChecks(v.Checks, "ok ok ok changed_since_issue ok") || !slices.Equal(v.ChangedSinceIssue, want) ||
@@ -63,7 +63,7 @@ func TestVerifySupersededAndChangedSinceIssue(t *testing.T) {
 	// A count the server never signed, for an instant whose window has
 	// changed since: nothing reported explains it.
 	forged := sign(t, a, "agent-1", score.Counts{ConduitTotal: 80, ConduitSuccess: 80, AP2Total: 40, AP2Success: 40}, cert.ComputedAt)
-	v, err = a.Verify(ctx, forged, "agent-1")
+	v, err = a.Verifier.Verify(ctx, forged, "agent-1")
 	if err != nil || v.Valid || v.ScoreValid || !contains(codes(v), CodeLedgerMismatch) || !sameChecks(v.Checks, "ok ok ok mismatch ok") ||
 		len(v.Warnings) != 0 || v.Current == nil {
 		t.Fatalf("forged count: %+v %v", v, err)
@@ -81,13 +81,13 @@ func TestChangedSinceIssueWithinTheSecond(t *testing.T) {
 	c.t = second.Add(300 * time.Millisecond)
 	ingest(t, a, conduit("agent-2", "same-second", 1, 1, second.Add(-time.Hour)))
 	c.t = second.Add(600 * time.Millisecond)
-	cert, err := a.Certificate(ctx, "agent-2")
+	cert, err := a.Certificates.Certificate(ctx, "agent-2")
 	if err != nil || !cert.ComputedAt.Equal(second) {
 		t.Fatalf("certificate: %+v %v", cert, err)
 	}
 	c.t = second.Add(time.Hour)
 	ingest(t, a, conduit("agent-2", "later", 1, 0, second.Add(-time.Hour)))
-	v, err := a.Verify(ctx, cert.Passport, "agent-2")
+	v, err := a.Verifier.Verify(ctx, cert.Passport, "agent-2")
 	if err != nil || !v.Valid || !sameChecks(v.Checks, "ok ok ok changed_since_issue ok") ||
 		!slices.Equal(v.ChangedSinceIssue, []ledger.EventKey{{Type: ledger.ConduitSession, ID: "later-0"}}) {
 		t.Fatalf("report in the second of issue: %+v %v", v, err)

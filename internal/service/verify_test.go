@@ -21,7 +21,7 @@ func sign(t *testing.T, a *UseCases, agent string, c score.Counts, at time.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := p.Sign(a.Key)
+	doc, err := p.Sign(a.cfg.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +44,12 @@ func TestVerifyLevels(t *testing.T) {
 
 	// L1 and L2 agree.
 	good := sign(t, a, "agent-1", score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38}, issued)
-	v, err := a.Verify(ctx, good, "agent-1")
+	v, err := a.Verifier.Verify(ctx, good, "agent-1")
 	if err != nil || !v.Valid || len(v.Errors) != 0 || !sameChecks(v.Checks, "ok ok ok confirmed ok") {
 		t.Fatalf("good passport: %+v %v", v, err)
 	}
 	// Without an agent to compare with, the passport's own is used.
-	if v, err := a.Verify(ctx, good, ""); err != nil || !v.Valid || !sameChecks(v.Checks, "ok ok ok confirmed not_applicable") {
+	if v, err := a.Verifier.Verify(ctx, good, ""); err != nil || !v.Valid || !sameChecks(v.Checks, "ok ok ok confirmed not_applicable") {
 		t.Fatalf("good passport, no agent asked: %+v %v", v, err)
 	}
 
@@ -57,7 +57,7 @@ func TestVerifyLevels(t *testing.T) {
 	// says: L2 makes score_valid false. It is not tampering (the document
 	// is as signed).
 	inflated := sign(t, a, "agent-1", score.Counts{ConduitTotal: 80, ConduitSuccess: 80, AP2Total: 40, AP2Success: 40}, issued)
-	v, err = a.Verify(ctx, inflated, "agent-1")
+	v, err = a.Verifier.Verify(ctx, inflated, "agent-1")
 	if err != nil || v.Valid || !v.SignatureValid || v.ScoreValid || v.DetectedTampering || !contains(codes(v), CodeLedgerMismatch) ||
 		!sameChecks(v.Checks, "ok ok ok mismatch ok") {
 		t.Fatalf("inflated passport: %+v %v", v, err)
@@ -65,16 +65,16 @@ func TestVerifyLevels(t *testing.T) {
 
 	// The same through the cache: an entry computed at the passport's
 	// computed_at answers for the ledger.
-	cert, err := a.Certificate(ctx, "agent-1")
+	cert, err := a.Certificates.Certificate(ctx, "agent-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	verifyOK(t, a, cert.Passport, "agent-1")
-	if e, ok, _ := a.Store.CachedScore(ctx, "agent-1", cert.ComputedAt); !ok || !e.ComputedAt.Equal(cert.ComputedAt) {
+	if e, ok, _ := a.store.CachedScore(ctx, "agent-1", cert.ComputedAt); !ok || !e.ComputedAt.Equal(cert.ComputedAt) {
 		t.Fatalf("no cache entry at %v", cert.ComputedAt)
 	}
 	inflated2 := sign(t, a, "agent-1", score.Counts{ConduitTotal: 80, ConduitSuccess: 80, AP2Total: 40, AP2Success: 40}, cert.ComputedAt)
-	if v, err := a.Verify(ctx, inflated2, "agent-1"); err != nil || v.Valid || v.ScoreValid || !contains(codes(v), CodeLedgerMismatch) {
+	if v, err := a.Verifier.Verify(ctx, inflated2, "agent-1"); err != nil || v.Valid || v.ScoreValid || !contains(codes(v), CodeLedgerMismatch) {
 		t.Fatalf("inflated passport at the cache's instant: %+v %v", v, err)
 	}
 
@@ -83,39 +83,39 @@ func TestVerifyLevels(t *testing.T) {
 	early := sign(t, a, "agent-1", score.Counts{}, t0.Add(-time.Hour))
 	saved := c.t
 	c.t = t0.Add(24 * time.Hour) // while it has not expired
-	if v, err := a.Verify(ctx, early, "agent-1"); err != nil || !v.Valid {
+	if v, err := a.Verifier.Verify(ctx, early, "agent-1"); err != nil || !v.Valid {
 		t.Fatalf("passport from before the events: %+v %v", v, err)
 	}
 	c.t = saved
 
 	// An agent this server has no ledger for: L1 only.
 	foreign := sign(t, a, "agent-elsewhere", score.Counts{ConduitTotal: 5, ConduitSuccess: 5}, issued)
-	if v, err := a.Verify(ctx, foreign, "agent-elsewhere"); err != nil || !v.Valid || !sameChecks(v.Checks, "ok ok ok not_applicable ok") {
+	if v, err := a.Verifier.Verify(ctx, foreign, "agent-elsewhere"); err != nil || !v.Valid || !sameChecks(v.Checks, "ok ok ok not_applicable ok") {
 		t.Fatalf("foreign agent: %+v %v", v, err)
 	}
 
 	// Someone else's passport.
-	v, err = a.Verify(ctx, good, "agent-2")
+	v, err = a.Verifier.Verify(ctx, good, "agent-2")
 	if err != nil || v.Valid || !v.DetectedTampering || !contains(codes(v), CodeAgentMismatch) || !sameChecks(v.Checks, "ok ok ok confirmed mismatch") {
 		t.Fatalf("agent mismatch: %+v %v", v, err)
 	}
 
 	// Edited after signing.
 	tampered := bytes.Replace(good, []byte(`"value":760`), []byte(`"value":761`), 1)
-	v, err = a.Verify(ctx, tampered, "agent-1")
+	v, err = a.Verifier.Verify(ctx, tampered, "agent-1")
 	if err != nil || v.Valid || v.SignatureValid || !v.DetectedTampering || !sameChecks(v.Checks, "failed failed ok confirmed ok") {
 		t.Fatalf("tampered: %+v %v", v, err)
 	}
 
 	// Expired.
 	c.t = issued.Add(7*24*time.Hour + time.Second)
-	v, err = a.Verify(ctx, good, "agent-1")
+	v, err = a.Verifier.Verify(ctx, good, "agent-1")
 	if err != nil || v.Valid || !v.SignatureValid || !v.ExpiresAt.Equal(issued.Add(7*24*time.Hour)) || !sameChecks(v.Checks, "ok ok expired confirmed ok") {
 		t.Fatalf("expired: %+v %v", v, err)
 	}
 
 	// Not a passport at all: a verdict, not an error.
-	v, err = a.Verify(ctx, []byte(`{"hello":1}`), "agent-1")
+	v, err = a.Verifier.Verify(ctx, []byte(`{"hello":1}`), "agent-1")
 	if err != nil || v.Valid || len(v.Errors) == 0 || !v.ExpiresAt.IsZero() || !sameChecks(v.Checks, "failed failed failed not_applicable not_applicable") {
 		t.Fatalf("garbage: %+v %v", v, err)
 	}

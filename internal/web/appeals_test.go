@@ -113,7 +113,7 @@ func TestConsoleAppeals(t *testing.T) {
 	mustContain(t, r.page(t, http.StatusForbidden), "That form is not from this session.")
 	r = s.postForm(page+"/ack", url.Values{"csrf": {"forged"}}, "Cookie", c.cookie)
 	r.page(t, http.StatusForbidden)
-	if a, _ := s.u.Appeal(t.Context(), service.OperatorCaller("admin"), first.ID); a.State != appeal.Submitted {
+	if a, _ := s.u.Corrections.Appeal(t.Context(), service.OperatorCaller("admin"), first.ID); a.State != appeal.Submitted {
 		t.Fatalf("a refused form changed the appeal: %s", a.State)
 	}
 
@@ -155,7 +155,7 @@ func TestConsoleAppeals(t *testing.T) {
 		`<th scope="row">re-issue</th><td>7 days after upholding</td><td>2026-06-30 12:00 UTC</td><td>2026-06-23 12:00 UTC</td>`,
 		`action="/operator/appeals/`+first.ID+`/escalate"`)
 	mustNotContain(t, body, "/uphold\"", "/reject\"", "{0 {")
-	if a, _ := s.u.Appeal(t.Context(), service.OperatorCaller("admin"), first.ID); len(a.Corrections) != 1 || !strings.Contains(body, "<dt>Corrections recorded</dt><dd><code>"+a.Corrections[0]+"</code></dd>") {
+	if a, _ := s.u.Corrections.Appeal(t.Context(), service.OperatorCaller("admin"), first.ID); len(a.Corrections) != 1 || !strings.Contains(body, "<dt>Corrections recorded</dt><dd><code>"+a.Corrections[0]+"</code></dd>") {
 		t.Fatalf("the recorded correction %v is not shown", a.Corrections)
 	}
 	mustContain(t, c.get("/operator/agents?q=agent-7", 200), "77 verified of 80")
@@ -243,7 +243,7 @@ func TestConsoleAppealsSize(t *testing.T) {
 		if i == 0 {
 			events = many
 		}
-		f, err := s.u.FileAppeal(t.Context(), service.OperatorCaller("market-1"), service.AppealFiling{PassportID: a.PassportID, Grounds: appeal.IncorrectCount, Statement: long, Events: events})
+		f, err := s.u.Corrections.FileAppeal(t.Context(), service.OperatorCaller("market-1"), service.AppealFiling{PassportID: a.PassportID, Grounds: appeal.IncorrectCount, Statement: long, Events: events})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +263,7 @@ func TestConsoleAppealsSize(t *testing.T) {
 	}
 	// An appeal of 150 events with the longest statement and notes.
 	for _, act := range []appeal.Action{appeal.Ack} {
-		if _, _, err := s.u.ActOnAppeal(t.Context(), big.ID, service.OperatorCaller("admin"), service.AppealDecision{Action: act, Reason: long}); err != nil {
+		if _, _, err := s.u.Corrections.ActOnAppeal(t.Context(), big.ID, service.OperatorCaller("admin"), service.AppealDecision{Action: act, Reason: long}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,10 +18,10 @@ import (
 // rate. Both run warm: the certificate from memory, the page's history
 // from its memo.
 func BenchmarkAgentPageVsCertificate(b *testing.B) {
-	s := newSite(b, time.Now().UTC().Truncate(time.Second), httpapi.Options{})
+	// The real clock, as in production.
+	s := newSite(b, time.Now().UTC().Truncate(time.Second), httpapi.Options{}, func(_ service.Backend, cfg *service.Config, _ *clock) { cfg.Now = nil })
 	s.clock = nil
-	s.u.Now = nil // the real clock, as in production
-	s.u.StartCacheWatch()
+	s.u.Certificates.StartCacheWatch()
 	serve := func(path string) time.Duration {
 		start := time.Now()
 		rec := httptest.NewRecorder()
@@ -56,8 +56,8 @@ func BenchmarkHistoryFirstView(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		u := &service.UseCases{Store: s.u.Store, Key: s.u.Key, Platform: s.u.Platform, Now: s.u.Now}
-		if _, err := u.PublicProfile(ctx, "agent-7", true); err != nil {
+		u := service.New(s.store, s.cfg)
+		if _, err := u.Certificates.PublicProfile(ctx, "agent-7", true); err != nil {
 			b.Fatal(err)
 		}
 	}

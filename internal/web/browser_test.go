@@ -108,7 +108,7 @@ func serve(t *testing.T) *served {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	u := &service.UseCases{Store: st, Keys: keys, Platform: "swarmscore"}
+	u := service.New(st, service.Config{Keys: keys, Platform: "swarmscore"})
 	if err := webtest.Seed(ctx, u, now); err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ type ingestView struct {
 // loadIngest is what this process's ingests did: events per hour and the
 // latest rejections with their reasons.
 func (p *Pages) loadIngest(r *http.Request, _ session) (any, error) {
-	a := p.svc.IngestActivity()
+	a := p.svc.Ingest.IngestActivity()
 	v := ingestView{Activity: a, Chart: newHourChart(a.Hours)}
 	for i := len(a.Hours) - 1; i >= 0; i-- {
 		h := a.Hours[i]
@@ -162,14 +162,14 @@ func (p *Pages) loadAgents(r *http.Request, _ session) (any, error) {
 		if !ledger.ValidID(v.Query) {
 			return nil, badRequest("An agent id is 1 to 128 letters, digits and . _ : - characters.")
 		}
-		info, err := p.svc.Agent(r.Context(), v.Query)
+		info, err := p.svc.Certificates.Agent(r.Context(), v.Query)
 		if errors.Is(err, errkind.ErrNotFound) {
 			return v, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		e, err := p.svc.Score(r.Context(), v.Query)
+		e, err := p.svc.Certificates.Score(r.Context(), v.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +199,7 @@ func (p *Pages) loadAgents(r *http.Request, _ session) (any, error) {
 		rq.After = &c
 		v.First = agentsURL(v.Tier, v.MinScore, nil)
 	}
-	page, err := p.svc.Ranking(r.Context(), rq)
+	page, err := p.svc.Certificates.Ranking(r.Context(), rq)
 	if err != nil {
 		return nil, err
 	}

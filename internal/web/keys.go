@@ -15,7 +15,7 @@ import (
 )
 
 // KeysService lists the use cases of the console's signing keys pages
-// (spec §8.1), all of internal/service's UseCases: the ones `swarmscore
+// (spec §8.1; service.Keys): the ones `swarmscore
 // key list` and `swarmscore key rotate` call. None returns key material.
 type KeysService interface {
 	// Keyring is every key of the database's keyring, oldest first,
@@ -77,12 +77,12 @@ func age(now, t time.Time) string {
 // rotation. ?rotated= and ?reissued= report the rotation that brought the
 // operator here.
 func (p *Pages) loadKeys(r *http.Request, _ session) (any, error) {
-	recs, err := p.svc.Keyring(r.Context())
+	recs, err := p.svc.Keys.Keyring(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	now := p.now()
-	st := p.svc.KeyringStats()
+	st := p.svc.Keys.KeyringStats()
 	v := keysView{Active: keyring.Record{ID: st.ActiveID, Alg: st.ActiveAlg, CreatedAt: st.ActiveSince, State: keyring.Active}}
 	// A static key has no creation time, and is not in the database's
 	// keyring (or, if it is, the database's active key is not used).
@@ -124,7 +124,7 @@ var signingAlgs = []struct{ alg, label string }{
 // of the new key (the active one's unless changed), and a button that
 // posts it. Nothing changes until that is pressed.
 func (p *Pages) rotateKeyForm(w http.ResponseWriter, r *http.Request, s session) {
-	st := p.svc.KeyringStats()
+	st := p.svc.Keys.KeyringStats()
 	if st.ActiveSince.IsZero() {
 		p.errorPage(w, r, http.StatusConflict, "The keys are static", staticKeys)
 		return
@@ -150,7 +150,7 @@ func (p *Pages) renderRotate(w http.ResponseWriter, r *http.Request, s session, 
 // re-issue runs within the page's database time limit; what it does not
 // reach is re-issued on its next request, or by `swarmscore key reissue`.
 func (p *Pages) rotateKey(w http.ResponseWriter, r *http.Request, s session) {
-	st := p.svc.KeyringStats()
+	st := p.svc.Keys.KeyringStats()
 	if st.ActiveSince.IsZero() {
 		p.errorPage(w, r, http.StatusConflict, "The keys are static", staticKeys)
 		return
@@ -164,13 +164,13 @@ func (p *Pages) rotateKey(w http.ResponseWriter, r *http.Request, s session) {
 		p.renderRotate(w, r, s, http.StatusConflict, st, alg, "The active key is no longer the one this form was for: it was rotated since (the active key is now "+st.ActiveID+"). Nothing was changed; confirm again to rotate once more.")
 		return
 	}
-	rec, err := p.svc.RotateKey(r.Context(), alg)
+	rec, err := p.svc.Keys.RotateKey(r.Context(), alg)
 	if err != nil {
 		p.fail(w, r, err, "")
 		return
 	}
 	p.log.Info("signing key rotated", "operator", s.operator, "kid", rec.ID, "alg", rec.Alg, "previous", st.ActiveID)
-	rep, err := p.svc.ReissuePassports(r.Context(), reissueBatch, nil)
+	rep, err := p.svc.Keys.ReissuePassports(r.Context(), reissueBatch, nil)
 	q := url.Values{"rotated": {rec.ID}, "reissued": {strconv.Itoa(rep.Reissued)}}
 	if err != nil {
 		// The rotation is done; the passports not re-issued are on their

@@ -17,19 +17,19 @@ const testMasterKey = "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c
 
 // withKeyring gives the site's use cases a keyring in the database, as
 // serve opens one without SWARMSCORE_SIGNING_KEY.
-func withKeyring(t *testing.T) func(*service.UseCases, *clock) {
-	return func(u *service.UseCases, c *clock) {
-		k, err := service.OpenKeyring(t.Context(), u.Store, service.KeyConfig{MasterKey: testMasterKey, Now: c.now})
+func withKeyring(t *testing.T) func(service.Backend, *service.Config, *clock) {
+	return func(st service.Backend, cfg *service.Config, c *clock) {
+		k, err := service.OpenKeyring(t.Context(), st, service.KeyConfig{MasterKey: testMasterKey, Now: c.now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		u.Keys = k
+		cfg.Keys = k
 	}
 }
 
 func TestConsoleKeys(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{}, withKeyring(t))
-	first := s.u.KeyringStats().ActiveID
+	first := s.u.Keys.KeyringStats().ActiveID
 	c := openConsole(t, s)
 
 	body := c.get("/operator/keys", 200)
@@ -48,7 +48,7 @@ func TestConsoleKeys(t *testing.T) {
 	body = c.get("/operator/keys/rotate", 200)
 	mustContain(t, body, "<h1>Rotate the signing key?</h1>", `<input type="hidden" name="from" value="`+first+`">`,
 		`<option value="HS256" selected>`, `<label for="alg">Algorithm of the new key</label>`, `<a class="button secondary" href="/operator/keys">Cancel</a>`)
-	if s.u.KeyringStats().ActiveID != first {
+	if s.u.Keys.KeyringStats().ActiveID != first {
 		t.Fatal("the confirmation page rotated")
 	}
 	// Without the session's CSRF token: refused.
@@ -59,18 +59,18 @@ func TestConsoleKeys(t *testing.T) {
 	body = c.post("/operator/keys/rotate", url.Values{"from": {"hs256-stale"}, "alg": {"HS256"}}).page(t, http.StatusConflict)
 	mustContain(t, body, "it was rotated since (the active key is now "+first+"). Nothing was changed")
 	mustContain(t, c.post("/operator/keys/rotate", url.Values{"from": {first}, "alg": {"RSA"}}).page(t, http.StatusBadRequest), "Choose HMAC-SHA256 or Ed25519.")
-	if s.u.KeyringStats().ActiveID != first {
+	if s.u.Keys.KeyringStats().ActiveID != first {
 		t.Fatal("a refused form rotated")
 	}
 
 	// A passport signed by the old key, re-issued by the rotation.
-	if _, err := s.u.Certificate(t.Context(), "agent-7"); err != nil {
+	if _, err := s.u.Certificates.Certificate(t.Context(), "agent-7"); err != nil {
 		t.Fatal(err)
 	}
 	r = c.post("/operator/keys/rotate", url.Values{"from": {first}, "alg": {"EdDSA"}})
-	second := s.u.KeyringStats().ActiveID
-	if second == first || s.u.KeyringStats().ActiveAlg != "EdDSA" {
-		t.Fatalf("not rotated: %+v", s.u.KeyringStats())
+	second := s.u.Keys.KeyringStats().ActiveID
+	if second == first || s.u.Keys.KeyringStats().ActiveAlg != "EdDSA" {
+		t.Fatalf("not rotated: %+v", s.u.Keys.KeyringStats())
 	}
 	loc := r.header.Get("Location")
 	if r.code != http.StatusSeeOther || !regexp.MustCompile(`^/operator/keys\?reissued=[1-9][0-9]*&rotated=`+regexp.QuoteMeta(url.QueryEscape(second))+`$`).MatchString(loc) {
@@ -85,7 +85,7 @@ func TestConsoleKeys(t *testing.T) {
 	}
 	// The form sent again does not rotate again.
 	c.post("/operator/keys/rotate", url.Values{"from": {first}, "alg": {"EdDSA"}}).page(t, http.StatusConflict)
-	if s.u.KeyringStats().ActiveID != second {
+	if s.u.Keys.KeyringStats().ActiveID != second {
 		t.Fatal("a second send rotated again")
 	}
 	// No key material reaches a page.
@@ -110,7 +110,7 @@ func TestConsoleKeys(t *testing.T) {
 func TestConsoleStaticKeys(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
 	c := openConsole(t, s)
-	kid := s.u.KeyringStats().ActiveID
+	kid := s.u.Keys.KeyringStats().ActiveID
 	body := c.get("/operator/keys", 200)
 	mustContain(t, body, "This server signs with <code>SWARMSCORE_SIGNING_KEY</code> (key <code>"+kid+"</code>, HS256)",
 		"The database's keyring holds no key.")

@@ -309,7 +309,7 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 	if token == "" || len(token) > maxTokenLen {
 		err = fmt.Errorf("%w: empty or oversized token", errkind.ErrUnauthorized)
 	} else {
-		op, err = p.svc.Authenticate(r.Context(), token)
+		op, err = p.svc.Tokens.Authenticate(r.Context(), token)
 	}
 	switch {
 	case err == nil:

@@ -88,7 +88,7 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 			v.Rank = 0
 		}
 	}
-	page, err := p.svc.Ranking(r.Context(), rq)
+	page, err := p.svc.Certificates.Ranking(r.Context(), rq)
 	if err != nil {
 		p.fail(w, r, err, "")
 		return
@@ -184,7 +184,7 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	notFound := "No agent with a public SwarmScore has the id “" + id + "”."
-	prof, err := p.svc.PublicProfile(r.Context(), id, true)
+	prof, err := p.svc.Certificates.PublicProfile(r.Context(), id, true)
 	if err != nil {
 		p.fail(w, r, err, notFound)
 		return
@@ -273,7 +273,7 @@ func (p *Pages) badge(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, http.StatusNotFound, "Badge not found", "Badges are at /badge/{agent_id}.svg.")
 		return
 	}
-	prof, err := p.svc.PublicProfile(r.Context(), id, false)
+	prof, err := p.svc.Certificates.PublicProfile(r.Context(), id, false)
 	h := w.Header()
 	var b badge
 	status := http.StatusOK

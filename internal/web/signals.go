@@ -15,7 +15,7 @@ import (
 )
 
 // SignalsService lists the use cases of the console's gaming flags page
-// (spec §8.3, §15.2), all of internal/service's UseCases.
+// (spec §8.3, §15.2; service.Signals).
 type SignalsService interface {
 	// FlaggedAgents is every agent with a flagged signal as of asOf (now
 	// when zero), computed set-based.
@@ -61,8 +61,8 @@ type signalCell struct {
 // loadSignals is the gaming flags page: every flagged agent with each
 // figure beside its threshold, or one agent's signals by exact id.
 func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
-	v := signalsView{Query: strings.TrimSpace(r.URL.Query().Get("q")), MinEvents: p.svc.Thresholds().MinEvents}
-	if st, ok := p.svc.SignalStats(); ok {
+	v := signalsView{Query: strings.TrimSpace(r.URL.Query().Get("q")), MinEvents: p.svc.Signals.Thresholds().MinEvents}
+	if st, ok := p.svc.Signals.SignalStats(); ok {
 		v.WalkAt = st.WalkAt
 	}
 	if v.Query != "" {
@@ -70,7 +70,7 @@ func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
 			return nil, badRequest("An agent id is 1 to 128 letters, digits and . _ : - characters.")
 		}
 		v.Searched = true
-		a, err := p.svc.Signals(r.Context(), service.OperatorCaller(s.operator), v.Query, time.Time{})
+		a, err := p.svc.Signals.Signals(r.Context(), service.OperatorCaller(s.operator), v.Query, time.Time{})
 		if errors.Is(err, errkind.ErrNotFound) {
 			return v, nil
 		}
@@ -81,7 +81,7 @@ func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
 		v.AsOf, v.Found, v.Columns = a.AsOf, &row, row.Cells
 		return v, nil
 	}
-	list, err := p.svc.FlaggedAgents(r.Context(), time.Time{})
+	list, err := p.svc.Signals.FlaggedAgents(r.Context(), time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
 		v.Flagged = append(v.Flagged, signalsRow(&list.Agents[i]))
 	}
 	// The thresholds head the columns; every agent's signals name them.
-	v.Columns = signalsRow(&service.AgentSignals{Signals: signal.Evaluate(signal.Figures{}, p.svc.Thresholds())}).Cells
+	v.Columns = signalsRow(&service.AgentSignals{Signals: signal.Evaluate(signal.Figures{}, p.svc.Signals.Thresholds())}).Cells
 	return v, nil
 }
 

@@ -32,7 +32,7 @@ func TestGamingFlagsPage(t *testing.T) {
 		"<code>conduit_burst</code><br><span class=\"muted\">above 20</span>",
 		`<th scope="row"><a href="/operator/signals?q=agent-7">agent-7</a></th><td class="num">0%</td><td class="num"><strong>100% flagged</strong></td><td class="num"><strong>2% flagged</strong></td>`,
 		"none by this server since it started")
-	if _, err := s.u.VerifyLedger(context.Background()); err != nil {
+	if _, err := s.u.Signals.VerifyLedger(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	body = get("/operator/signals?q=agent-7", 200)
@@ -44,9 +44,11 @@ func TestGamingFlagsPage(t *testing.T) {
 		`<tr><th scope="row"><code>conduit_burst</code></th><td class="num">`,
 		"this server's, 2026-06-15 12:00 UTC")
 	// The thresholds are the deployment's.
-	th := s.u.Thresholds()
+	th := s.u.Signals.Thresholds()
 	th.AP2Top5BuyerShare = 1
-	s.u.SignalThresholds = th
+	cfg := s.cfg
+	cfg.SignalThresholds = th
+	s.pages.svc.Signals = service.New(s.store, cfg).Signals
 	mustContain(t, get("/operator/signals?q=agent-7", 200), `<td class="num">100%</td><td>above 100%</td><td>no</td>`)
 	mustContain(t, get("/operator/signals?q=ghost", 200), "No agent has the id “ghost”.")
 	mustContain(t, get("/operator/signals?q=a+b", 400), "An agent id is")
@@ -55,15 +57,14 @@ func TestGamingFlagsPage(t *testing.T) {
 // TestPagesRequireConsent: with consent required, an agent's page, badge
 // and leaderboard row appear only once it has consented.
 func TestPagesRequireConsent(t *testing.T) {
-	s := newSite(t, testNow, httpapi.Options{})
-	s.u.RequireConsent = true
+	s := newSite(t, testNow, httpapi.Options{}, func(_ service.Backend, cfg *service.Config, _ *clock) { cfg.RequireConsent = true })
 	mustContain(t, s.get("/agents/agent-7").page(t, 404), "No agent with a public SwarmScore has the id “agent-7”.")
 	if s.get("/badge/agent-7.svg").code != 404 {
 		t.Fatal("the badge of an agent that has not consented is served")
 	}
 	mustContain(t, s.get("/").page(t, 200), "No listed agent has a score yet.")
 	mustNotContain(t, s.get("/").body, "agent-7", "elite-1")
-	if _, err := s.u.RecordConsent(context.Background(), service.Caller{Operator: "op", AgentID: "agent-7"}, "agent-7", ""); err != nil {
+	if _, err := s.u.Rights.RecordConsent(context.Background(), service.Caller{Operator: "op", AgentID: "agent-7"}, "agent-7", ""); err != nil {
 		t.Fatal(err)
 	}
 	s.get("/agents/agent-7").page(t, 200)

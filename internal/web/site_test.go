@@ -55,6 +55,7 @@ func (c *clock) advance(d time.Duration) {
 type site struct {
 	t       testing.TB
 	u       *service.UseCases
+	cfg     service.Config
 	store   *sqlite.Store
 	api     *httpapi.Server
 	pages   *Pages
@@ -81,9 +82,9 @@ func (s *syncBuffer) String() string {
 }
 
 // newSite opens a fresh store, seeds it (seed) as of now and mounts the
-// pages on the API server. setup, if any, changes the use cases (and the
-// clock they were given) before anything is recorded.
-func newSite(t testing.TB, now time.Time, opt httpapi.Options, setup ...func(*service.UseCases, *clock)) *site {
+// pages on the API server. setup, if any, changes the use cases'
+// configuration (and the clock it gives them) before they are made.
+func newSite(t testing.TB, now time.Time, opt httpapi.Options, setup ...func(service.Backend, *service.Config, *clock)) *site {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "web.db"))
@@ -99,20 +100,21 @@ func newSite(t testing.TB, now time.Time, opt httpapi.Options, setup ...func(*se
 		t.Fatal(err)
 	}
 	c := &clock{t: now}
-	u := &service.UseCases{Store: st, Key: key, Platform: "test.example", Now: c.now}
+	cfg := service.Config{Key: key, Platform: "test.example", Now: c.now}
 	for _, f := range setup {
-		f(u, c)
+		f(st, &cfg, c)
 	}
-	if _, err := u.BootstrapAdminToken(ctx, testToken); err != nil {
+	u := service.New(st, cfg)
+	if _, err := u.Tokens.BootstrapAdminToken(ctx, testToken); err != nil {
 		t.Fatal(err)
 	}
 	seed(t, u, now)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	opt.Logger, opt.Now = log, c.now
-	api := httpapi.New(u, opt)
-	pages := Mount(api, u, Options{Logger: log, Now: c.now})
-	return &site{t: t, u: u, store: st, api: api, pages: pages, clock: c, logs: logs, handler: api}
+	api := httpapi.New(httpapi.ServicesOf(u), opt)
+	pages := Mount(api, ServicesOf(u), Options{Logger: log, Now: c.now})
+	return &site{t: t, u: u, cfg: cfg, store: st, api: api, pages: pages, clock: c, logs: logs, handler: api}
 }
 
 // seed records webtest's agents and a batch of two rejected events.
@@ -122,7 +124,7 @@ func seed(t testing.TB, u *service.UseCases, now time.Time) {
 	if err := webtest.Seed(ctx, u, now); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := u.IngestEvents(ctx, webtest.Operator, strings.NewReader(webtest.Rejected(now))); err != nil || len(rep.Rejected) != 2 {
+	if rep, err := u.Ingest.IngestEvents(ctx, webtest.Operator, strings.NewReader(webtest.Rejected(now))); err != nil || len(rep.Rejected) != 2 {
 		t.Fatalf("seed rejections: %+v %v", rep, err)
 	}
 }

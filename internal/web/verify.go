@@ -73,7 +73,7 @@ func (p *Pages) verify(w http.ResponseWriter, r *http.Request) {
 		again(http.StatusBadRequest, "Paste a passport or choose a passport file.")
 		return
 	}
-	res, err := p.svc.Verify(r.Context(), doc, agent)
+	res, err := p.svc.Verifier.Verify(r.Context(), doc, agent)
 	if err != nil {
 		p.fail(w, r, err, "")
 		return

@@ -6,7 +6,7 @@
 // nothing from another origin.
 //
 // Like internal/httpapi, the pages only translate: every answer comes from
-// one use case of internal/service (Service), the same ones the API calls.
+// one use case of internal/service (Services), the same ones the API calls.
 // They are mounted on the API server (Host), so they share its request
 // ids, access log, metrics, client addresses and public rate limit.
 //
@@ -28,31 +28,58 @@ import (
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
-// Service lists the use cases the pages call, all of internal/service's
-// UseCases. Errors are classified by errkind (pageError renders them).
-type Service interface {
+// Services are the use cases the pages call, one interface per group of
+// internal/service (ServicesOf takes them from a service.UseCases): the
+// same ones the API calls. Errors are classified by errkind (pageError
+// renders them).
+type Services struct {
+	Certificates ScoreService
+	Verifier     VerifyService
+	Tokens       TokenService
+	Ingest       ActivityService
+	Signals      SignalsService // the gaming flags page (signals.go)
+	Corrections  AppealsService // the appeals pages (appeals.go)
+	Keys         KeysService    // the signing keys pages (keys.go)
+}
+
+// ServicesOf is the groups of u that the pages call.
+func ServicesOf(u *service.UseCases) Services {
+	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Tokens: u.Tokens, Ingest: u.Ingest,
+		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys}
+}
+
+// ScoreService is what the public pages and the console's agent pages
+// show of agents (service.Certificates).
+type ScoreService interface {
 	// Ranking lists listed agents by current score, highest first.
 	Ranking(ctx context.Context, q service.RankingQuery) (service.RankingPage, error)
 	// PublicProfile is an agent's certificate, its score and history;
 	// unknown and unlisted agents are ErrNotFound alike.
 	PublicProfile(ctx context.Context, agentID string, history bool) (service.Profile, error)
-	// Verify checks a passport as POST /swarmscore/verify does.
-	Verify(ctx context.Context, doc []byte, agentID string) (service.Verification, error)
 	// Agent is what the ledger knows about an agent, unlisted ones too.
 	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
 	// Score is an agent's current score, unlisted ones too.
 	Score(ctx context.Context, agentID string) (ledger.ScoreEntry, error)
+}
+
+// VerifyService checks a passport as POST /swarmscore/verify does
+// (service.Verifier).
+type VerifyService interface {
+	Verify(ctx context.Context, doc []byte, agentID string) (service.Verification, error)
+}
+
+// TokenService signs operators in (service.Tokens).
+type TokenService interface {
 	// Authenticate returns the operator owning an API token, or
 	// ErrUnauthorized.
 	Authenticate(ctx context.Context, token string) (operator string, err error)
+}
+
+// ActivityService is what the console shows of ingests
+// (service.Ingestion).
+type ActivityService interface {
 	// IngestActivity is what this process's ingests did recently.
 	IngestActivity() service.IngestActivity
-	// The gaming flags page (signals.go).
-	SignalsService
-	// The appeals pages (appeals.go).
-	AppealsService
-	// The signing keys pages (keys.go).
-	KeysService
 }
 
 // Host is the HTTP server the pages are mounted on (*httpapi.Server).
@@ -77,6 +104,10 @@ type Host interface {
 	// (errkind.Unavailable) as the API's 503s are, so that the server's
 	// count of the 503s the database caused holds the pages' too.
 	PageUnavailable(w http.ResponseWriter, r *http.Request, err error)
+	// ClientGone answers, as the API does (499, logged at DEBUG), a page
+	// that failed only because its client went away, and reports whether
+	// err was that.
+	ClientGone(w http.ResponseWriter, r *http.Request, err error) bool
 }
 
 // Options tunes the pages. The zero value is usable.
@@ -95,7 +126,7 @@ type Options struct {
 // Pages is the mounted site. It holds the operator sessions and the
 // sign-in throttle in memory: a restart signs every operator out.
 type Pages struct {
-	svc      Service
+	svc      Services
 	host     Host
 	log      *slog.Logger
 	now      func() time.Time
@@ -117,7 +148,7 @@ type Pages struct {
 //	POST /operator/sign-in, POST /operator/sign-out
 //	GET  /operator/…              the console pages (consolePages)
 //	…    /operator/…              their actions and sub-pages (consoleActions)
-func Mount(host Host, svc Service, opt Options) *Pages {
+func Mount(host Host, svc Services, opt Options) *Pages {
 	p := &Pages{svc: svc, host: host, log: opt.Logger, now: opt.Now}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))

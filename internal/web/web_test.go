@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -222,7 +223,7 @@ func TestAgentPage(t *testing.T) {
 	}
 	for _, i := range []int{0, 30, 60, 88} {
 		day, _ := time.Parse(time.DateOnly, days[i][1])
-		ref, err := s.u.AgentScore(t.Context(), "agent-7", day.Add(24*time.Hour-ledger.Resolution))
+		ref, err := s.u.Certificates.AgentScore(t.Context(), "agent-7", day.Add(24*time.Hour-ledger.Resolution))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +286,7 @@ func TestBadge(t *testing.T) {
 	}
 	// A new certificate (a new event) is a new badge.
 	events := `{"type":"conduit_session","id":"late-1","agent_id":"agent-7","status":"VERIFIED","started_at":"2026-06-15T12:00:00Z","completed_at":"2026-06-15T12:30:00Z"}`
-	if _, err := s.u.IngestEvents(t.Context(), "market-1", strings.NewReader(events)); err != nil {
+	if _, err := s.u.Ingest.IngestEvents(t.Context(), "market-1", strings.NewReader(events)); err != nil {
 		t.Fatal(err)
 	}
 	// 81 sessions, 77 verified: conduit 4·77 = 308, score 308 + 456.
@@ -458,9 +459,12 @@ func TestPublicRateLimit(t *testing.T) {
 	}
 }
 
-// unavailable is a Service whose database is gone: every use case fails
-// as the back ends do, naming their internals.
-type unavailable struct{ Service }
+// unavailable is use cases whose database is gone: every one fails as the
+// back ends do, naming their internals.
+type unavailable struct {
+	ScoreService
+	TokenService
+}
 
 func (unavailable) err() error {
 	return fmt.Errorf("%w: sqlite: open /var/lib/swarmscore/ledger.db: disk I/O error", errkind.ErrUnavailable)
@@ -477,9 +481,12 @@ func TestErrorPages(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
 	// The database gone: a friendly 503 that names nothing internal.
 	logs := &syncBuffer{}
-	api := httpapi.New(s.u, httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	api := httpapi.New(httpapi.ServicesOf(s.u), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	defer api.Close()
-	Mount(api, unavailable{s.u}, Options{})
+	svc := ServicesOf(s.u)
+	down := unavailable{svc.Certificates, svc.Tokens}
+	svc.Certificates, svc.Tokens = down, down
+	Mount(api, svc, Options{})
 	s.handler = api
 	for _, path := range []string{"/", "/agents/agent-7"} {
 		body := s.get(path).page(t, http.StatusServiceUnavailable)
@@ -524,4 +531,33 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
+}
+
+// gone is use cases whose caller hung up: they fail with the request's
+// cancellation, as a back end does when its query is cancelled.
+type gone struct{ ScoreService }
+
+func (gone) PublicProfile(ctx context.Context, _ string, _ bool) (service.Profile, error) {
+	return service.Profile{}, fmt.Errorf("postgres: read profile: %w", ctx.Err())
+}
+
+// TestClientGonePage: a page whose client went away is answered 499 and
+// logged at DEBUG, as an API request is, not as an internal error.
+func TestClientGonePage(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	logs := &syncBuffer{}
+	api := httpapi.New(httpapi.ServicesOf(s.u), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	defer api.Close()
+	svc := ServicesOf(s.u)
+	svc.Certificates = gone{svc.Certificates}
+	Mount(api, svc, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	api.ServeHTTP(rec, httptest.NewRequest("GET", "/agents/agent-7", nil).WithContext(ctx))
+	if rec.Code != 499 || rec.Body.Len() != 0 {
+		t.Fatalf("%d %q, want 499 with no body", rec.Code, rec.Body.String())
+	}
+	mustContain(t, logs.String(), `"level":"DEBUG","msg":"client went away"`)
+	mustNotContain(t, logs.String(), `"level":"ERROR"`)
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"github.com/swarmscore/swarmscore/api"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,13 @@ func mustJSON(t *testing.T, v any) string {
 var at = time.Date(2026, 11, 24, 10, 0, 0, 123456000, time.UTC)
 
 func TestOptTime(t *testing.T) {
-	if OptTime(time.Time{}) != nil {
+	if optTime(time.Time{}) != nil {
 		t.Fatal("a zero time is not null")
 	}
-	if s := OptTime(at); s == nil || *s != ledger.FormatTime(at) {
-		t.Fatalf("got %v", s)
+	for _, v := range []time.Time{at, at.Add(789 * time.Nanosecond), at.Truncate(time.Second), at.In(time.FixedZone("x", 3600))} {
+		if s := optTime(v); s == nil || mustJSON(t, s) != `"`+ledger.FormatTime(v)+`"` {
+			t.Fatalf("%v: got %v, want %s", v, s, ledger.FormatTime(v))
+		}
 	}
 }
 
@@ -69,7 +72,7 @@ func TestRecordsOf(t *testing.T) {
 	got := RecordsOf(&rec)
 	s, c, p := mustJSON(t, got.Events[0]), mustJSON(t, got.Events[1]), mustJSON(t, got.Passports[0])
 	switch {
-	case got.AsOf != "2026-11-24T10:00:00.123456Z":
+	case mustJSON(t, got.AsOf) != `"2026-11-24T10:00:00.123456Z"`:
 		t.Errorf("as_of %s", got.AsOf)
 	case !strings.Contains(s, `"buyer_id":null`) || !strings.Contains(s, `"completed_at"`) || strings.Contains(s, "reported_status"):
 		t.Errorf("session %s", s)
@@ -77,5 +80,34 @@ func TestRecordsOf(t *testing.T) {
 		t.Errorf("transaction %s", c)
 	case !strings.Contains(p, `"computed_at":"2026-11-24T10:00:00Z"`) || !strings.Contains(p, `"key_id":null`):
 		t.Errorf("passport %s", p)
+	}
+}
+
+// TestEventShape: api.Event, which clients send, marshals exactly as the
+// ledger writes the same event, and the ledger reads it back unchanged.
+func TestEventShape(t *testing.T) {
+	started, ended := at.Add(-time.Hour), at
+	cents := int64(500)
+	for _, c := range []struct {
+		api    api.Event
+		ledger ledger.Event
+	}{
+		{api.Event{Type: "conduit_session", ID: "s-1", AgentID: "a", BuyerID: "b", Status: "VERIFIED", StartedAt: started, CompletedAt: &ended},
+			ledger.Event{Type: ledger.ConduitSession, ID: "s-1", AgentID: "a", BuyerID: "b", Status: ledger.Verified, StartedAt: started, EndedAt: ended}},
+		{api.Event{Type: "conduit_session", ID: "s-2", AgentID: "a", Status: "RUNNING", StartedAt: started},
+			ledger.Event{Type: ledger.ConduitSession, ID: "s-2", AgentID: "a", Status: ledger.Running, StartedAt: started}},
+		{api.Event{Type: "ap2_transaction", ID: "t-1", ProviderID: "a", BuyerID: "b", Status: "SETTLED", EscrowAmountCents: &cents, StartedAt: started, SettledAt: &ended},
+			ledger.Event{Type: ledger.AP2Transaction, ID: "t-1", AgentID: "a", BuyerID: "b", Status: ledger.Settled, EscrowAmountCents: 500, StartedAt: started, EndedAt: ended}},
+		{api.Event{Type: "task_offer", ID: "o-1", AgentID: "a", BuyerID: "b", Status: "ACCEPTED", StartedAt: started, DecidedAt: &ended},
+			ledger.Event{Type: ledger.TaskOffer, ID: "o-1", AgentID: "a", BuyerID: "b", Status: ledger.Accepted, StartedAt: started, EndedAt: ended}},
+	} {
+		got, want := mustJSON(t, c.api), mustJSON(t, c.ledger)
+		if got != want {
+			t.Errorf("api.Event %s\nledger.Event %s", got, want)
+		}
+		back, err := ledger.ParseEvent([]byte(got))
+		if err != nil || back != c.ledger {
+			t.Errorf("%s reads back as %+v, %v", got, back, err)
+		}
 	}
 }

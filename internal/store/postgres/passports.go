@@ -11,9 +11,8 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
-
-const passportColumns = `id, agent_id, computed_at, expires_at, key_id, signature, document, revoked_at`
 
 func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 	var p ledger.IssuedPassport
@@ -33,7 +32,7 @@ func (s *Store) Passport(ctx context.Context, id string) (ledger.IssuedPassport,
 	// every invalidation seen (and a passport the replica does not have
 	// yet is looked up on the primary).
 	err := s.read(ctx, "", func(db *pgxpool.Pool) (err error) {
-		p, err = scanPassport(db.QueryRow(ctx, `SELECT `+passportColumns+` FROM passports WHERE id = $1`, id).Scan)
+		p, err = scanPassport(db.QueryRow(ctx, `SELECT `+store.PassportColumns+` FROM passports WHERE id = $1`, id).Scan)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: no passport with id %q was issued here", errkind.ErrNotFound, id)
 		}
@@ -50,7 +49,7 @@ func (s *Store) Passport(ctx context.Context, id string) (ledger.IssuedPassport,
 
 // Passports returns an agent's issued passports; see service.PassportStore.
 func (s *Store) Passports(ctx context.Context, agentID string) ([]ledger.IssuedPassport, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+passportColumns+` FROM passports WHERE agent_id = $1 ORDER BY computed_at, id`, agentID)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.PassportColumns+` FROM passports WHERE agent_id = $1 ORDER BY computed_at, id`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read passports: %w", classify(err))
 	}

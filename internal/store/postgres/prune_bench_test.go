@@ -55,7 +55,7 @@ func pruneLedger(b *testing.B, closed bool) (dsn string, now time.Time) {
 	return dsn, now
 }
 
-// BenchmarkPrune prunes 100,000 events of 1,000 agents, every one past the
+// BenchmarkPrunePartitions prunes 100,000 events of 1,000 agents, every one past the
 // cutoff, on a fresh copy of the same ledger for each run (the copy is
 // outside the timer): rows, with the events in the current partition, so
 // that their rows are deleted one chain at a time (what every prune did
@@ -63,7 +63,7 @@ func pruneLedger(b *testing.B, closed bool) (dsn string, now time.Time) {
 // before the cutoff, so that each chain's anchor and summary are written
 // and the partition is dropped whole. walk is the full `ledger verify`
 // walk of the same ledger, for scale. Run with -count to alternate.
-func BenchmarkPrune(b *testing.B) {
+func BenchmarkPrunePartitions(b *testing.B) {
 	ctx := context.Background()
 	if testing.Short() {
 		b.Skip("builds a 100,000-event ledger")

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // VerifyLedger implements service.LedgerStore: ledger.VerifyChains walks
@@ -102,7 +103,7 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 			ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 			ev.Event.StartedAt, ev.Event.EndedAt = timeOrZero(started), timeOrZero(ended)
 			ev.Corrected = nil
-			correctedRow(ev, reportedAgent, reportedStatus, voided)
+			ev.SetReported(reportedAgent, reportedStatus, voided)
 			cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 			cor.At = timeOrZero(corrected)
 			if !yield(&r, nil) {
@@ -115,23 +116,14 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 	}
 }
 
-// eventLinks streams every event row with the chain record its seq names,
-// but those of pruned events (their last record at or before the anchor),
-// which wait in a droppable partition.
+// eventLinksQuery is store.EventLinks, without the rows of pruned events
+// that wait in a droppable partition (partitions.go).
+var eventLinksQuery = store.EventLinks(true)
+
+// eventLinks streams every event row with the chain record its seq names.
 func eventLinks(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.EventLink, error] {
 	return func(yield func(*ledger.EventLink, error) bool) {
-		rows, err := tx.Query(ctx, `
-			SELECT 'conduit_session', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
-			LEFT JOIN chain_anchors x ON x.agent_id = e.agent_id WHERE e.seq > coalesce(x.seq, 0)
-			UNION ALL
-			SELECT 'ap2_transaction', e.id, e.provider_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq
-			LEFT JOIN chain_anchors x ON x.agent_id = e.provider_id WHERE e.seq > coalesce(x.seq, 0)
-			UNION ALL
-			SELECT 'task_offer', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
-			LEFT JOIN chain_anchors x ON x.agent_id = e.agent_id WHERE e.seq > coalesce(x.seq, 0)`)
+		rows, err := tx.Query(ctx, eventLinksQuery)
 		if err != nil {
 			yield(nil, err)
 			return

@@ -70,14 +70,15 @@ func Seed(ctx context.Context, u *service.UseCases, now time.Time) error {
 	for i := range 28 {
 		dims(fmt.Sprintf("fill-%02d", i), 10+i, 9+i/2, 2, 2, 20*24*time.Hour)
 	}
-	rep, err := u.IngestEvents(ctx, Operator, strings.NewReader(b.String()))
+	rep, err := u.Ingest.IngestEvents(ctx, Operator, strings.NewReader(b.String()))
 	if err != nil {
 		return err
 	}
 	if len(rep.Rejected) != 0 {
 		return fmt.Errorf("seed: %d events rejected, the first: %v", len(rep.Rejected), rep.Rejected[0].Err)
 	}
-	return u.Store.SetVisibility(ctx, "shy-agent", ledger.VisibilityUnlisted, now)
+	_, err = u.Rights.SetVisibility(ctx, service.OperatorCaller(Operator), "shy-agent", ledger.VisibilityUnlisted)
+	return err
 }
 
 // Rejected is a batch of two events the ledger rejects (an unknown status,
@@ -97,7 +98,7 @@ const AppealStatement = "Session agent-7-c19 was verified by the buyer the same 
 // grounds, disputing its session agent-7-c19 and its transaction
 // agent-7-t19, and returns it. Seed must have run.
 func SeedAppeal(ctx context.Context, u *service.UseCases) (service.AppealStatus, error) {
-	c, err := u.Certificate(ctx, "agent-7")
+	c, err := u.Certificates.Certificate(ctx, "agent-7")
 	if err != nil {
 		return service.AppealStatus{}, err
 	}
@@ -107,7 +108,7 @@ func SeedAppeal(ctx context.Context, u *service.UseCases) (service.AppealStatus,
 	if err := json.Unmarshal(c.Passport, &doc); err != nil {
 		return service.AppealStatus{}, fmt.Errorf("seed: reading agent-7's passport: %w", err)
 	}
-	return u.FileAppeal(ctx, service.OperatorCaller(Operator), service.AppealFiling{
+	return u.Corrections.FileAppeal(ctx, service.OperatorCaller(Operator), service.AppealFiling{
 		PassportID: doc.ID, Grounds: appeal.IncorrectStatus, Statement: AppealStatement,
 		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "agent-7-c19"}, {Type: ledger.AP2Transaction, ID: "agent-7-t19"}},
 	})

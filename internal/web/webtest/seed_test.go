@@ -26,7 +26,7 @@ func TestSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
-	u := &service.UseCases{Store: st, Now: func() time.Time { return now }}
+	u := service.New(st, service.Config{Now: func() time.Time { return now }})
 	if err := Seed(ctx, u, now); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestSeed(t *testing.T) {
 		score int
 		tier  score.Tier
 	}{"agent-7": {760, score.TierStandard}, "elite-1": {983, score.TierElite}, "newbie": {newbie.Score, score.TierNone}, "shy-agent": {1000, score.TierElite}} {
-		e, err := u.Score(ctx, agent)
+		e, err := u.Certificates.Score(ctx, agent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func TestSeed(t *testing.T) {
 	if c, err := st.Consent(ctx, "shy-agent"); err != nil || c.Visibility != ledger.VisibilityUnlisted {
 		t.Errorf("shy-agent is not unlisted: %+v %v", c, err)
 	}
-	rep, err := u.IngestEvents(ctx, Operator, strings.NewReader(Rejected(now)))
+	rep, err := u.Ingest.IngestEvents(ctx, Operator, strings.NewReader(Rejected(now)))
 	if err != nil || len(rep.Rejected) != 2 || rep.Accepted != 0 {
 		t.Errorf("Rejected: %+v %v", rep, err)
 	}
