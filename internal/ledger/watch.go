@@ -43,3 +43,21 @@ type WatchStats struct {
 	// MissedHeartbeats counts heartbeats that did not come back in time.
 	MissedHeartbeats uint64
 }
+
+// ReplicaStats counts where a back end with a read replica sent the reads
+// it may send there (postgres.Store.AttachReplica). The counters only grow.
+type ReplicaStats struct {
+	// Replica counts reads the replica answered.
+	Replica uint64
+	// Lagged counts reads sent to the primary because the replica had not
+	// replayed an invalidation the process had seen, or its listener was
+	// down.
+	Lagged uint64
+	// Failed counts reads the replica failed (down, a query cancelled by a
+	// recovery conflict) that the primary then answered.
+	Failed uint64
+	// Missed counts reads the replica found nothing for (an agent or a
+	// passport created since its last replay) that the primary was asked
+	// again.
+	Missed uint64
+}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
 // Read replicas. With AttachReplica, the public reads (an agent's cache
@@ -67,9 +68,12 @@ const unknownLSN = lsn(1<<64 - 1)
 // before it may answer a read about the agent.
 type readGate struct {
 	mu sync.Mutex
-	// pending are invalidations seen whose LSN is not known yet.
-	pending    map[string]struct{}
-	pendingAll bool
+	// pending are invalidations seen whose LSN is not known yet, each with
+	// the generation (gen) it was last seen at: an agent stays pending until
+	// an LSN read after that generation settles it.
+	gen        uint64
+	pending    map[string]uint64
+	pendingAll uint64 // 0: none
 	// need[agent] and needAll are the known LSNs; maxNeed is the largest
 	// of them (a read about no single agent needs it).
 	need             map[string]lsn
@@ -78,55 +82,46 @@ type readGate struct {
 
 func newReadGate() *readGate {
 	// Nothing is known before the listener first subscribes.
-	return &readGate{pending: map[string]struct{}{}, pendingAll: true, need: map[string]lsn{}}
+	return &readGate{gen: 1, pending: map[string]uint64{}, pendingAll: 1, need: map[string]lsn{}}
 }
 
 // saw records invalidations of agents (of every agent when all).
 func (g *readGate) saw(agents []string, all bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.gen++
 	if all {
-		g.pendingAll = true
+		g.pendingAll = g.gen
 		return
 	}
 	for _, a := range agents {
-		g.pending[a] = struct{}{}
+		g.pending[a] = g.gen
 	}
 }
 
-// take returns what is pending and clears it: the caller then reads the
-// primary's LSN and settles them with it (or gives them back with
-// untake when it could not).
-func (g *readGate) take() (agents map[string]struct{}, all bool) {
+// mark returns the generation up to which what is pending now will be
+// settled by an LSN read after this call, and whether anything is pending.
+func (g *readGate) mark() (gen uint64, any bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.pending) == 0 && !g.pendingAll {
-		return nil, false
-	}
-	agents, all = g.pending, g.pendingAll
-	g.pending, g.pendingAll = map[string]struct{}{}, false
-	return agents, all
+	return g.gen, len(g.pending) > 0 || g.pendingAll != 0
 }
 
-func (g *readGate) untake(agents map[string]struct{}, all bool) {
+// settle records that the invalidations seen up to generation gen were
+// committed at or before the primary's LSN at; they stop being pending.
+// Those seen later stay pending: their commit may be after at.
+func (g *readGate) settle(gen uint64, at lsn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.pendingAll = g.pendingAll || all
-	for a := range agents {
-		g.pending[a] = struct{}{}
-	}
-}
-
-// settle records that the invalidations taken were committed at or before
-// the primary's LSN at.
-func (g *readGate) settle(agents map[string]struct{}, all bool, at lsn) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if all {
+	if g.pendingAll != 0 && g.pendingAll <= gen {
+		g.pendingAll = 0
 		g.needAll = max(g.needAll, at)
 	}
-	for a := range agents {
-		g.need[a] = max(g.need[a], at)
+	for a, seen := range g.pending {
+		if seen <= gen {
+			delete(g.pending, a)
+			g.need[a] = max(g.need[a], at)
+		}
 	}
 	g.maxNeed = max(g.maxNeed, at)
 }
@@ -136,7 +131,7 @@ func (g *readGate) settle(agents map[string]struct{}, all bool, at lsn) {
 func (g *readGate) required(agent string) lsn {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.pendingAll {
+	if g.pendingAll != 0 {
 		return unknownLSN
 	}
 	if agent == "" {
@@ -171,22 +166,14 @@ type replica struct {
 	reads, lagged, failed, missed atomic.Uint64
 }
 
-// ReplicaStats counts where the public reads went.
-type ReplicaStats struct {
-	// Replica counts reads answered by the replica; Lagged those sent to
-	// the primary because the replica had not replayed an invalidation
-	// this process has seen (or the listener was down); Failed those the
-	// replica failed and the primary answered; Missed those the replica
-	// found nothing for and the primary was asked again.
-	Replica, Lagged, Failed, Missed uint64
-}
-
-// ReplicaStats reports where public reads went since AttachReplica.
-func (s *Store) ReplicaStats() ReplicaStats {
+// ReplicaStats reports where the public reads went since AttachReplica;
+// ok is false when no replica is attached.
+func (s *Store) ReplicaStats() (st ledger.ReplicaStats, ok bool) {
 	if s.replica == nil {
-		return ReplicaStats{}
+		return st, false
 	}
-	return ReplicaStats{Replica: s.replica.reads.Load(), Lagged: s.replica.lagged.Load(), Failed: s.replica.failed.Load(), Missed: s.replica.missed.Load()}
+	r := s.replica
+	return ledger.ReplicaStats{Replica: r.reads.Load(), Lagged: r.lagged.Load(), Failed: r.failed.Load(), Missed: r.missed.Load()}, true
 }
 
 // AttachReplica sends the store's public reads to the streaming replica
@@ -313,8 +300,8 @@ func replicaFault(err error) bool {
 // settles with it every invalidation seen before the query was sent. The
 // listener calls it after notifications and at each heartbeat.
 func settleFromPrimary(ctx context.Context, conn *pgconn.PgConn, g *readGate) error {
-	agents, all := g.take()
-	if agents == nil && !all {
+	gen, any := g.mark()
+	if !any {
 		return nil
 	}
 	res, err := conn.Exec(ctx, `SELECT pg_current_wal_lsn()::text`).ReadAll()
@@ -329,9 +316,8 @@ func settleFromPrimary(ctx context.Context, conn *pgconn.PgConn, g *readGate) er
 		at, err = parseLSN(string(res[0].Rows[0][0]))
 	}
 	if err != nil {
-		g.untake(agents, all)
-		return err
+		return err // still pending
 	}
-	g.settle(agents, all, at)
+	g.settle(gen, at)
 	return nil
 }

@@ -20,44 +20,62 @@ func TestParseLSN(t *testing.T) {
 }
 
 // TestReadGate: an invalidation holds reads about its agent to an unknown
-// LSN until it is settled, then to the LSN it was settled with; one of
-// every agent holds every read; reads about several agents need the
-// largest.
+// LSN until an LSN read after it settles it, then to that LSN; one of every
+// agent holds every read; reads about several agents need the largest. An
+// invalidation seen while an LSN is being read stays pending.
 func TestReadGate(t *testing.T) {
 	g := newReadGate()
 	if g.required("a") != unknownLSN {
 		t.Fatal("before the first subscription, a read needs nothing less than everything")
 	}
 	settle := func(at lsn) {
-		agents, all := g.take()
-		g.settle(agents, all, at)
+		gen, _ := g.mark()
+		g.settle(gen, at)
 	}
 	settle(10)
 	if g.required("a") != 10 || g.required("") != 10 {
 		t.Fatalf("after settling every agent at 10: %v %v", g.required("a"), g.required(""))
 	}
+	if _, any := g.mark(); any {
+		t.Fatal("something pending after a settle")
+	}
 	g.saw([]string{"a"}, false)
 	if g.required("a") != unknownLSN || g.required("b") != 10 || g.required("") != unknownLSN {
 		t.Fatalf("a pending: %v %v %v", g.required("a"), g.required("b"), g.required(""))
 	}
-	agents, all := g.take()
-	g.saw([]string{"b"}, false) // seen after the LSN query was sent
-	g.settle(agents, all, 20)
+	gen, _ := g.mark()
+	// While the LSN is read, a is still pending; b and a again are seen.
+	if g.required("a") != unknownLSN {
+		t.Fatal("a is not pending while its LSN is read")
+	}
+	g.saw([]string{"b"}, false)
+	g.settle(gen, 20)
 	if g.required("a") != 20 || g.required("b") != unknownLSN {
 		t.Fatalf("a settled at 20, b pending: %v %v", g.required("a"), g.required("b"))
 	}
-	agents, all = g.take()
-	g.untake(agents, all) // the LSN query failed
-	if g.required("b") != unknownLSN {
-		t.Fatal("an invalidation given back is not pending")
+	gen, _ = g.mark()
+	g.saw([]string{"a"}, false) // a again, after the read began
+	g.settle(gen, 25)
+	if g.required("a") != unknownLSN || g.required("b") != 25 {
+		t.Fatalf("a seen again during the read, b settled: %v %v", g.required("a"), g.required("b"))
 	}
 	settle(30)
-	g.forget(25)
-	if g.required("a") != 10 || g.required("b") != 30 || g.required("") != 30 {
-		t.Fatalf("after forgetting up to 25: %v %v %v", g.required("a"), g.required("b"), g.required(""))
+	g.forget(27)
+	if g.required("a") != 30 || g.required("b") != 10 || g.required("") != 30 {
+		t.Fatalf("after forgetting up to 27: %v %v %v", g.required("a"), g.required("b"), g.required(""))
 	}
 	g.saw(nil, true)
 	if g.required("c") != unknownLSN {
 		t.Fatal("every agent pending, c is not")
+	}
+	gen, _ = g.mark()
+	g.saw(nil, true)
+	g.settle(gen, 40)
+	if g.required("c") != unknownLSN {
+		t.Fatal("every agent seen again during the read: c is not pending")
+	}
+	settle(41)
+	if g.required("c") != 41 {
+		t.Fatalf("c after every agent settled at 41: %v", g.required("c"))
 	}
 }
