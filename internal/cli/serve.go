@@ -41,7 +41,14 @@ pages: the leaderboard at /, agent pages, /verify, badges and the operator
 console at /operator.
 
 The database is --db, else SWARMSCORE_DB, else the SQLite file swarmscore.db in
-the working directory; migrations are applied at start.
+the working directory; migrations are applied at start. With PostgreSQL,
+--db may list several hosts with target_session_attrs=read-write (a
+failover formation: writes follow the primary), and --db-read DSN sends the
+public reads (certificates, scores, pages, verify's recount) to a streaming
+replica of it. A read goes to the replica only once the replica has
+replayed every invalidation this process has seen (its own writes, the
+primary's notifications), else to the primary: a certificate is never older
+than the last change the server knows of. See docs/SCALING.md.
 
 Passports are signed with the active key of the keyring kept in the database,
 sealed under SWARMSCORE_MASTER_KEY (64 hex characters; for SQLite, a file
@@ -103,6 +110,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
+	f.StringVar(&cfg.dbRead, "db-read", "", "DSN of a streaming replica of --db (PostgreSQL) for the public reads")
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore, or swarmscore-ENVIRONMENT outside production)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
 	f.IntVar(&cfg.burst, "rate-burst", 100, "burst size of the per-client rate limit")
@@ -125,6 +133,7 @@ func newServeCmd() *cobra.Command {
 
 type serveConfig struct {
 	addr, db, platform string
+	dbRead             string
 	rate               float64
 	burst              int
 	proxies            []string
@@ -209,7 +218,7 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		TrustedProxies: set.proxies, MetricsAllow: set.scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax})
 	defer handler.Close()
 	srv := newHTTPServer(ctx, mountPages(handler, web.ServicesOf(u), log), log)
-	log.Info("listening", "addr", ln.Addr().String(), "db", set.drivers.redact(set.dsn), "platform", cfg.platform,
+	log.Info("listening", "addr", ln.Addr().String(), "db", set.drivers.redact(set.dsn), "db_read", set.drivers.redact(set.readDSN), "platform", cfg.platform,
 		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(set.scrapers), "db_timeout", cfg.dbTimeout.String(),
 		"formulas", set.formulas.String())
 	return runServer(ctx, stop, srv, ln, cfg.shutdown, log)
@@ -224,6 +233,7 @@ type serveSettings struct {
 	drivers           Drivers
 	drv               Driver
 	dsn, dbFile       string
+	readDSN           string // --db-read, "" for none
 }
 
 // settings checks serve's flags before anything is opened, and resolves
@@ -262,6 +272,14 @@ func (cfg *serveConfig) settings(cmd *cobra.Command) (serveSettings, error) {
 	if set.drv.File != nil {
 		if set.dbFile, err = set.drv.File(set.dsn); err != nil {
 			return set, err
+		}
+	}
+	if set.readDSN = cfg.dbRead; set.readDSN != "" {
+		if _, err := set.drivers.lookup(set.readDSN); err != nil {
+			return set, fmt.Errorf("--db-read: %w", err)
+		}
+		if set.drv.File != nil {
+			return set, usageErrorf("--db-read: the database of --db is a file, which has no replicas; read replicas need PostgreSQL")
 		}
 	}
 	return set, nil
@@ -332,6 +350,19 @@ func openServeStore(ctx context.Context, set serveSettings, log *slog.Logger) (s
 	}
 	if l, ok := st.(interface{ SetLogger(*slog.Logger) }); ok {
 		l.SetLogger(log)
+	}
+	if set.readDSN != "" {
+		r, ok := st.(interface {
+			AttachReplica(context.Context, string) error
+		})
+		if !ok {
+			st.Close()
+			return nil, usageErrorf("--db-read: the database of --db has no read replicas; read replicas need PostgreSQL")
+		}
+		if err := r.AttachReplica(ctx, set.readDSN); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("--db-read: %w", err)
+		}
 	}
 	return st, nil
 }

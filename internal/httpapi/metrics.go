@@ -120,6 +120,7 @@ type certificateCollector struct {
 	stats                                   func() service.CertificateStats
 	fromMemory, stampReads, passportReads   *prometheus.Desc
 	live, connects, disconnects, heartbeats *prometheus.Desc
+	replicaReads                            *prometheus.Desc
 }
 
 func newCertificateCollector(stats func() service.CertificateStats) *certificateCollector {
@@ -134,11 +135,14 @@ func newCertificateCollector(stats func() service.CertificateStats) *certificate
 		connects:    d("swarmscore_cache_listener_connects_total", "Cache listener subscriptions: the first and every reconnection."),
 		disconnects: d("swarmscore_cache_listener_disconnects_total", "Cache listener connections lost or abandoned."),
 		heartbeats:  d("swarmscore_cache_listener_missed_heartbeats_total", "Cache listener heartbeats that did not come back in time."),
+		replicaReads: prometheus.NewDesc("swarmscore_db_replica_reads_total",
+			"Public reads that may go to the read replica (serve --db-read), by where they went: replica; lagged (primary: the replica had not replayed an invalidation this process has seen, or the cache listener was down); failed (primary after the replica failed); missed (primary after the replica found nothing). Absent without a replica.",
+			[]string{"to"}, nil),
 	}
 }
 
 func (c *certificateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.fromMemory, c.stampReads, c.passportReads, c.live, c.connects, c.disconnects, c.heartbeats} {
+	for _, d := range []*prometheus.Desc{c.fromMemory, c.stampReads, c.passportReads, c.live, c.connects, c.disconnects, c.heartbeats, c.replicaReads} {
 		ch <- d
 	}
 }
@@ -160,5 +164,13 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.connects, w.Connects)
 		counter(c.disconnects, w.Disconnects)
 		counter(c.heartbeats, w.MissedHeartbeats)
+	}
+	if r := s.Replica; r != nil {
+		for _, v := range []struct {
+			to string
+			n  uint64
+		}{{"replica", r.Replica}, {"lagged", r.Lagged}, {"failed", r.Failed}, {"missed", r.Missed}} {
+			ch <- prometheus.MustNewConstMetric(c.replicaReads, prometheus.CounterValue, float64(v.n), v.to)
+		}
 	}
 }

@@ -219,6 +219,14 @@ type CertificateStats struct {
 	// nil before the watch starts (StartCacheWatch, or the first
 	// certificate request), or when there is none or it reports nothing.
 	Watch *ledger.WatchStats
+	// Replica counts where the back end sent the reads it may send to a
+	// read replica; nil without one (serve --db-read).
+	Replica *ledger.ReplicaStats
+}
+
+// replicaStats is implemented by back ends that may read from a replica.
+type replicaStats interface {
+	ReplicaStats() (ledger.ReplicaStats, bool)
 }
 
 // watchStats is implemented by watches that hold a connection (the
@@ -246,6 +254,11 @@ func (u *Certificates) CertificateStats() CertificateStats {
 	if ws, ok := u.certs.startedWatch().(watchStats); ok {
 		st := ws.Stats()
 		s.Watch = &st
+	}
+	if rs, ok := u.store.(replicaStats); ok {
+		if st, ok := rs.ReplicaStats(); ok {
+			s.Replica = &st
+		}
 	}
 	return s
 }

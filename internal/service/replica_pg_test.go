@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store/postgres"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgcluster"
 	"github.com/swarmscore/swarmscore/passport"
@@ -75,14 +76,14 @@ func TestCertificateReadReplica(t *testing.T) {
 	// to the replica: the passport other issued is served as it is.
 	var first Certificate
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		before := st.ReplicaStats().Replica
+		before := readsOf(t, st).Replica
 		fresh := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 		first = cert(fresh, "agent-1")
-		if st.ReplicaStats().Replica > before {
+		if readsOf(t, st).Replica > before {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no read went to the replica: %+v", st.ReplicaStats())
+			t.Fatalf("no read went to the replica: %+v", readsOf(t, st))
 		}
 	}
 	if first.Issued {
@@ -127,15 +128,15 @@ func TestCertificateReadReplica(t *testing.T) {
 
 	// agent-3 was not invalidated: with replay still paused, a process that
 	// remembers nothing reads its certificate from the replica.
-	before := st.ReplicaStats()
+	before := readsOf(t, st)
 	fresh := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 	if got := cert(fresh, "agent-3"); got.Issued {
 		t.Fatal("agent-3's stored passport was not served")
 	}
-	if after := st.ReplicaStats(); after.Replica <= before.Replica {
+	if after := readsOf(t, st); after.Replica <= before.Replica {
 		t.Fatalf("agent-3 was not read from the replica: %+v then %+v", before, after)
 	}
-	if st.ReplicaStats().Lagged == 0 {
+	if readsOf(t, st).Lagged == 0 {
 		t.Fatal("no read was sent to the primary for lag")
 	}
 
@@ -143,17 +144,26 @@ func TestCertificateReadReplica(t *testing.T) {
 	replica.Exec(t, "postgres", "SELECT pg_wal_replay_resume()")
 	caughtUp(t, dsn, readDSN)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		before := st.ReplicaStats().Replica
+		before := readsOf(t, st).Replica
 		fresh := New(st, Config{Now: c.now, Key: key, Platform: "test.example"})
 		cert(fresh, "agent-1")
-		if st.ReplicaStats().Replica > before {
+		if readsOf(t, st).Replica > before {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("agent-1 is never read from the replica again: %+v", st.ReplicaStats())
+			t.Fatalf("agent-1 is never read from the replica again: %+v", readsOf(t, st))
 		}
 	}
-	t.Logf("reads: %+v", st.ReplicaStats())
+	t.Logf("reads: %+v", readsOf(t, st))
+}
+
+func readsOf(t *testing.T, s *postgres.Store) ledger.ReplicaStats {
+	t.Helper()
+	st, ok := s.ReplicaStats()
+	if !ok {
+		t.Fatal("no replica attached")
+	}
+	return st
 }
 
 // caughtUp waits until the replica has replayed the primary's current WAL.
