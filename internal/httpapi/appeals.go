@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -226,14 +225,13 @@ func corrections(raw json.RawMessage) ([]ledger.CorrectionRequest, error) {
 
 // appealCollector exports the appeals by state and the overdue ones by
 // duty, counted at each scrape (appeals are few: a scrape reads them all).
-// When the database cannot answer within appealScrapeTimeout the series
-// are left out of that scrape rather than reported as zero.
+// When the database cannot answer (stats fails: a confirmed outage, no
+// free slot, or --db-timeout passed) the series are left out of that
+// scrape rather than reported as zero.
 type appealCollector struct {
 	stats            func(context.Context) (service.AppealStats, error)
 	byState, overdue *prometheus.Desc
 }
-
-const appealScrapeTimeout = 2 * time.Second
 
 func newAppealCollector(stats func(context.Context) (service.AppealStats, error)) *appealCollector {
 	return &appealCollector{
@@ -251,9 +249,7 @@ func (c *appealCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *appealCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), appealScrapeTimeout)
-	defer cancel()
-	st, err := c.stats(ctx)
+	st, err := c.stats(context.Background())
 	if err != nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"io"
 	"net/http"
 	"slices"
@@ -59,10 +60,26 @@ const (
 	maxUpholdCorrections = 100
 )
 
+// scrapeAppeals reads the appeal figures for a scrape as a request would,
+// in a database slot within --db-timeout, and not at all during a
+// confirmed outage: a scrape must not hang on a database that requests
+// already know is gone, nor take a slot a request could not.
+func (s *Server) scrapeAppeals(ctx context.Context) (service.AppealStats, error) {
+	if s.health.down() {
+		return service.AppealStats{}, errkind.ErrUnavailable
+	}
+	ctx, done, err := s.gate.enter(ctx)
+	if err != nil {
+		return service.AppealStats{}, err
+	}
+	defer done()
+	return s.svc.Corrections.AppealStats(ctx)
+}
+
 // correctionRoutes registers the routes of corrections, appeals and
 // checkpoints.
 func (s *Server) correctionRoutes() {
-	s.metrics.reg.MustRegister(newAppealCollector(s.svc.Corrections.AppealStats))
+	s.metrics.reg.MustRegister(newAppealCollector(s.scrapeAppeals))
 	s.route("POST /swarmscore/corrections", operator, maxCorrectionBody, s.correct)
 	s.route("POST /swarmscore/appeals", appellant, maxAppealBody, s.fileAppeal)
 	s.route("GET /swarmscore/appeals", appellant, maxNoBody, s.listAppeals)

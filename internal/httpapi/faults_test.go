@@ -704,7 +704,16 @@ func TestReadyzWithinTwoSeconds(t *testing.T) {
 // flaky is a Service whose database is down while down is set.
 type flaky struct {
 	*fake
-	down atomic.Pointer[error]
+	down          atomic.Pointer[error]
+	appealScrapes atomic.Int64
+}
+
+func (f *flaky) AppealStats(ctx context.Context) (service.AppealStats, error) {
+	f.appealScrapes.Add(1)
+	if err := f.err(); err != nil {
+		return service.AppealStats{}, err
+	}
+	return f.fake.AppealStats(ctx)
 }
 
 func (f *flaky) err() error {
@@ -777,8 +786,16 @@ func TestOutageLoggedOnce(t *testing.T) {
 	for range 20 {
 		h.do("GET", "/swarmscore/agent-1/certificate", nil).problem(t, "unavailable", 503)
 	}
+	// A scrape during the outage does not wait on the database for the
+	// appeal figures: it leaves them out.
+	if m := h.do("GET", "/metrics", nil); m.code != 200 || bytes.Contains(m.body, []byte("swarmscore_appeals{")) || f.appealScrapes.Load() != 0 {
+		t.Errorf("a scrape during the outage: %d, %d appeal reads", m.code, f.appealScrapes.Load())
+	}
 	f.down.Store(nil)
 	waitLog(t, logs, `"msg":"database available again"`)
+	if m := h.do("GET", "/metrics", nil); m.code != 200 || f.appealScrapes.Load() != 1 {
+		t.Errorf("a scrape after the outage: %d, %d appeal reads", m.code, f.appealScrapes.Load())
+	}
 	h.do("GET", "/swarmscore/agent-1", nil).ok(t)
 	out := logs.String()
 	if n := strings.Count(out, `"level":"ERROR"`); n != 1 {

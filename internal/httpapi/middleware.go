@@ -400,7 +400,7 @@ func (c *capture) Write(b []byte) (int, error) {
 // 429 or 503 carries Retry-After.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	r = withRequestID(w, r)
-	if s.clientGone(w, r, err) {
+	if s.ClientGone(w, r, err) {
 		return
 	}
 	p, level, logged := problemFor(err)
@@ -428,11 +428,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // is neither the server's fault nor the database's.
 const statusClientClosed = 499
 
-// clientGone answers (with statusClientClosed, for the access log and the
+// ClientGone answers (with statusClientClosed, for the access log and the
 // metrics) a request that failed because its client went away: its
 // context was cancelled, and the error is that cancellation. It is logged
 // at DEBUG: a client hanging up is not a failure of the server.
-func (s *Server) clientGone(w http.ResponseWriter, r *http.Request, err error) bool {
+func (s *Server) ClientGone(w http.ResponseWriter, r *http.Request, err error) bool {
 	if !errors.Is(r.Context().Err(), context.Canceled) || !errors.Is(err, context.Canceled) {
 		return false
 	}

@@ -67,3 +67,13 @@ type Consent struct {
 
 // Consented reports whether the agent has consented to some disclosure.
 func (c Consent) Consented() bool { return c.DisclosureVersion != "" }
+
+// CheckConsent checks the fields of a consent to record: the disclosure
+// version and who records it must be valid ids (CheckID). Errors:
+// ErrInvalid naming the field.
+func CheckConsent(version, by string) error {
+	if err := CheckID("version", version); err != nil {
+		return err
+	}
+	return CheckID("by", by)
+}

@@ -44,6 +44,25 @@ type StoredEvent struct {
 	Corrected *Current
 }
 
+// SetReported turns an event row read with its current agent and status in
+// se.Event back into the event as reported, with its corrected state: a
+// correction keeps the reported agent and status of the row it changes in
+// columns of their own (reportedAgent and reportedStatus, nil while no
+// correction changed them) and marks a voided row. A row no correction
+// touched is left as read.
+func (se *StoredEvent) SetReported(reportedAgent, reportedStatus *string, voided bool) {
+	if reportedAgent == nil && reportedStatus == nil && !voided {
+		return
+	}
+	se.Corrected = &Current{AgentID: se.Event.AgentID, Status: se.Event.Status, Voided: voided}
+	if reportedAgent != nil {
+		se.Event.AgentID = *reportedAgent
+	}
+	if reportedStatus != nil {
+		se.Event.Status = Status(*reportedStatus)
+	}
+}
+
 // State is what a batch is decided against: the chain heads of the
 // registered agents among Prepared.Agents, and the stored events among
 // Prepared.Events. A missing key means an unregistered agent or an event

@@ -262,8 +262,11 @@ func isLowerHex(s string) bool {
 // ReplaceID returns s with every occurrence of id that stands as a whole
 // identifier replaced by with: an occurrence counts when the bytes around
 // it are not letters, digits, '.', '_' or '-' (a ':' separates, so the
-// principal "agent:ID" names ID). Free text — a correction's reason, an
-// appeal's statement — is renamed with it when an agent is erased.
+// principal "agent:ID" names ID). Dots that no other identifier byte
+// follows (or, before it, precedes) are punctuation, not part of an id:
+// "filed by ID." and "…ID" name ID, "ID.v2" does not. Free text — a
+// correction's reason, an appeal's statement — is renamed with it when an
+// agent is erased, so a doubt is settled towards renaming.
 func ReplaceID(s, id, with string) string {
 	if id == "" {
 		return s
@@ -276,7 +279,7 @@ func ReplaceID(s, id, with string) string {
 			break
 		}
 		end := j + len(id)
-		if (j == 0 || !wordByte(s[j-1])) && (end == len(s) || !wordByte(s[end])) {
+		if idStarts(s, j) && idEnds(s, end) {
 			b = append(b, s[last:j]...)
 			b = append(b, with...)
 			last = end
@@ -296,6 +299,24 @@ func indexFrom(s, sub string, from int) int {
 		return from + i
 	}
 	return -1
+}
+
+// idStarts reports whether an id may start at s[j]: what precedes it,
+// past any dots, is the start of s or a byte no id has.
+func idStarts(s string, j int) bool {
+	for j > 0 && s[j-1] == '.' {
+		j--
+	}
+	return j == 0 || !wordByte(s[j-1])
+}
+
+// idEnds reports whether an id may end before s[end]: what follows it,
+// past any dots, is the end of s or a byte no id has.
+func idEnds(s string, end int) bool {
+	for end < len(s) && s[end] == '.' {
+		end++
+	}
+	return end == len(s) || !wordByte(s[end])
 }
 
 func wordByte(c byte) bool {

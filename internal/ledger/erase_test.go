@@ -251,6 +251,12 @@ func TestReplaceID(t *testing.T) {
 		{"chargeback filed by victim (card)", "chargeback filed by P (card)"},
 		{"victim2 victim-b xvictim victim.x a_victim", "victim2 victim-b xvictim victim.x a_victim"},
 		{"victim,victim victim", "P,P P"},
+		// Sentence punctuation is not part of the id.
+		{"reported by victim.", "reported by P."},
+		{"reported by victim... and others", "reported by P... and others"},
+		{"...victim, as said", "...P, as said"},
+		{"(victim.)", "(P.)"},
+		{"victim..x see.victim a.victim.", "victim..x see.victim a.victim."},
 		{"", ""},
 	} {
 		if got := ReplaceID(tc.s, "victim", "P"); got != tc.want {

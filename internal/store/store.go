@@ -1,19 +1,26 @@
 // Package store holds what the sqlite and postgres back ends share: the data
-// model they mirror and the SQL form of the score formula. The storage ports
-// they implement are declared by their user, internal/service; the storetest
-// conformance suite checks that both behave alike.
+// model they mirror, the SQL form of the score formula and the SQL
+// generated from ledger.Catalogue (an erasure's statements, the prune
+// condition, the event tables' reads), each back end supplying its
+// Dialect. The storage ports they implement are declared by their user,
+// internal/service; the storetest conformance suite checks that both behave
+// alike.
 //
 // The back ends store; they do not decide. Every rule of the ledger (which
 // report is accepted, a duplicate, superseded or rejected, how chain records
 // link, which heads move and which cache entries go stale) is
 // internal/ledger's: a back end loads what ledger.Prepare names, writes the
 // ledger.Plan that Decide returns, and feeds ledger.VerifyChains from one
-// snapshot.
+// snapshot. Which columns name an agent, and so what an erasure renames,
+// blanks or deletes, and which column ends an event, and so what a prune
+// may remove, is ledger.Catalogue's.
 //
 // # Model (mirror it in every back end)
 //
 // Tables (one goose migration set per dialect; names are a superset of spec
-// §12.1 so an operator who has those tables recognises them):
+// §12.1 so an operator who has those tables recognises them). Every column
+// of every table is listed in ledger.Catalogue with what it holds; the
+// conformance suite fails when a migration adds one it does not list.
 //
 //   - operators(id TEXT PK, created_at): the platforms that report events;
 //     id is the operator name (ledger.ValidID), registered on first use.

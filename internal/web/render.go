@@ -191,6 +191,9 @@ func (p *Pages) errorPage(w http.ResponseWriter, r *http.Request, status int, he
 // fail renders a use case's error as an error page (pageError); notFound,
 // when not empty, says what was not found in the page's own words.
 func (p *Pages) fail(w http.ResponseWriter, r *http.Request, err error, notFound string) {
+	if p.host.ClientGone(w, r, err) {
+		return
+	}
 	status, heading, message := pageError(err)
 	if status == http.StatusNotFound && notFound != "" {
 		message = notFound

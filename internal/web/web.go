@@ -104,6 +104,10 @@ type Host interface {
 	// (errkind.Unavailable) as the API's 503s are, so that the server's
 	// count of the 503s the database caused holds the pages' too.
 	PageUnavailable(w http.ResponseWriter, r *http.Request, err error)
+	// ClientGone answers, as the API does (499, logged at DEBUG), a page
+	// that failed only because its client went away, and reports whether
+	// err was that.
+	ClientGone(w http.ResponseWriter, r *http.Request, err error) bool
 }
 
 // Options tunes the pages. The zero value is usable.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -530,4 +531,33 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
+}
+
+// gone is use cases whose caller hung up: they fail with the request's
+// cancellation, as a back end does when its query is cancelled.
+type gone struct{ ScoreService }
+
+func (gone) PublicProfile(ctx context.Context, _ string, _ bool) (service.Profile, error) {
+	return service.Profile{}, fmt.Errorf("postgres: read profile: %w", ctx.Err())
+}
+
+// TestClientGonePage: a page whose client went away is answered 499 and
+// logged at DEBUG, as an API request is, not as an internal error.
+func TestClientGonePage(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	logs := &syncBuffer{}
+	api := httpapi.New(httpapi.ServicesOf(s.u), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	defer api.Close()
+	svc := ServicesOf(s.u)
+	svc.Certificates = gone{svc.Certificates}
+	Mount(api, svc, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	api.ServeHTTP(rec, httptest.NewRequest("GET", "/agents/agent-7", nil).WithContext(ctx))
+	if rec.Code != 499 || rec.Body.Len() != 0 {
+		t.Fatalf("%d %q, want 499 with no body", rec.Code, rec.Body.String())
+	}
+	mustContain(t, logs.String(), `"level":"DEBUG","msg":"client went away"`)
+	mustNotContain(t, logs.String(), `"level":"ERROR"`)
 }

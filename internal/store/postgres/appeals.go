@@ -11,10 +11,8 @@ import (
 	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
-
-const appealColumns = `id, agent_id, passport_id, passport_computed_at, grounds, statement, state, filed_by, filed_at,
-	acknowledged_at, decided_at, escalated_at, decision, reissued_at`
 
 func scanAppeal(scan func(...any) error) (appeal.Appeal, error) {
 	var a appeal.Appeal
@@ -40,7 +38,7 @@ func nullable(t time.Time) *time.Time {
 // CreateAppeal stores a new appeal; see service.AppealStore.
 func (s *Store) CreateAppeal(ctx context.Context, a appeal.Appeal) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		ct, err := tx.Exec(ctx, `INSERT INTO appeals (`+appealColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		ct, err := tx.Exec(ctx, `INSERT INTO appeals (`+store.AppealColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (id) DO NOTHING`,
 			a.ID, a.AgentID, a.PassportID, a.PassportComputedAt, string(a.Grounds), a.Statement, string(a.State), a.FiledBy, a.FiledAt,
 			nullable(a.AcknowledgedAt), nullable(a.DecidedAt), nullable(a.EscalatedAt), a.Decision, nullable(a.ReissuedAt))
@@ -76,7 +74,7 @@ func appendActions(ctx context.Context, tx pgx.Tx, a appeal.Appeal, from int) er
 
 // Appeal returns an appeal with its details; see service.AppealStore.
 func (s *Store) Appeal(ctx context.Context, id string) (appeal.Appeal, error) {
-	a, err := scanAppeal(s.pool.QueryRow(ctx, `SELECT `+appealColumns+` FROM appeals WHERE id = $1`, id).Scan)
+	a, err := scanAppeal(s.pool.QueryRow(ctx, `SELECT `+store.AppealColumns+` FROM appeals WHERE id = $1`, id).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, fmt.Errorf("%w: no appeal with id %q", errkind.ErrNotFound, id)
 	}
@@ -128,7 +126,7 @@ func (s *Store) appealDetails(ctx context.Context, a *appeal.Appeal) error {
 
 // Appeals lists appeals by state; see service.AppealStore.
 func (s *Store) Appeals(ctx context.Context, state appeal.State) ([]appeal.Appeal, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+appealColumns+` FROM appeals WHERE $1 = '' OR state = $1 ORDER BY filed_at, id`, string(state))
+	rows, err := s.pool.Query(ctx, `SELECT `+store.AppealColumns+` FROM appeals WHERE $1 = '' OR state = $1 ORDER BY filed_at, id`, string(state))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list appeals: %w", classify(err))
 	}
@@ -156,7 +154,7 @@ func (s *Store) Appeals(ctx context.Context, state appeal.State) ([]appeal.Appea
 // AppealSummaries returns every appeal without its details; see
 // service.AppealStore.
 func (s *Store) AppealSummaries(ctx context.Context) ([]appeal.Appeal, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+appealColumns+` FROM appeals ORDER BY filed_at, id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+store.AppealColumns+` FROM appeals ORDER BY filed_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list appeals: %w", classify(err))
 	}

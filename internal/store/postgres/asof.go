@@ -12,20 +12,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
 
-// involves selects, from an event table aliased e, the events that are or
-// were agent $1's and ended in [$2, $3]: an event's end time never
-// changes, so the window's events then are among these.
-func involves(t ledger.Type) string {
-	agent, end := "agent_id", "completed_at"
-	if t == ledger.AP2Transaction {
-		agent, end = "provider_id", "settled_at"
-	}
-	return fmt.Sprintf(`e.%[1]s BETWEEN $2 AND $3 AND (e.%[2]s = $1 OR e.reported_agent_id = $1
-	    OR e.id IN (SELECT k.event_id FROM corrections k WHERE k.event_type = '%[3]s' AND (k.from_agent = $1 OR k.to_agent = $1)))`, end, agent, t)
-}
+// involves is store.Involves in PostgreSQL.
+func involves(t ledger.Type) string { return store.Involves(dialect, t) }
 
 // ChangedSince implements service.LedgerStore: it loads, in one
 // snapshot, the histories of the events that are or were the agent's in

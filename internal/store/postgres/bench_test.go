@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
+	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
 
 // Benchmarks for docs/BENCHMARKS.md. Run with
@@ -503,22 +505,7 @@ func BenchmarkIngestResend(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := openTest(b)
 			final := benchEvents("e", (b.N+1)/2, ingestAgents, 1)
-			var history, resend []ledger.Event
-			for _, e := range final {
-				early := e
-				early.EndedAt = time.Time{}
-				if e.Type == ledger.ConduitSession {
-					early.Status = ledger.Running
-				} else {
-					early.Status = ledger.Held
-				}
-				history = append(history, early, e)
-				if name == "export" {
-					resend = append(resend, early, e)
-				} else {
-					resend = append(resend, e, e)
-				}
-			}
+			history, resend := storetest.ResendHistory(final, name == "export")
 			send := func(evs []ledger.Event, want ...ledger.OutcomeStatus) {
 				for len(evs) > 0 {
 					n := min(1000, len(evs))
@@ -539,4 +526,15 @@ func BenchmarkIngestResend(b *testing.B) {
 			send(resend[:b.N], ledger.OutcomeDuplicate, ledger.OutcomeSuperseded)
 		})
 	}
+}
+
+// BenchmarkPrune is storetest.BenchPrune (docs/BENCHMARKS.md,
+// "Retention").
+func BenchmarkPrune(b *testing.B) {
+	storetest.BenchPrune(b, func(b *testing.B) service.Backend { return openTest(b) })
+}
+
+// BenchmarkErase is storetest.BenchErase.
+func BenchmarkErase(b *testing.B) {
+	storetest.BenchErase(b, func(b *testing.B) service.Backend { return openTest(b) })
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"slices"
 	"strings"
 	"time"
@@ -17,17 +18,19 @@ import (
 
 // RecordConsent records an agent's consent; see service.ConsentStore.
 func (s *Store) RecordConsent(ctx context.Context, agentID, version, by string, at time.Time) error {
-	if err := ledger.CheckID("version", version); err != nil {
+	if err := ledger.CheckConsent(version, by); err != nil {
 		return err
 	}
-	if err := ledger.CheckID("by", by); err != nil {
-		return err
-	}
-	ct, err := s.pool.Exec(ctx, `INSERT INTO consent (agent_id, visibility, consented_at, disclosure_version, consent_given_at, consent_by)
+	var ct pgconn.CommandTag
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		ct, err = tx.Exec(ctx, `INSERT INTO consent (agent_id, visibility, consented_at, disclosure_version, consent_given_at, consent_by)
 		SELECT id, 'public', $2, $3, $2, $4 FROM agents WHERE id = $1
 		ON CONFLICT (agent_id) DO UPDATE SET disclosure_version = EXCLUDED.disclosure_version,
 			consent_given_at = EXCLUDED.consent_given_at, consent_by = EXCLUDED.consent_by`,
-		agentID, at.UTC().Truncate(ledger.Resolution), version, by)
+			agentID, at.UTC().Truncate(ledger.Resolution), version, by)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: record consent: %w", classify(err))
 	}

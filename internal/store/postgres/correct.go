@@ -10,21 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
-// eventSelect is an event row as ingest and corrections read it.
-func eventSelect(t ledger.Type) string {
-	switch t {
-	case ledger.AP2Transaction:
-		return `SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq,
-			reported_agent_id, reported_status, voided_at IS NOT NULL FROM ap2_transactions`
-	case ledger.TaskOffer:
-		return `SELECT id, agent_id, buyer_id, operator_id, status, 0::bigint, started_at, decided_at, seq,
-			reported_agent_id, reported_status, voided_at IS NOT NULL FROM task_offers`
-	}
-	return `SELECT id, agent_id, coalesce(buyer_id, ''), operator_id, status, 0::bigint, started_at, completed_at, seq,
-		reported_agent_id, reported_status, voided_at IS NOT NULL FROM conduit_sessions`
-}
+// eventSelect is store.EventSelect.
+var eventSelect = store.EventSelect
 
 // Correct records a correction and re-issues the affected agents' cache
 // entries in one transaction; see service.LedgerStore. The rows of the
@@ -112,13 +102,7 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 			return err
 		}
 	}
-	table, agentCol := "conduit_sessions", "agent_id"
-	switch c.EventType {
-	case ledger.AP2Transaction:
-		table, agentCol = "ap2_transactions", "provider_id"
-	case ledger.TaskOffer:
-		table = "task_offers"
-	}
+	table, agentCol := ledger.EventTable(c.EventType).Name, ledger.EventTable(c.EventType).Owner
 	var voided *time.Time
 	if plan.Event.IsVoided() {
 		voided = &c.At
@@ -161,8 +145,6 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 	return nil
 }
 
-const correctionColumns = `id, event_type, event_id, action, from_agent, to_agent, from_status, to_status, reason, appeal_id, actor, created_at, reissued_at`
-
 func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	var c ledger.Correction
 	var typ, action, from, to string
@@ -172,17 +154,12 @@ func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	}
 	c.EventType, c.Action, c.FromStatus, c.ToStatus = ledger.Type(typ), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 	c.At, c.ReissuedAt = c.At.UTC(), timeOrZero(reissued)
-	switch c.Action {
-	case ledger.ActionStatus:
-		c.Status = c.ToStatus
-	case ledger.ActionReattribute:
-		c.AgentID = c.ToAgent
-	}
+	c.SetRequested()
 	return c, nil
 }
 
 func readCorrection(ctx context.Context, tx pgx.Tx, id string) (ledger.Correction, bool, error) {
-	c, err := scanCorrection(tx.QueryRow(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE id = $1`, id).Scan)
+	c, err := scanCorrection(tx.QueryRow(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE id = $1`, id).Scan)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -192,7 +169,7 @@ func readCorrection(ctx context.Context, tx pgx.Tx, id string) (ledger.Correctio
 // Corrections lists an event's corrections, oldest first; see
 // service.LedgerStore.
 func (s *Store) Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE event_type = $1 AND event_id = $2 ORDER BY created_at, id`,
+	rows, err := s.pool.Query(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE event_type = $1 AND event_id = $2 ORDER BY created_at, id`,
 		string(typ), eventID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read corrections: %w", classify(err))

@@ -11,6 +11,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // erasures loads every stored erasure with its digests, oldest first.
@@ -26,10 +27,7 @@ func erasures(ctx context.Context, tx pgx.Tx) ([]ledger.Erasure, error) {
 	)
 	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.Pseudonym, &e.Identity, &e.By, &e.At, &digests}, func() error {
 		e.At = e.At.UTC()
-		e.Digests = make([]ledger.Hash, len(digests)/ledger.HashSize)
-		for i := range e.Digests {
-			copy(e.Digests[i][:], digests[i*ledger.HashSize:])
-		}
+		e.SetDigests(digests)
 		out = append(out, e)
 		return nil
 	})
@@ -50,15 +48,22 @@ func (s *Store) Erasures(ctx context.Context) ([]ledger.Erasure, error) {
 	return out, nil
 }
 
-// erasureScope is the scope's chain query: the agent's chain, then the
-// records of other chains whose content may name it (filtered exactly in
-// Go, by ledger.ChainRow.NamesAgent).
-var erasureScope = []string{
-	chainSelect + ` WHERE r.agent_id = $1 ORDER BY r.seq`,
-	chainSelect + ` WHERE r.agent_id <> $1 AND (coalesce(c.buyer_id, t.buyer_id, o.buyer_id) = $1
-	    OR k.from_agent = $1 OR k.to_agent = $1 OR strpos(k.reason, $1) > 0 OR strpos(k.actor, $1) > 0)
-	  ORDER BY r.agent_id, r.seq`,
-}
+// erasureLocked are the tables an erasure locks against writers besides
+// agents. A row that names an agent through a foreign key to agents waits
+// for the erasure's lock on agents (the key check locks the agent's row),
+// and then fails if the agent is gone; every other table whose columns
+// name agents (ledger.Catalogue) is here, so that a row written while the
+// erasure runs is renamed by it or waits for its end
+// (TestErasureLocksEveryAgentTable). The chain tables are here because
+// the erasure appends to and seals chains. A writer that took its table's
+// lock before the agents row it refers to can deadlock with an erasure;
+// PostgreSQL aborts one of the two, and both retry (inTx).
+var erasureLocked = []string{"conduit_sessions", "ap2_transactions", "task_offers", "corrections",
+	"ledger_records", "checkpoints", "checkpoint_leaves", "appeals", "appeal_actions", "api_tokens",
+	"consent", "chain_breaks", "ledger_summaries", "ledger_summary_rows"}
+
+// erasureScope is store.ErasureScope over this back end's chain walk.
+var erasureScope = store.ErasureScope(dialect, chainSelect)
 
 // Erase implements service.ErasureStore. It locks agents against new row
 // locks first (ingest and corrections lock agents' rows before writing),
@@ -68,7 +73,7 @@ func (s *Store) Erase(ctx context.Context, req ledger.ErasureRequest) (ledger.Er
 	var plan ledger.ErasurePlan
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE agents IN EXCLUSIVE MODE;
-		    LOCK TABLE conduit_sessions, ap2_transactions, task_offers, corrections, ledger_records, checkpoints, checkpoint_leaves IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		    LOCK TABLE `+strings.Join(erasureLocked, ", ")+` IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		x, p := req.AgentID, req.Pseudonym
@@ -124,16 +129,7 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 			if err != nil {
 				return err
 			}
-			if r.AgentID != x && !r.NamesAgent(x) {
-				continue
-			}
-			row := *r
-			if row.Record.Type == ledger.SummaryType {
-				row.Summary = ss[x][row.Record.Seq]
-			}
-			row.StoredHash = append([]byte(nil), r.StoredHash...)
-			row.HeadHash = append([]byte(nil), r.HeadHash...)
-			sc.Records = append(sc.Records, ledger.ScopedRow{ChainRow: row})
+			sc.Consider(x, r, ss[x])
 		}
 	}
 	agents := make([]string, len(sc.Records))
@@ -171,30 +167,45 @@ func loadScope(ctx context.Context, tx pgx.Tx, x string, sc *ledger.ErasureScope
 	return nil
 }
 
-// writeErasure applies a decided erasure of x.
+// erasureSQL is what the catalogue makes an erasure run (store.NewErasureSQL).
+var erasureSQL = store.NewErasureSQL(dialect)
+
+// writeErasure applies a decided erasure of x: the plan's rows, then the
+// renames the catalogue generates, then the checkpoint leaves, and x's
+// agent row last.
 func writeErasure(ctx context.Context, tx pgx.Tx, x string, plan *ledger.ErasurePlan) error {
 	e := &plan.Erasure
-	p := e.Pseudonym
-	digests := make([]byte, 0, len(e.Digests)*ledger.HashSize)
-	for _, d := range e.Digests {
-		digests = append(digests, d[:]...)
+	if err := writeErasurePlan(ctx, tx, x, plan); err != nil {
+		return err
 	}
+	if err := erasureSQL.Write(txOf(ctx, tx), x, e.Pseudonym, e.At, e.ID); err != nil {
+		return err
+	}
+	if err := renameLeaves(ctx, tx, x, e.Pseudonym); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM agents WHERE id = $1`, x)
+	return err
+}
+
+// writeErasurePlan stores the erasure, the pseudonym's agent row with its
+// new head, the seals of other chains' records and the erasure's record.
+func writeErasurePlan(ctx context.Context, tx pgx.Tx, x string, plan *ledger.ErasurePlan) error {
+	e := &plan.Erasure
+	p := e.Pseudonym
 	exec := func(q string, args ...any) error {
 		_, err := tx.Exec(ctx, q, args...)
 		return err
 	}
 	if err := exec(`INSERT INTO erasures (id, pseudonym, identity, actor, created_at, digests) VALUES ($1, $2, $3, $4, $5, $6)`,
-		e.ID, p, e.Identity, e.By, e.At, digests); err != nil {
+		e.ID, p, e.Identity, e.By, e.At, e.DigestBytes()); err != nil {
 		return err
 	}
 	if err := exec(`INSERT INTO agents (id, created_at, head_seq, head_hash, terminal_seq)
 	    SELECT $1, created_at, $2, $3, terminal_seq FROM agents WHERE id = $4`, p, plan.Head.Seq, plan.Head.Hash[:], x); err != nil {
 		return err
 	}
-	// The trigger lets a record's agent and seal change, nothing else.
-	if err := exec(`UPDATE ledger_records SET agent_id = $1, sealed_by = $2 WHERE agent_id = $3`, p, e.ID, x); err != nil {
-		return err
-	}
+	// x's own records are sealed as they are renamed (erasureSQL).
 	var agents []string
 	var seqs []int64
 	for _, r := range plan.Sealed {
@@ -206,62 +217,13 @@ func writeErasure(ctx context.Context, tx pgx.Tx, x string, plan *ledger.Erasure
 	    WHERE r.agent_id = w.agent_id AND r.seq = w.seq`, e.ID, agents, seqs); err != nil {
 		return err
 	}
-	if err := exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES ($1, $2, $3, $4, '', $5)`,
-		p, plan.Record.Seq, string(ledger.ErasureType), e.ID, plan.Record.Hash[:]); err != nil {
-		return err
-	}
-	for _, q := range []string{
-		`UPDATE conduit_sessions SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE conduit_sessions SET buyer_id = $1 WHERE buyer_id = $2`,
-		`UPDATE conduit_sessions SET reported_agent_id = $1 WHERE reported_agent_id = $2`,
-		`UPDATE ap2_transactions SET provider_id = $1 WHERE provider_id = $2`,
-		`UPDATE ap2_transactions SET buyer_id = $1 WHERE buyer_id = $2`,
-		`UPDATE ap2_transactions SET reported_agent_id = $1 WHERE reported_agent_id = $2`,
-		`UPDATE task_offers SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE task_offers SET buyer_id = $1 WHERE buyer_id = $2`,
-		`UPDATE task_offers SET reported_agent_id = $1 WHERE reported_agent_id = $2`,
-		`UPDATE corrections SET from_agent = $1 WHERE from_agent = $2`,
-		`UPDATE corrections SET to_agent = $1 WHERE to_agent = $2`,
-		`UPDATE passports SET agent_id = $1, document = '', signature = '', revoked_at = coalesce(revoked_at, $3) WHERE agent_id = $2`,
-		`UPDATE api_tokens SET agent_id = $1, revoked_at = coalesce(revoked_at, $3) WHERE agent_id = $2`,
-		`UPDATE consent SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE appeals SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE chain_breaks SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE chain_anchors SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE ledger_summaries SET agent_id = $1 WHERE agent_id = $2`,
-		`UPDATE ledger_summary_rows SET agent_id = $1 WHERE agent_id = $2`,
-	} {
-		args := []any{p, x}
-		if strings.Contains(q, "$3") {
-			args = append(args, e.At)
-		}
-		if err := exec(q, args...); err != nil {
-			return err
-		}
-	}
-	if err := exec(`DELETE FROM swarmscore_cache WHERE agent_id = $1`, x); err != nil {
-		return err
-	}
-	if err := exec(`INSERT INTO consent (agent_id, visibility, consented_at) VALUES ($1, 'unlisted', $2)
-	    ON CONFLICT (agent_id) DO UPDATE SET visibility = 'unlisted'`, p, e.At); err != nil {
-		return err
-	}
-	for _, t := range []struct {
-		table string
-		key   []string
-		text  []string
-	}{
-		{"corrections", []string{"id"}, []string{"reason", "actor"}},
-		{"appeals", []string{"id"}, []string{"statement", "decision", "filed_by"}},
-		{"appeal_actions", []string{"appeal_id", "seq"}, []string{"actor", "note"}},
-		{"consent", []string{"agent_id"}, []string{"consent_by"}},
-		{"chain_breaks", []string{"agent_id"}, []string{"reason"}},
-	} {
-		if err := renameText(ctx, tx, t.table, t.key, t.text, x, p); err != nil {
-			return err
-		}
-	}
-	// Checkpoint leaves keep the leaf hash they were signed with.
+	return exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES ($1, $2, $3, $4, '', $5)`,
+		p, plan.Record.Seq, string(ledger.ErasureType), e.ID, plan.Record.Hash[:])
+}
+
+// renameLeaves renames x to p in the checkpoint leaves, each keeping the
+// leaf hash it was signed with (ledger.LeafHash).
+func renameLeaves(ctx context.Context, tx pgx.Tx, x, p string) error {
 	rows, err := tx.Query(ctx, `SELECT number, seq, hash FROM checkpoint_leaves WHERE agent_id = $1`, x)
 	if err != nil {
 		return err
@@ -284,73 +246,7 @@ func writeErasure(ctx context.Context, tx pgx.Tx, x string, plan *ledger.Erasure
 	}); err != nil {
 		return err
 	}
-	if err := exec(`UPDATE checkpoint_leaves l SET agent_id = $1, erased_hash = w.h FROM unnest($2::bigint[], $3::bytea[]) AS w(number, h)
-	    WHERE l.number = w.number AND l.agent_id = $4`, p, numbers, hashes, x); err != nil {
-		return err
-	}
-	return exec(`DELETE FROM agents WHERE id = $1`, x)
-}
-
-// renameText replaces x by p, as a whole identifier (ledger.ReplaceID), in
-// the free-text columns text of table, row by row.
-func renameText(ctx context.Context, tx pgx.Tx, table string, key, text []string, x, p string) error {
-	var where []string
-	for _, c := range text {
-		where = append(where, "strpos(coalesce("+c+", ''), $1) > 0")
-	}
-	var keyCols []string
-	for _, k := range key {
-		keyCols = append(keyCols, k+"::text")
-	}
-	cols := append(keyCols, text...)
-	rows, err := tx.Query(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM `+table+` WHERE `+strings.Join(where, " OR "), x)
-	if err != nil {
-		return err
-	}
-	var updates [][]any
-	for rows.Next() {
-		vals := make([]*string, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			rows.Close()
-			return err
-		}
-		var args []any
-		changed := false
-		for i := range text {
-			v := vals[len(key)+i]
-			if v != nil {
-				if r := ledger.ReplaceID(*v, x, p); r != *v {
-					v, changed = &r, true
-				}
-			}
-			args = append(args, v)
-		}
-		for i := range key {
-			args = append(args, vals[i])
-		}
-		if changed {
-			updates = append(updates, args)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	var set, match []string
-	for i, c := range text {
-		set = append(set, fmt.Sprintf("%s = $%d", c, i+1))
-	}
-	for i, c := range key {
-		match = append(match, fmt.Sprintf("%s::text = $%d", c, len(text)+i+1))
-	}
-	for _, args := range updates {
-		if _, err := tx.Exec(ctx, `UPDATE `+table+` SET `+strings.Join(set, ", ")+` WHERE `+strings.Join(match, " AND "), args...); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = tx.Exec(ctx, `UPDATE checkpoint_leaves l SET agent_id = $1, erased_hash = w.h FROM unnest($2::bigint[], $3::bytea[]) AS w(number, h)
+	    WHERE l.number = w.number AND l.agent_id = $4`, p, numbers, hashes, x)
+	return err
 }

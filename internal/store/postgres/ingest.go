@@ -95,7 +95,7 @@ func scanEvents(typ ledger.Type, events map[ledger.EventKey]ledger.StoredEvent) 
 			func() error {
 				e.Type, e.Status, e.StartedAt, e.EndedAt = typ, ledger.Status(status), utc(started), timeOrZero(ended)
 				se.Corrected = nil
-				correctedRow(&se, reportedAgent, reportedStatus, voided)
+				se.SetReported(reportedAgent, reportedStatus, voided)
 				events[ledger.EventKey{Type: typ, ID: e.ID}] = se
 				return nil
 			})
@@ -316,22 +316,6 @@ func (c *eventColumns) add(w *ledger.EventWrite) {
 	} else {
 		t := e.EndedAt
 		c.ended = append(c.ended, &t)
-	}
-}
-
-// correctedRow turns a row read with its current agent and status in
-// se.Event into the reported event and its corrected state, when a
-// correction changed it (the reported columns are set, or it is voided).
-func correctedRow(se *ledger.StoredEvent, reportedAgent, reportedStatus *string, voided bool) {
-	if reportedAgent == nil && reportedStatus == nil && !voided {
-		return
-	}
-	se.Corrected = &ledger.Current{AgentID: se.Event.AgentID, Status: se.Event.Status, Voided: voided}
-	if reportedAgent != nil {
-		se.Event.AgentID = *reportedAgent
-	}
-	if reportedStatus != nil {
-		se.Event.Status = ledger.Status(*reportedStatus)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // Schemes are the DSN schemes this back end serves, for store.Backends.
@@ -221,10 +222,35 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // utc returns t in UTC; pgx decodes TIMESTAMPTZ in the local zone.
 func utc(t time.Time) time.Time { return t.UTC() }
 
-// nullTime is the zero time for SQL NULL.
+// timeOrZero is *t in UTC, or the zero time for SQL NULL (nil).
 func timeOrZero(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// dialect is how PostgreSQL writes the SQL both back ends generate.
+var dialect = store.Dialect{
+	Param:    store.DollarParam,
+	Contains: func(s, sub string) string { return "strpos(" + s + ", " + sub + ") > 0" },
+	Text:     func(c string) string { return c + "::text" },
+	Bytewise: func(e string) string { return e + ` COLLATE "C"` },
+}
+
+// storeTx is a transaction as store.Tx.
+type storeTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func txOf(ctx context.Context, tx pgx.Tx) store.Tx { return storeTx{ctx, tx} }
+
+func (t storeTx) Query(q string, args ...any) (store.Rows, error) {
+	return t.tx.Query(t.ctx, q, args...)
+}
+
+func (t storeTx) Exec(q string, args ...any) error {
+	_, err := t.tx.Exec(t.ctx, q, args...)
+	return err
 }

@@ -241,6 +241,26 @@ func (tamperer) Dump(t *testing.T, s service.Backend) string {
 	return b.String()
 }
 
+// Schema implements storetest.Tamperer: information_schema.columns of the
+// store's schema.
+func (tamperer) Schema(t *testing.T, s service.Backend) []ledger.SchemaColumn {
+	t.Helper()
+	rows, err := s.(*Store).pool.Query(context.Background(), `SELECT c.table_name, c.column_name, c.data_type
+		FROM information_schema.columns c JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' ORDER BY c.table_name, c.ordinal_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.SchemaColumn, error) {
+		var c ledger.SchemaColumn
+		return c, r.Scan(&c.Table, &c.Column, &c.Type)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cols
+}
+
 func (tamperer) CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64) {
 	t.Helper()
 	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT c.ledger_seq, a.terminal_seq
@@ -298,5 +318,94 @@ func TestUnavailableCodes(t *testing.T) {
 		if got := unavailableCode(code); got != want {
 			t.Errorf("unavailableCode(%s) = %v, want %v", code, got, want)
 		}
+	}
+}
+
+// TestErasureLocksEveryAgentTable: every table of the catalogue with a
+// column naming agents is covered against writes racing an erasure,
+// either by a foreign key to agents on each such column or by the
+// erasure's table lock (erasureLocked). A table added without either
+// could keep an erased id.
+func TestErasureLocksEveryAgentTable(t *testing.T) {
+	s := openTest(t)
+	fk := map[[2]string]bool{}
+	rows, err := s.pool.Query(t.Context(), `SELECT kcu.table_name, kcu.column_name
+		FROM information_schema.table_constraints tc
+		JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema
+		JOIN information_schema.constraint_column_usage ccu ON ccu.constraint_name = tc.constraint_name AND ccu.table_schema = tc.table_schema
+		WHERE tc.constraint_type = 'FOREIGN KEY' AND tc.table_schema = current_schema() AND ccu.table_name = 'agents'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tbl, col string
+		if err := rows.Scan(&tbl, &col); err != nil {
+			t.Fatal(err)
+		}
+		fk[[2]string{tbl, col}] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	locked := map[string]bool{"agents": true}
+	for _, n := range erasureLocked {
+		locked[n] = true
+	}
+	for _, tbl := range ledger.Catalogue() {
+		if locked[tbl.Name] {
+			continue
+		}
+		for _, c := range tbl.Columns {
+			if c.Role.NamesAgent() && !fk[[2]string{tbl.Name, c.Name}] {
+				t.Errorf("%s.%s names agents with no foreign key to agents, and the erasure does not lock %s", tbl.Name, c.Name, tbl.Name)
+			}
+		}
+	}
+}
+
+// TestErasureWaitsForAWriterNamingTheAgent: a token for the agent written
+// in a transaction that is still open when the erasure starts is renamed
+// by it (the erasure waits for the writer), not left with the erased id.
+func TestErasureWaitsForAWriterNamingTheAgent(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ev := ledger.Event{Type: ledger.ConduitSession, ID: "c1", AgentID: "victim", Status: ledger.Verified,
+		StartedAt: at, EndedAt: at.Add(time.Hour)}
+	if _, err := s.Ingest(ctx, ledger.Batch{Operator: "op", Events: []ledger.Event{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO operators (id) VALUES ('op') ON CONFLICT DO NOTHING`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at, agent_id) VALUES ('tok-1', 'op', $1, $2, 'victim')`,
+		make([]byte, 32), at); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Erase(ctx, ledger.ErasureRequest{AgentID: "victim", Pseudonym: "erased-0000000000000001",
+			Identity: strings.Repeat("ab", 32), ID: "era-1", By: "op", At: at.Add(2 * time.Hour)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the erasure did not wait for the open writer: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM api_tokens WHERE agent_id = 'victim'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d tokens still name the erased agent (%v)", n, err)
 	}
 }

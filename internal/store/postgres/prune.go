@@ -3,13 +3,13 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // anchors loads every pruned chain's anchor (where filters chain_anchors).
@@ -96,26 +96,15 @@ func (s *Store) Anchors(ctx context.Context) (map[string]ledger.Anchor, error) {
 	return out, nil
 }
 
-// notPrunable is true of a chain record (r) that a prune at $2 must keep:
-// not a summary, and not a report or correction of an event that
-// ledger.Prunable allows (final, ended before the cutoff, never moved to
-// another agent). Event tables' end columns are set exactly when the
-// status is final.
-const notPrunable = `NOT (r.event_type = 'summary'
-	  OR (r.event_type = 'conduit_session' AND EXISTS (SELECT 1 FROM conduit_sessions e WHERE e.id = r.event_id AND e.completed_at < $2))
-	  OR (r.event_type = 'ap2_transaction' AND EXISTS (SELECT 1 FROM ap2_transactions e WHERE e.id = r.event_id AND e.settled_at < $2))
-	  OR (r.event_type = 'task_offer' AND EXISTS (SELECT 1 FROM task_offers e WHERE e.id = r.event_id AND e.decided_at < $2)))
-	OR EXISTS (SELECT 1 FROM corrections k WHERE k.event_type = r.event_type AND k.event_id = r.event_id AND k.action = 'reattribute')`
+// pruneCandidates and pruneFirstKept are store.PruneCandidates and
+// store.PruneFirstKept.
+var pruneCandidates, pruneFirstKept = store.PruneCandidates(dialect), store.PruneFirstKept(dialect)
 
 // Prune implements service.RetentionStore, one transaction per chain, its
 // agent's row locked as an ingest locks it.
 func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneReport, error) {
 	rep := ledger.PruneReport{Cutoff: cutoff}
-	rows, err := s.pool.Query(ctx, `SELECT a.id FROM agents a
-	    WHERE EXISTS (SELECT 1 FROM ledger_records r WHERE r.agent_id = a.id
-	        AND r.seq > coalesce((SELECT c.seq FROM chain_anchors c WHERE c.agent_id = a.id), 0)
-	        AND r.event_type <> 'summary' AND NOT (`+strings.ReplaceAll(notPrunable, "$2", "$1")+`))
-	    ORDER BY a.id COLLATE "C"`, cutoff)
+	rows, err := s.pool.Query(ctx, pruneCandidates, cutoff)
 	if err != nil {
 		return rep, fmt.Errorf("postgres: prune candidates: %w", classify(err))
 	}
@@ -138,12 +127,27 @@ func (s *Store) Prune(ctx context.Context, cutoff, at time.Time) (ledger.PruneRe
 
 // pruneChain prunes one agent's chain inside tx.
 func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.Time, rep *ledger.PruneReport) error {
-	var st ledger.PruneState
+	st, events, ok, err := loadPrune(ctx, tx, agentID, cutoff)
+	if err != nil || !ok {
+		return err
+	}
+	plan, ok, err := ledger.DecidePrune(agentID, st, at)
+	if err != nil || !ok {
+		return err
+	}
+	return writePrune(ctx, tx, agentID, &plan, events, rep)
+}
+
+// loadPrune locks the agent's row and reads what its chain's prune is
+// decided against: the head and anchor, how far the prefix of prunable
+// records goes (ledger.PrunePrefix) and what that prefix holds
+// (loadPruned); ok is false when there is no prefix past the anchor.
+func loadPrune(ctx context.Context, tx pgx.Tx, agentID string, cutoff time.Time) (st ledger.PruneState, events map[ledger.Type][]string, ok bool, err error) {
 	var head, anchor []byte
 	var anchorSeq *int64
 	if err := tx.QueryRow(ctx, `SELECT a.head_seq, a.head_hash, c.seq, c.hash FROM agents a LEFT JOIN chain_anchors c ON c.agent_id = a.id
 	    WHERE a.id = $1 FOR UPDATE OF a`, agentID).Scan(&st.Head.Seq, &head, &anchorSeq, &anchor); err != nil {
-		return err
+		return st, nil, false, err
 	}
 	copy(st.Head.Hash[:], head)
 	if anchorSeq != nil {
@@ -151,42 +155,48 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 	}
 	copy(st.Anchor.Hash[:], anchor)
 	var first *int64
-	if err := tx.QueryRow(ctx, `SELECT min(r.seq) FROM ledger_records r WHERE r.agent_id = $1 AND r.seq > $3 AND (`+notPrunable+`)`,
-		agentID, cutoff, st.Anchor.Seq).Scan(&first); err != nil {
-		return err
+	if err := tx.QueryRow(ctx, pruneFirstKept, agentID, cutoff, st.Anchor.Seq).Scan(&first); err != nil {
+		return st, nil, false, err
 	}
 	st.Through = st.Head.Seq
 	if first != nil {
 		st.Through = *first - 1
 	}
 	if st.Through <= st.Anchor.Seq {
-		return nil
+		return st, nil, false, nil
 	}
 	rows, err := tx.Query(ctx, `SELECT min(seq), max(seq) FROM ledger_records WHERE agent_id = $1 AND seq > $2 AND event_type <> 'summary'
 	    GROUP BY event_type, event_id HAVING min(seq) <= $3 AND max(seq) > $3`, agentID, st.Anchor.Seq, st.Through)
 	if err != nil {
-		return err
+		return st, nil, false, err
 	}
 	var (
-		sp   []ledger.EventSpan
-		span ledger.EventSpan
+		spans []ledger.EventSpan
+		span  ledger.EventSpan
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&span.First, &span.Last}, func() error { sp = append(sp, span); return nil }); err != nil {
-		return err
+	if _, err := pgx.ForEachRow(rows, []any{&span.First, &span.Last}, func() error { spans = append(spans, span); return nil }); err != nil {
+		return st, nil, false, err
 	}
-	if st.Through = ledger.PrunePrefix(st.Through, sp); st.Through <= st.Anchor.Seq {
-		return nil
+	if st.Through = ledger.PrunePrefix(st.Through, spans); st.Through <= st.Anchor.Seq {
+		return st, nil, false, nil
 	}
 	var through []byte
 	if err := tx.QueryRow(ctx, `SELECT hash FROM ledger_records WHERE agent_id = $1 AND seq = $2`, agentID, st.Through).Scan(&through); err != nil {
-		return err
+		return st, nil, false, err
 	}
 	copy(st.ThroughHash[:], through)
+	events, err = loadPruned(ctx, tx, agentID, &st)
+	return st, events, err == nil, err
+}
 
-	rows, err = tx.Query(ctx, `SELECT DISTINCT event_type, event_id FROM ledger_records
+// loadPruned reads what the prefix through st.Through holds: its events'
+// rows, counted into st.Rows, and its earlier summaries' rows, carried
+// into st.Carried. It returns the events' ids by type.
+func loadPruned(ctx context.Context, tx pgx.Tx, agentID string, st *ledger.PruneState) (map[ledger.Type][]string, error) {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT event_type, event_id FROM ledger_records
 	    WHERE agent_id = $1 AND seq <= $2 AND correction_id IS NULL AND event_type <> 'summary'`, agentID, st.Through)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byType := map[ledger.Type][]string{}
 	var typ, id string
@@ -194,16 +204,16 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 		byType[ledger.Type(typ)] = append(byType[ledger.Type(typ)], id)
 		return nil
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	for t, ids := range byType {
 		rows, err := tx.Query(ctx, eventSelect(t)+` WHERE id = ANY($1)`, ids)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		events := map[ledger.EventKey]ledger.StoredEvent{}
 		if err := scanEvents(t, events)(rows); err != nil {
-			return err
+			return nil, err
 		}
 		for _, e := range events {
 			st.Rows = append(st.Rows, ledger.SummaryRow{Type: t, Status: e.CurrentStatus(), Voided: e.IsVoided(),
@@ -212,28 +222,30 @@ func pruneChain(ctx context.Context, tx pgx.Tx, agentID string, cutoff, at time.
 	}
 	carried, err := summaries(ctx, tx, ` WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, sm := range carried[agentID] {
 		st.Carried = append(st.Carried, sm.Rows...)
 	}
-	plan, ok, err := ledger.DecidePrune(agentID, st, at)
-	if err != nil || !ok {
-		return err
-	}
+	return byType, nil
+}
 
+// writePrune applies a decided prune of one chain in one batch: the
+// anchor, the prefix's rows deleted (events, their corrections, earlier
+// summaries, records), the summary record appended and the head moved.
+func writePrune(ctx context.Context, tx pgx.Tx, agentID string, plan *ledger.PrunePlan, events map[ledger.Type][]string, rep *ledger.PruneReport) error {
+	through := plan.Anchor.Seq
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO chain_anchors (agent_id, seq, hash) VALUES ($1, $2, $3) ON CONFLICT (agent_id) DO UPDATE SET seq = $2, hash = $3`,
 		agentID, plan.Anchor.Seq, plan.Anchor.Hash[:])
-	b.Queue(`DELETE FROM ledger_summary_rows WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
-	b.Queue(`DELETE FROM ledger_summaries WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	b.Queue(`DELETE FROM ledger_summary_rows WHERE agent_id = $1 AND seq <= $2`, agentID, through)
+	b.Queue(`DELETE FROM ledger_summaries WHERE agent_id = $1 AND seq <= $2`, agentID, through)
 	var eventDeletes []*pgx.QueuedQuery
-	for t, ids := range byType {
-		table := map[ledger.Type]string{ledger.ConduitSession: "conduit_sessions", ledger.AP2Transaction: "ap2_transactions", ledger.TaskOffer: "task_offers"}[t]
+	for t, ids := range events {
 		b.Queue(`DELETE FROM corrections WHERE event_type = $1 AND event_id = ANY($2)`, string(t), ids)
-		eventDeletes = append(eventDeletes, b.Queue(`DELETE FROM `+table+` WHERE id = ANY($1)`, ids))
+		eventDeletes = append(eventDeletes, b.Queue(`DELETE FROM `+ledger.EventTable(t).Name+` WHERE id = ANY($1)`, ids))
 	}
-	records := b.Queue(`DELETE FROM ledger_records WHERE agent_id = $1 AND seq <= $2`, agentID, st.Through)
+	records := b.Queue(`DELETE FROM ledger_records WHERE agent_id = $1 AND seq <= $2`, agentID, through)
 	sm := &plan.Summary
 	b.Queue(`INSERT INTO ledger_summaries (agent_id, seq, created_at, pruned_through, anchor) VALUES ($1, $2, $3, $4, $5)`,
 		agentID, sm.Seq, sm.At, sm.PrunedThrough, sm.Anchor[:])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgconn"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,10 +119,15 @@ func (s *Store) SetVisibility(ctx context.Context, agentID string, v ledger.Visi
 	if v != ledger.VisibilityPublic && v != ledger.VisibilityUnlisted {
 		return fmt.Errorf("postgres: set visibility: %w: visibility %q is not public or unlisted", errkind.ErrInvalid, v)
 	}
-	ct, err := s.pool.Exec(ctx, `INSERT INTO consent (agent_id, visibility, consented_at)
+	var ct pgconn.CommandTag
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		ct, err = tx.Exec(ctx, `INSERT INTO consent (agent_id, visibility, consented_at)
 		SELECT id, $2, $3 FROM agents WHERE id = $1
 		ON CONFLICT (agent_id) DO UPDATE SET visibility = EXCLUDED.visibility, consented_at = EXCLUDED.consented_at`,
-		agentID, string(v), at.UTC().Truncate(ledger.Resolution))
+			agentID, string(v), at.UTC().Truncate(ledger.Resolution))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: set visibility: %w", classify(err))
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // VerifyLedger implements service.LedgerStore: ledger.VerifyChains walks
@@ -97,7 +98,7 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 			ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 			ev.Event.StartedAt, ev.Event.EndedAt = timeOrZero(started), timeOrZero(ended)
 			ev.Corrected = nil
-			correctedRow(ev, reportedAgent, reportedStatus, voided)
+			ev.SetReported(reportedAgent, reportedStatus, voided)
 			cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 			cor.At = timeOrZero(corrected)
 			if !yield(&r, nil) {
@@ -110,18 +111,13 @@ func chainRows(ctx context.Context, tx pgx.Tx, query string, args ...any) iter.S
 	}
 }
 
+// eventLinksQuery is store.EventLinks.
+var eventLinksQuery = store.EventLinks()
+
 // eventLinks streams every event row with the chain record its seq names.
 func eventLinks(ctx context.Context, tx pgx.Tx) iter.Seq2[*ledger.EventLink, error] {
 	return func(yield func(*ledger.EventLink, error) bool) {
-		rows, err := tx.Query(ctx, `
-			SELECT 'conduit_session', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
-			UNION ALL
-			SELECT 'ap2_transaction', e.id, e.provider_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq
-			UNION ALL
-			SELECT 'task_offer', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, coalesce(r.event_type, ''), coalesce(r.event_id, '')
-			FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq`)
+		rows, err := tx.Query(ctx, eventLinksQuery)
 		if err != nil {
 			yield(nil, err)
 			return

@@ -9,10 +9,8 @@ import (
 	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
-
-const appealColumns = `id, agent_id, passport_id, passport_computed_at, grounds, statement, state, filed_by, filed_at,
-  acknowledged_at, decided_at, escalated_at, decision, reissued_at`
 
 func scanAppeal(scan func(...any) error) (appeal.Appeal, error) {
 	var a appeal.Appeal
@@ -43,7 +41,7 @@ func (s *Store) CreateAppeal(ctx context.Context, a appeal.Appeal) error {
 	if used {
 		return fmt.Errorf("%w: appeal id %q is already in use", errkind.ErrConflict, a.ID)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO appeals (`+appealColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO appeals (`+store.AppealColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.AgentID, a.PassportID, micros(a.PassportComputedAt), string(a.Grounds), a.Statement, string(a.State), a.FiledBy, micros(a.FiledAt),
 		nullTime(a.AcknowledgedAt), nullTime(a.DecidedAt), nullTime(a.EscalatedAt), a.Decision, nullTime(a.ReissuedAt)); err != nil {
 		return dbErr("file appeal", err)
@@ -73,7 +71,7 @@ func appendActions(ctx context.Context, tx *sql.Tx, a appeal.Appeal, from int) e
 
 // Appeal implements service.AppealStore.
 func (s *Store) Appeal(ctx context.Context, id string) (appeal.Appeal, error) {
-	a, err := scanAppeal(s.r.QueryRowContext(ctx, `SELECT `+appealColumns+` FROM appeals WHERE id = ?`, id).Scan)
+	a, err := scanAppeal(s.r.QueryRowContext(ctx, `SELECT `+store.AppealColumns+` FROM appeals WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("%w: no appeal with id %q", errkind.ErrNotFound, id)
 	}
@@ -132,7 +130,7 @@ func (s *Store) appealDetails(ctx context.Context, a *appeal.Appeal) error {
 
 // Appeals implements service.AppealStore.
 func (s *Store) Appeals(ctx context.Context, state appeal.State) ([]appeal.Appeal, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+appealColumns+` FROM appeals WHERE ? = '' OR state = ? ORDER BY filed_at, id`, string(state), string(state))
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.AppealColumns+` FROM appeals WHERE ? = '' OR state = ? ORDER BY filed_at, id`, string(state), string(state))
 	if err != nil {
 		return nil, dbErr("list appeals", err)
 	}
@@ -156,7 +154,7 @@ func (s *Store) Appeals(ctx context.Context, state appeal.State) ([]appeal.Appea
 
 // AppealSummaries implements service.AppealStore.
 func (s *Store) AppealSummaries(ctx context.Context) ([]appeal.Appeal, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+appealColumns+` FROM appeals ORDER BY filed_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.AppealColumns+` FROM appeals ORDER BY filed_at, id`)
 	if err != nil {
 		return nil, dbErr("list appeals", err)
 	}

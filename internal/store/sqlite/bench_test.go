@@ -15,36 +15,13 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
+	"github.com/swarmscore/swarmscore/internal/store/storetest"
 )
 
-var benchBase = time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
+var benchBase = storetest.BenchBase
 
-// benchEvents returns n terminal events spread over agents and the last 80
-// days: half Conduit sessions (90% VERIFIED), half AP2 transactions (90%
-// SETTLED), ids unique within prefix.
-func benchEvents(prefix string, n, agents int) []ledger.Event {
-	evs := make([]ledger.Event, n)
-	for i := range evs {
-		end := benchBase.Add(-time.Duration(i%(80*24*60)) * time.Minute)
-		agent := fmt.Sprintf("agent-%06d", i%agents)
-		if i%2 == 0 {
-			st := ledger.Verified
-			if i%10 == 0 {
-				st = ledger.Failed
-			}
-			evs[i] = ledger.Event{Type: ledger.ConduitSession, ID: fmt.Sprintf("%s-%09d", prefix, i), AgentID: agent, BuyerID: "buyer-0001",
-				Status: st, StartedAt: end.Add(-time.Minute), EndedAt: end}
-		} else {
-			st := ledger.Settled
-			if i%10 == 1 {
-				st = ledger.Disputed
-			}
-			evs[i] = ledger.Event{Type: ledger.AP2Transaction, ID: fmt.Sprintf("%s-%09d", prefix, i), AgentID: agent, BuyerID: "buyer-0001",
-				Status: st, EscrowAmountCents: 123456, StartedAt: end.Add(-time.Hour), EndedAt: end}
-		}
-	}
-	return evs
-}
+// benchEvents is storetest.BenchEvents.
+var benchEvents = storetest.BenchEvents
 
 func openBench(b *testing.B) (*sqlite.Store, string) {
 	b.Helper()
@@ -62,19 +39,7 @@ func openBench(b *testing.B) (*sqlite.Store, string) {
 
 func ingestAll(b *testing.B, s service.Backend, evs []ledger.Event, batch int) {
 	b.Helper()
-	for len(evs) > 0 {
-		n := min(batch, len(evs))
-		out, err := s.Ingest(context.Background(), ledger.Batch{Operator: "op-bench", Events: evs[:n]})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, o := range out {
-			if o.Status != ledger.OutcomeAccepted {
-				b.Fatalf("%v: %v", o.Status, o.Err)
-			}
-		}
-		evs = evs[n:]
-	}
+	storetest.BenchIngest(b, s, evs, batch)
 }
 
 // BenchmarkIngest is the ledger's ingest rate: validation, duplicate and
@@ -351,22 +316,7 @@ func BenchmarkIngestResend(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s, _ := openBench(b)
 			final := benchEvents("e", (b.N+1)/2, 1000)
-			var history, resend []ledger.Event
-			for _, e := range final {
-				early := e
-				early.EndedAt = time.Time{}
-				if e.Type == ledger.ConduitSession {
-					early.Status = ledger.Running
-				} else {
-					early.Status = ledger.Held
-				}
-				history = append(history, early, e)
-				if name == "export" {
-					resend = append(resend, early, e)
-				} else {
-					resend = append(resend, e, e)
-				}
-			}
+			history, resend := storetest.ResendHistory(final, name == "export")
 			ingestAll(b, s, history, 1000)
 			resend = resend[:b.N]
 			b.ResetTimer()
@@ -390,27 +340,14 @@ func BenchmarkIngestResend(b *testing.B) {
 	}
 }
 
-// BenchmarkPrune prunes 100,000 events over 1,000 agents (every one past
-// the cutoff): a chain per transaction, each leaving an anchor and a
-// summary record. ns/event is per event removed; the ledger is rebuilt
-// outside the timer for each run.
-func BenchmarkPrune(b *testing.B) {
-	evs := benchEvents("p", 100000, 1000)
-	for b.Loop() {
-		b.StopTimer()
-		s, _ := openBench(b)
-		ingestAll(b, s, evs, 5000)
-		b.StartTimer()
-		rep, err := s.Prune(context.Background(), benchBase.Add(24*time.Hour), benchBase.Add(24*time.Hour))
-		if err != nil || rep.Events != 100000 || rep.Agents != 1000 {
-			b.Fatal(rep, err)
-		}
-		b.StopTimer()
-		if r, err := s.VerifyLedger(context.Background()); err != nil || len(r.Broken) != 0 {
-			b.Fatal(r, err)
-		}
-		s.Close()
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100000, "ns/event")
+// BenchmarkPrune is storetest.BenchPrune (docs/BENCHMARKS.md,
+// "Retention").
+func BenchmarkPrune(b *testing.B) { storetest.BenchPrune(b, openBenchStore) }
+
+// BenchmarkErase is storetest.BenchErase.
+func BenchmarkErase(b *testing.B) { storetest.BenchErase(b, openBenchStore) }
+
+func openBenchStore(b *testing.B) service.Backend {
+	s, _ := openBench(b)
+	return s
 }

@@ -16,10 +16,7 @@ import (
 
 // RecordConsent implements service.ConsentStore.
 func (s *Store) RecordConsent(ctx context.Context, agentID, version, by string, at time.Time) error {
-	if err := ledger.CheckID("version", version); err != nil {
-		return err
-	}
-	if err := ledger.CheckID("by", by); err != nil {
+	if err := ledger.CheckConsent(version, by); err != nil {
 		return err
 	}
 	res, err := s.w.ExecContext(ctx, `INSERT INTO consent (agent_id, visibility, consented_at, disclosure_version, consent_given_at, consent_by)

@@ -7,34 +7,11 @@ import (
 	"fmt"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
-// eventColumns are the columns of an event row as ingest and corrections
-// read it: current agent and status, then the reported ones and the void
-// flag.
-func eventSelect(t ledger.Type) string {
-	switch t {
-	case ledger.AP2Transaction:
-		return `SELECT id, provider_id, buyer_id, operator_id, status, escrow_amount_cents, started_at, settled_at, seq,
-		    reported_agent_id, reported_status, voided_at IS NOT NULL FROM ap2_transactions`
-	case ledger.TaskOffer:
-		return `SELECT id, agent_id, buyer_id, operator_id, status, 0, started_at, decided_at, seq,
-		    reported_agent_id, reported_status, voided_at IS NOT NULL FROM task_offers`
-	}
-	return `SELECT id, agent_id, COALESCE(buyer_id, ''), operator_id, status, 0, started_at, completed_at, seq,
-	    reported_agent_id, reported_status, voided_at IS NOT NULL FROM conduit_sessions`
-}
-
-// tableOf names an event type's table and its agent column.
-func tableOf(t ledger.Type) (table, agentColumn string) {
-	switch t {
-	case ledger.AP2Transaction:
-		return "ap2_transactions", "provider_id"
-	case ledger.TaskOffer:
-		return "task_offers", "agent_id"
-	}
-	return "conduit_sessions", "agent_id"
-}
+// eventSelect is store.EventSelect.
+var eventSelect = store.EventSelect
 
 // scanEvent reads one row of eventSelect.
 func scanEvent(t ledger.Type, scan func(...any) error) (ledger.StoredEvent, error) {
@@ -49,7 +26,7 @@ func scanEvent(t ledger.Type, scan func(...any) error) (ledger.StoredEvent, erro
 		return se, err
 	}
 	se.Event.Status, se.Event.StartedAt, se.Event.EndedAt = ledger.Status(status), fromMicros(started), nullMicros(ended)
-	correctedRow(&se, reportedAgent, reportedStatus, voided)
+	se.SetReported(nullable(&reportedAgent), nullable(&reportedStatus), voided)
 	return se, nil
 }
 
@@ -123,7 +100,7 @@ func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.Correction
 			return ledger.Correction{}, false, dbErr("move chain heads", err)
 		}
 	}
-	table, agentCol := tableOf(req.EventType)
+	table, agentCol := ledger.EventTable(req.EventType).Name, ledger.EventTable(req.EventType).Owner
 	var voided any
 	if plan.Event.IsVoided() {
 		voided = micros(c.At)
@@ -164,8 +141,6 @@ func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.Correction
 	return *c, true, nil
 }
 
-const correctionColumns = `id, event_type, event_id, action, from_agent, to_agent, from_status, to_status, reason, appeal_id, actor, created_at, reissued_at`
-
 func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	var c ledger.Correction
 	var typ, action, from, to string
@@ -176,17 +151,12 @@ func scanCorrection(scan func(...any) error) (ledger.Correction, error) {
 	}
 	c.EventType, c.Action, c.FromStatus, c.ToStatus = ledger.Type(typ), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 	c.At, c.ReissuedAt = fromMicros(at), nullMicros(reissued)
-	switch c.Action {
-	case ledger.ActionStatus:
-		c.Status = c.ToStatus
-	case ledger.ActionReattribute:
-		c.AgentID = c.ToAgent
-	}
+	c.SetRequested()
 	return c, nil
 }
 
 func readCorrection(ctx context.Context, q queryer, id string) (ledger.Correction, bool, error) {
-	c, err := scanCorrection(q.QueryRowContext(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE id = ?`, id).Scan)
+	c, err := scanCorrection(q.QueryRowContext(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}
@@ -199,7 +169,7 @@ func readCorrection(ctx context.Context, q queryer, id string) (ledger.Correctio
 // Corrections implements service.LedgerStore: every correction of the
 // event, oldest first.
 func (s *Store) Corrections(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.Correction, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+correctionColumns+` FROM corrections WHERE event_type = ? AND event_id = ? ORDER BY created_at, id`,
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.CorrectionColumns+` FROM corrections WHERE event_type = ? AND event_id = ? ORDER BY created_at, id`,
 		string(typ), eventID)
 	if err != nil {
 		return nil, dbErr("read corrections", err)

@@ -11,17 +11,6 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// Ingest loads what ledger.Prepare names and writes what Decide returns,
-// inside one write transaction (BEGIN IMMEDIATE, so nothing else writes
-// meanwhile). It reads, in one statement each, the chain heads of the
-// agents the batch names and the stored rows of the events it names, and
-// writes with multi-row statements: the agents (new ones and moved heads),
-// the new event rows, the transitions of stored rows, the chain records and
-// the cache invalidation. A batch therefore costs about one statement per
-// maxChunkRows rows of each table instead of two or three per event. Any
-// database failure aborts the whole batch (ErrUnavailable for
-// busy/locked/IO conditions, see dbErr).
-
 // ingestTx is one batch's transaction.
 type ingestTx struct {
 	tx   *sql.Tx
@@ -29,7 +18,17 @@ type ingestTx struct {
 	args []any // reused statement arguments
 }
 
-// Ingest implements service.LedgerStore.
+// Ingest implements service.LedgerStore: it loads what ledger.Prepare
+// names and writes what Decide returns, inside one write transaction
+// (BEGIN IMMEDIATE, so nothing else writes meanwhile). It reads, in one
+// statement each, the chain heads of the agents the batch names and the
+// stored rows of the events it names, and writes with multi-row
+// statements: the agents (new ones and moved heads), the new event rows,
+// the transitions of stored rows, the chain records and the cache
+// invalidation, so that a batch costs about one statement per maxChunkRows
+// rows of each table instead of two or three per event. Errors: ErrInvalid
+// for an invalid operator name; ErrUnavailable for busy, locked or I/O
+// conditions (dbErr); on any error the whole batch is rolled back.
 func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
 	p, err := ledger.Prepare(b)
 	if err != nil {
@@ -103,20 +102,12 @@ func (it *ingestTx) load(ctx context.Context, p *ledger.Prepared) (ledger.State,
 	return st, nil
 }
 
-// correctedRow turns a row read with its current agent and status in
-// se.Event into the reported event and its corrected state, when a
-// correction changed it (the reported columns are set, or it is voided).
-func correctedRow(se *ledger.StoredEvent, reportedAgent, reportedStatus sql.NullString, voided bool) {
-	if !reportedAgent.Valid && !reportedStatus.Valid && !voided {
-		return
+// nullable is s as StoredEvent.SetReported takes a nullable column.
+func nullable(s *sql.NullString) *string {
+	if !s.Valid {
+		return nil
 	}
-	se.Corrected = &ledger.Current{AgentID: se.Event.AgentID, Status: se.Event.Status, Voided: voided}
-	if reportedAgent.Valid {
-		se.Event.AgentID = reportedAgent.String
-	}
-	if reportedStatus.Valid {
-		se.Event.Status = ledger.Status(reportedStatus.String)
-	}
+	return &s.String
 }
 
 // query runs q with ids as its one JSON-array argument and calls scan for

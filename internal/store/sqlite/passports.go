@@ -9,9 +9,8 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
-
-const passportColumns = `id, agent_id, computed_at, expires_at, key_id, signature, document, revoked_at`
 
 func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 	var p ledger.IssuedPassport
@@ -27,7 +26,7 @@ func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 
 // Passport implements service.PassportStore.
 func (s *Store) Passport(ctx context.Context, id string) (ledger.IssuedPassport, error) {
-	p, err := scanPassport(s.r.QueryRowContext(ctx, `SELECT `+passportColumns+` FROM passports WHERE id = ?`, id).Scan)
+	p, err := scanPassport(s.r.QueryRowContext(ctx, `SELECT `+store.PassportColumns+` FROM passports WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("%w: no passport with id %q was issued here", errkind.ErrNotFound, id)
 	}
@@ -36,7 +35,7 @@ func (s *Store) Passport(ctx context.Context, id string) (ledger.IssuedPassport,
 
 // Passports implements service.PassportStore.
 func (s *Store) Passports(ctx context.Context, agentID string) ([]ledger.IssuedPassport, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+passportColumns+` FROM passports WHERE agent_id = ? ORDER BY computed_at, id`, agentID)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+store.PassportColumns+` FROM passports WHERE agent_id = ? ORDER BY computed_at, id`, agentID)
 	if err != nil {
 		return nil, dbErr("read passports", err)
 	}

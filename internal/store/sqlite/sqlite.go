@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 //go:embed migrations/*.sql
@@ -237,3 +238,37 @@ func nullString(s string) any {
 	}
 	return s
 }
+
+// dialect is how SQLite writes the SQL both back ends generate.
+var dialect = store.Dialect{
+	Param:    store.NumberedParam,
+	Contains: func(s, sub string) string { return "instr(" + s + ", " + sub + ") > 0" },
+	Text:     func(c string) string { return c },
+	Bytewise: func(e string) string { return e },
+}
+
+// storeTx is a transaction as store.Tx.
+type storeTx struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func txOf(ctx context.Context, tx *sql.Tx) store.Tx { return storeTx{ctx, tx} }
+
+func (t storeTx) Query(q string, args ...any) (store.Rows, error) {
+	rows, err := t.tx.QueryContext(t.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return storeRows{rows}, nil
+}
+
+func (t storeTx) Exec(q string, args ...any) error {
+	_, err := t.tx.ExecContext(t.ctx, q, args...)
+	return err
+}
+
+// storeRows is rows as store.Rows.
+type storeRows struct{ *sql.Rows }
+
+func (r storeRows) Close() { r.Rows.Close() }

@@ -97,6 +97,31 @@ func (h *harness) CacheVersion(t *testing.T, s service.Backend, agentID string) 
 	return ledgerSeq, terminalSeq
 }
 
+// Schema implements storetest.Tamperer: pragma_table_info of every table
+// but SQLite's own.
+func (h *harness) Schema(t *testing.T, s service.Backend) []ledger.SchemaColumn {
+	t.Helper()
+	rows, err := h.raw(t, s).QueryContext(context.Background(), `SELECT m.name, c.name, c.type
+	  FROM sqlite_schema m JOIN pragma_table_info(m.name) c WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
+	  ORDER BY m.name, c.cid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []ledger.SchemaColumn
+	for rows.Next() {
+		var c ledger.SchemaColumn
+		if err := rows.Scan(&c.Table, &c.Column, &c.Type); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // Dump implements storetest.Tamperer: every row of every table, blobs as
 // text.
 func (h *harness) Dump(t *testing.T, s service.Backend) string {

@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/store"
 )
 
 // VerifyLedger implements service.LedgerStore: ledger.VerifyChains walks
@@ -96,7 +97,7 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 				rec.AgentID, rec.Type, rec.Status, rec.ReceivedAt = r.AgentID, ledger.Type(typ), ledger.Status(status), nullMicros(received)
 				ev.Event.Type, ev.Event.ID, ev.Event.Status = rec.Type, rec.EventID, ledger.Status(rowStatus)
 				ev.Event.StartedAt, ev.Event.EndedAt = fromMicros(started), nullMicros(ended)
-				correctedRow(ev, reportedAgent, reportedStatus, voided)
+				ev.SetReported(nullable(&reportedAgent), nullable(&reportedStatus), voided)
 				cor.EventType, cor.Action, cor.FromStatus, cor.ToStatus = ledger.Type(corType), ledger.CorrectionAction(action), ledger.Status(from), ledger.Status(to)
 				cor.At = fromMicros(corrected)
 				if !yield(&r, nil) {
@@ -114,18 +115,13 @@ func chainRows(ctx context.Context, tx *sql.Tx, queries []string, args ...any) i
 	}
 }
 
+// eventLinksQuery is store.EventLinks.
+var eventLinksQuery = store.EventLinks()
+
 // eventLinks yields every event row with the chain record its seq names.
 func eventLinks(ctx context.Context, tx *sql.Tx) iter.Seq2[*ledger.EventLink, error] {
 	return func(yield func(*ledger.EventLink, error) bool) {
-		rows, err := tx.QueryContext(ctx, `
-		  SELECT 'conduit_session', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, COALESCE(r.event_type, ''), COALESCE(r.event_id, '')
-		  FROM conduit_sessions e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq
-		  UNION ALL
-		  SELECT 'ap2_transaction', e.id, e.provider_id, e.seq, r.event_type IS NOT NULL, COALESCE(r.event_type, ''), COALESCE(r.event_id, '')
-		  FROM ap2_transactions e LEFT JOIN ledger_records r ON r.agent_id = e.provider_id AND r.seq = e.seq
-		  UNION ALL
-		  SELECT 'task_offer', e.id, e.agent_id, e.seq, r.event_type IS NOT NULL, COALESCE(r.event_type, ''), COALESCE(r.event_id, '')
-		  FROM task_offers e LEFT JOIN ledger_records r ON r.agent_id = e.agent_id AND r.seq = e.seq`)
+		rows, err := tx.QueryContext(ctx, eventLinksQuery)
 		if err != nil {
 			yield(nil, dbErr("verify events", err))
 			return

@@ -12,6 +12,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -29,75 +30,7 @@ const identity = "9c1f0e2d3b4a59687766554433221100ffeeddccbbaa998877665544332211
 // is still caught.
 func testErasure(t *testing.T, h Harness) {
 	s := h.Open(t)
-	start, end := base.Add(-3*time.Hour), base.Add(-2*time.Hour)
-	bought := conduit("c-bought", "seller", ledger.Verified, start, end)
-	bought.BuyerID = victim
-	pay := ap2("t-bought", "seller", ledger.Settled, start, end)
-	pay.BuyerID = victim
-	asked := offer("o-1", "seller", ledger.Declined, start, end)
-	asked.BuyerID = victim
-	ingest(t, s, "op-a",
-		conduit("c1", victim, ledger.Running, start, time.Time{}),
-		conduit("c1", victim, ledger.Verified, start, end),
-		ap2("t1", victim, ledger.Refunded, start, end),
-		conduit("c2", "other", ledger.Verified, start, end),
-		bought, pay, asked)
-	mv := correction(ledger.ActionReattribute, ledger.ConduitSession, "c2", base)
-	mv.AgentID = victim
-	correct(t, s, mv, nil)
-	cb := correction(ledger.ActionStatus, ledger.AP2Transaction, "t-bought", base)
-	cb.Status, cb.Reason = ledger.Disputed, "chargeback filed by "+victim+" through the card network"
-	correct(t, s, cb, nil)
-
-	// Everything else that names the agent.
-	if err := s.RecordConsent(ctx(t), victim, "disclosure-1", "agent:"+victim, base); err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte("victim-token"))
-	if err := s.CreateToken(ctx(t), auth.Token{ID: "tok-v", Operator: "op-a", AgentID: victim, SHA256: sum, CreatedAt: base}); err != nil {
-		t.Fatal(err)
-	}
-	issue := func(e *ledger.ScoreEntry) ([]byte, string, error) {
-		e.PassportID = fmt.Sprintf("p-%x", sha256.Sum256([]byte(e.AgentID)))[:18]
-		return []byte(fmt.Sprintf(`{"agent_id":%q}`, e.AgentID)), "sig-" + e.AgentID, nil
-	}
-	if _, err := s.RefreshScore(ctx(t), victim, base, issue); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := s.Passports(ctx(t), victim)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("passports %+v %v", ps, err)
-	}
-	p := ps[0]
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := appeal.New(appeal.Filing{ID: "apl-1", PassportID: p.ID, Grounds: appeal.IdentityError, Statement: "c2 is not " + victim + "'s session",
-		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c2"}}, By: "agent:" + victim, At: base.Add(time.Minute)}, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateAppeal(ctx(t), a); err != nil {
-		t.Fatal(err)
-	}
-	heads, err := s.Heads(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, _ := checkpoint.NewTree(heads)
-	cp := checkpoint.Checkpoint{Number: 1, Time: base, Agents: tree.Size(), Root: tree.Root(), Environment: "production"}
-	if err := s.AddCheckpoint(ctx(t), cp, []byte(`{"checkpoint":1}`), heads); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetChainBreaks(ctx(t), base, []ledger.BrokenLink{{AgentID: victim, Seq: 1, Reason: "a test break of " + victim}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetChainBreaks(ctx(t), base, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetChainBreaks(ctx(t), base, []ledger.BrokenLink{{AgentID: victim, Seq: 1, Reason: "a test break of " + victim}}); err != nil {
-		t.Fatal(err)
-	}
+	f := victimLedger(t, s)
 	mustVerify(t, s)
 	before := map[string]score.Counts{}
 	for _, id := range []string{victim, "seller", "other"} {
@@ -120,6 +53,126 @@ func testErasure(t *testing.T, h Harness) {
 	if e.Pseudonym != pseudonym || e.Identity != identity || len(e.Digests) == 0 {
 		t.Errorf("erasure %+v", e)
 	}
+	checkErased(t, h, s, f, e, before)
+
+	// Refused: the agent again, a pseudonym, a pseudonym in use, a bad
+	// identity.
+	again := req
+	again.ID = "era-2"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.NotFound)
+	again.AgentID, again.Pseudonym, again.ID = pseudonym, "erased-0000", "era-2"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Conflict)
+	again.AgentID, again.Pseudonym = "seller", "other"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Conflict)
+	again.Pseudonym, again.Identity = "erased-0000", "not-a-commitment"
+	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Invalid)
+	mustVerify(t, s)
+
+	// A second erasure of another party of a sealed record seals it again.
+	again.Identity = identity
+	if _, err := s.Erase(ctx(t), again); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, s)
+	if c, err := s.Counts(ctx(t), "erased-0000", base); err != nil || c != before["seller"] {
+		t.Errorf("seller's counts after its erasure: %+v %v", c, err)
+	}
+
+	// A sealed row altered afterwards still breaks the chain.
+	h.Tamper.Exec(t, s, "UPDATE conduit_sessions SET started_at = "+h.Tamper.Time(f.start.Add(-time.Minute))+" WHERE id = 'c1'")
+	if r, err := s.VerifyLedger(ctx(t)); err != nil || len(r.Broken) == 0 || r.Broken[0].AgentID != pseudonym {
+		t.Errorf("a sealed row altered: %+v %v", r.Broken, err)
+	}
+}
+
+// victimFixture is what victimLedger stored that testErasure checks again
+// after the erasure.
+type victimFixture struct {
+	start      time.Time // the victim's events' start
+	token      [32]byte  // the hash of the victim's token
+	passport   ledger.IssuedPassport
+	checkpoint checkpoint.Checkpoint // made over heads
+	heads      []checkpoint.Leaf
+}
+
+// victimLedger stores the victim's events and the events it bought, a
+// correction moving an event to it and one naming it in its reason, and
+// everything else that names it: consent, a token, a passport, an appeal,
+// a checkpoint, a chain break.
+func victimLedger(t *testing.T, s service.Backend) victimFixture {
+	t.Helper()
+	start, end := base.Add(-3*time.Hour), base.Add(-2*time.Hour)
+	f := victimFixture{start: start, token: sha256.Sum256([]byte("victim-token"))}
+	bought := conduit("c-bought", "seller", ledger.Verified, start, end)
+	bought.BuyerID = victim
+	pay := ap2("t-bought", "seller", ledger.Settled, start, end)
+	pay.BuyerID = victim
+	asked := offer("o-1", "seller", ledger.Declined, start, end)
+	asked.BuyerID = victim
+	ingest(t, s, "op-a",
+		conduit("c1", victim, ledger.Running, start, time.Time{}),
+		conduit("c1", victim, ledger.Verified, start, end),
+		ap2("t1", victim, ledger.Refunded, start, end),
+		conduit("c2", "other", ledger.Verified, start, end),
+		bought, pay, asked)
+	mv := correction(ledger.ActionReattribute, ledger.ConduitSession, "c2", base)
+	mv.AgentID = victim
+	correct(t, s, mv, nil)
+	cb := correction(ledger.ActionStatus, ledger.AP2Transaction, "t-bought", base)
+	cb.Status, cb.Reason = ledger.Disputed, "chargeback filed by "+victim+" through the card network"
+	correct(t, s, cb, nil)
+
+	if err := s.RecordConsent(ctx(t), victim, "disclosure-1", "agent:"+victim, base); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx(t), auth.Token{ID: "tok-v", Operator: "op-a", AgentID: victim, SHA256: f.token, CreatedAt: base}); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(e *ledger.ScoreEntry) ([]byte, string, error) {
+		e.PassportID = fmt.Sprintf("p-%x", sha256.Sum256([]byte(e.AgentID)))[:18]
+		return []byte(fmt.Sprintf(`{"agent_id":%q}`, e.AgentID)), "sig-" + e.AgentID, nil
+	}
+	if _, err := s.RefreshScore(ctx(t), victim, base, issue); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.Passports(ctx(t), victim)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("passports %+v %v", ps, err)
+	}
+	f.passport = ps[0]
+	a, err := appeal.New(appeal.Filing{ID: "apl-1", PassportID: f.passport.ID, Grounds: appeal.IdentityError, Statement: "c2 is not " + victim + "'s session",
+		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "c2"}}, By: "agent:" + victim, At: base.Add(time.Minute)}, f.passport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAppeal(ctx(t), a); err != nil {
+		t.Fatal(err)
+	}
+	if f.heads, err = s.Heads(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := checkpoint.NewTree(f.heads)
+	f.checkpoint = checkpoint.Checkpoint{Number: 1, Time: base, Agents: tree.Size(), Root: tree.Root(), Environment: "production"}
+	if err := s.AddCheckpoint(ctx(t), f.checkpoint, []byte(`{"checkpoint":1}`), f.heads); err != nil {
+		t.Fatal(err)
+	}
+	broken := []ledger.BrokenLink{{AgentID: victim, Seq: 1, Reason: "a test break of " + victim}}
+	for _, b := range [][]ledger.BrokenLink{broken, nil, broken} {
+		if err := s.SetChainBreaks(ctx(t), base, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// checkErased checks the store after the erasure e of the victim: the id
+// is nowhere, the ledger verifies, counts are unchanged (before, by old
+// id), and every record naming the victim now names the pseudonym: consent
+// unlisted, token and passport revoked, the appeal renamed, checkpoint 1
+// still valid and a checkpoint of heads read before refused.
+func checkErased(t *testing.T, h Harness, s service.Backend, f victimFixture, e ledger.Erasure, before map[string]score.Counts) {
+	t.Helper()
+	pseudonym := e.Pseudonym
 	if dump := h.Tamper.Dump(t, s); strings.Contains(dump, victim) {
 		var lines []string
 		for _, l := range strings.Split(dump, "\n") {
@@ -146,10 +199,10 @@ func testErasure(t *testing.T, h Harness) {
 	if c, err := s.Consent(ctx(t), pseudonym); err != nil || c.Visibility != ledger.VisibilityUnlisted || c.DisclosureVersion != "disclosure-1" {
 		t.Errorf("the pseudonym's consent %+v %v", c, err)
 	}
-	if _, err := s.Authenticate(ctx(t), sum); errkind.Of(err) != errkind.Unauthorized {
+	if _, err := s.Authenticate(ctx(t), f.token); errkind.Of(err) != errkind.Unauthorized {
 		t.Errorf("the erased agent's token: %v", err)
 	}
-	if p, err := s.Passport(ctx(t), p.ID); err != nil || p.RevokedAt.IsZero() || len(p.Document) != 0 || p.AgentID != pseudonym {
+	if p, err := s.Passport(ctx(t), f.passport.ID); err != nil || p.RevokedAt.IsZero() || len(p.Document) != 0 || p.AgentID != pseudonym {
 		t.Errorf("the erased agent's passport %+v %v", p, err)
 	}
 	if got, err := s.Appeal(ctx(t), "apl-1"); err != nil || got.AgentID != pseudonym || got.Statement != "c2 is not "+pseudonym+"'s session" {
@@ -159,44 +212,16 @@ func testErasure(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkpoint.Extends(cp, leaves); err != nil {
+	if err := checkpoint.Extends(f.checkpoint, leaves); err != nil {
 		t.Errorf("checkpoint 1 after the erasure: %v", err)
 	}
 	if es, err := s.Erasures(ctx(t)); err != nil || len(es) != 1 || es[0].ID != "era-1" || len(es[0].Digests) != len(e.Digests) {
 		t.Errorf("erasures %+v %v", es, err)
 	}
 	// The checkpoint made from heads read before an erasure is refused.
-	wantKind(t, s.AddCheckpoint(ctx(t), checkpoint.Checkpoint{Number: 2, Time: base, Agents: tree.Size(), Root: tree.Root(), Environment: "production"},
-		[]byte(`{"checkpoint":2}`), heads), errkind.Conflict)
-
-	// Refused: the agent again, a pseudonym, a pseudonym in use, a bad
-	// identity.
-	again := req
-	again.ID = "era-2"
-	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.NotFound)
-	again.AgentID, again.Pseudonym, again.ID = pseudonym, "erased-0000", "era-2"
-	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Conflict)
-	again.AgentID, again.Pseudonym = "seller", "other"
-	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Conflict)
-	again.Pseudonym, again.Identity = "erased-0000", "not-a-commitment"
-	wantKind(t, errOnly(s.Erase(ctx(t), again)), errkind.Invalid)
-	mustVerify(t, s)
-
-	// A second erasure of another party of a sealed record seals it again.
-	again.Identity = identity
-	if _, err := s.Erase(ctx(t), again); err != nil {
-		t.Fatal(err)
-	}
-	mustVerify(t, s)
-	if c, err := s.Counts(ctx(t), "erased-0000", base); err != nil || c != before["seller"] {
-		t.Errorf("seller's counts after its erasure: %+v %v", c, err)
-	}
-
-	// A sealed row altered afterwards still breaks the chain.
-	h.Tamper.Exec(t, s, "UPDATE conduit_sessions SET started_at = "+h.Tamper.Time(start.Add(-time.Minute))+" WHERE id = 'c1'")
-	if r, err := s.VerifyLedger(ctx(t)); err != nil || len(r.Broken) == 0 || r.Broken[0].AgentID != pseudonym {
-		t.Errorf("a sealed row altered: %+v %v", r.Broken, err)
-	}
+	cp := f.checkpoint
+	cp.Number = 2
+	wantKind(t, s.AddCheckpoint(ctx(t), cp, []byte(`{"checkpoint":2}`), f.heads), errkind.Conflict)
 }
 
 func errOnly(_ ledger.Erasure, err error) error { return err }

@@ -32,6 +32,43 @@ func figures(t *testing.T, s service.Backend, asOf time.Time, agent string) map[
 // to do not, and one agent's figures are its row of everyone's.
 func testSignals(t *testing.T, h Harness) {
 	s := h.Open(t)
+	signalLedger(t, s)
+	all := figures(t, s, base, "")
+	checkFlagged(t, all)
+	checkFigures(t, all)
+	// A longer interval is the deployment's: 21 sessions within 2 hours.
+	if fs, err := s.SignalFigures(ctx(t), base, "edge", 2*time.Hour); err != nil || len(fs) != 1 || fs[0].ConduitBurst != 21 {
+		t.Errorf("edge over 2 h: %+v %v", fs, err)
+	}
+	if _, ok := all["fine"]; !ok || len(all) != 13 {
+		t.Errorf("%d agents with figures: %v", len(all), all)
+	}
+	for _, a := range []string{"farm", "p", "picky", "late", "fair", "rush", "edge"} {
+		one := figures(t, s, base, a)
+		if len(one) != 1 || one[a] != all[a] {
+			t.Errorf("%s alone %+v, among all %+v", a, one[a], all[a])
+		}
+	}
+	if got := figures(t, s, base, "nobody"); len(got) != 0 {
+		t.Errorf("figures of nobody: %v", got)
+	}
+	// A void takes an event out of every figure.
+	correct(t, s, correction(ledger.ActionVoid, ledger.ConduitSession, "late-1", base), nil)
+	if f := figures(t, s, base, "late"); len(f) != 0 {
+		t.Errorf("a voided event still counts: %+v", f)
+	}
+	// The window moves on: 91 days later nothing is left.
+	if got := figures(t, s, base.Add(91*24*time.Hour), ""); len(got) != 0 {
+		t.Errorf("figures after the window: %v", got)
+	}
+}
+
+// signalLedger stores one agent per pattern a signal looks for (farm,
+// shuffle, mono, selfie, p and q, picky, late, fair's chain break, rush's
+// burst) and agents that come close to one without tripping it (wide,
+// edge, fine).
+func signalLedger(t *testing.T, s service.Backend) {
+	t.Helper()
 	end := base.Add(-time.Hour)
 	start := end.Add(-time.Hour)
 	var evs []ledger.Event
@@ -101,8 +138,12 @@ func testSignals(t *testing.T, h Harness) {
 	if err := s.SetChainBreaks(ctx(t), base, []ledger.BrokenLink{{AgentID: "fair", Seq: 3, Reason: "hash mismatch"}}); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	all := figures(t, s, base, "")
+// checkFlagged checks which agents the default thresholds flag, and for
+// what.
+func checkFlagged(t *testing.T, all map[string]signal.Figures) {
+	t.Helper()
 	flagged := map[string][]string{}
 	for a, f := range all {
 		for _, sg := range signal.Evaluate(f, signal.Defaults) {
@@ -132,6 +173,12 @@ func testSignals(t *testing.T, h Harness) {
 	if fmt.Sprint(flagged) != fmt.Sprint(want) {
 		t.Errorf("flagged %v\nwant    %v", flagged, want)
 	}
+}
+
+// checkFigures checks the figures behind the flags, and the burst at its
+// edges.
+func checkFigures(t *testing.T, all map[string]signal.Figures) {
+	t.Helper()
 	if f := all["farm"]; f.ConduitTotal != 20 || f.ConduitTopBuyer != 15 {
 		t.Errorf("farm %+v", f)
 	}
@@ -158,31 +205,6 @@ func testSignals(t *testing.T, h Harness) {
 	}
 	if f := all["fair"]; f.ConduitBurst != 1 {
 		t.Errorf("fair (one session per buyer) %+v", f)
-	}
-	// A longer interval is the deployment's: 21 sessions within 2 hours.
-	if fs, err := s.SignalFigures(ctx(t), base, "edge", 2*time.Hour); err != nil || len(fs) != 1 || fs[0].ConduitBurst != 21 {
-		t.Errorf("edge over 2 h: %+v %v", fs, err)
-	}
-	if _, ok := all["fine"]; !ok || len(all) != 13 {
-		t.Errorf("%d agents with figures: %v", len(all), all)
-	}
-	for _, a := range []string{"farm", "p", "picky", "late", "fair", "rush", "edge"} {
-		one := figures(t, s, base, a)
-		if len(one) != 1 || one[a] != all[a] {
-			t.Errorf("%s alone %+v, among all %+v", a, one[a], all[a])
-		}
-	}
-	if got := figures(t, s, base, "nobody"); len(got) != 0 {
-		t.Errorf("figures of nobody: %v", got)
-	}
-	// A void takes an event out of every figure.
-	correct(t, s, correction(ledger.ActionVoid, ledger.ConduitSession, "late-1", base), nil)
-	if f := figures(t, s, base, "late"); len(f) != 0 {
-		t.Errorf("a voided event still counts: %+v", f)
-	}
-	// The window moves on: 91 days later nothing is left.
-	if got := figures(t, s, base.Add(91*24*time.Hour), ""); len(got) != 0 {
-		t.Errorf("figures after the window: %v", got)
 	}
 }
 

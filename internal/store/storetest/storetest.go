@@ -46,6 +46,10 @@ type Tamperer interface {
 	// Dump returns every row of every table of s's database as text, one
 	// line per row prefixed by its table: to prove a value is nowhere.
 	Dump(t *testing.T, s service.Backend) string
+	// Schema returns every column of every table of s's database as the
+	// database reports it (information_schema.columns,
+	// pragma_table_info), the database's own tables left out.
+	Schema(t *testing.T, s service.Backend) []ledger.SchemaColumn
 	// CacheVersion returns the ledger_seq of the agent's cache entry and
 	// the agent's terminal_seq (store.go: the version of its counts).
 	CacheVersion(t *testing.T, s service.Backend, agentID string) (ledgerSeq, terminalSeq int64)
@@ -95,6 +99,8 @@ func Run(t *testing.T, h Harness) {
 		{"Checkpoints", testCheckpoints},
 		{"Consent", testConsent},
 		{"Records", testRecords},
+		{"Catalogue", testCatalogue},
+		{"CatalogueCatchesUnregistered", testCatalogueCatchesUnregistered},
 		{"Erasure", testErasure},
 		{"Prune", testPrune},
 		{"Signals", testSignals},

@@ -12,16 +12,6 @@ import (
 // The tampering helpers: edits an attacker with database access could make,
 // written once for both back ends on Tamperer.Exec.
 
-func eventTable(typ ledger.Type) (table, agentColumn, endColumn string) {
-	switch typ {
-	case ledger.AP2Transaction:
-		return "ap2_transactions", "provider_id", "settled_at"
-	case ledger.TaskOffer:
-		return "task_offers", "agent_id", "decided_at"
-	}
-	return "conduit_sessions", "agent_id", "completed_at"
-}
-
 // quote renders s as an SQL string literal.
 func quote(s string) string {
 	q := []byte{'\''}
@@ -37,14 +27,13 @@ func quote(s string) string {
 // setEndedAt overwrites an event row's completed_at/settled_at
 // (back-dating, §15.2).
 func setEndedAt(t *testing.T, h Harness, s service.Backend, typ ledger.Type, id string, at time.Time) {
-	table, _, end := eventTable(typ)
-	h.Tamper.Exec(t, s, fmt.Sprintf("UPDATE %s SET %s = %s WHERE id = %s", table, end, h.Tamper.Time(at), quote(id)))
+	tab := ledger.EventTable(typ)
+	h.Tamper.Exec(t, s, fmt.Sprintf("UPDATE %s SET %s = %s WHERE id = %s", tab.Name, tab.Ends, h.Tamper.Time(at), quote(id)))
 }
 
 // deleteEvent deletes an event row.
 func deleteEvent(t *testing.T, h Harness, s service.Backend, typ ledger.Type, id string) {
-	table, _, _ := eventTable(typ)
-	h.Tamper.Exec(t, s, fmt.Sprintf("DELETE FROM %s WHERE id = %s", table, quote(id)))
+	h.Tamper.Exec(t, s, fmt.Sprintf("DELETE FROM %s WHERE id = %s", ledger.EventTable(typ).Name, quote(id)))
 }
 
 // setRecordContent makes chain record (agent, seq) hash as r: a record keeps
@@ -56,7 +45,7 @@ func setRecordContent(t *testing.T, h Harness, s service.Backend, r ledger.Recor
 	e := &r.Event
 	h.Tamper.Exec(t, s, fmt.Sprintf("UPDATE ledger_records SET event_type = %s, event_id = %s, status = %s WHERE agent_id = %s AND seq = %d",
 		quote(string(e.Type)), quote(e.ID), quote(string(e.Status)), quote(e.AgentID), r.Seq))
-	table, _, end := eventTable(e.Type)
+	tab := ledger.EventTable(e.Type)
 	buyer := "NULL"
 	if e.BuyerID != "" || e.Type == ledger.AP2Transaction {
 		buyer = quote(e.BuyerID)
@@ -68,9 +57,9 @@ func setRecordContent(t *testing.T, h Harness, s service.Backend, r ledger.Recor
 	// An end time the content omits (a non-terminal record) is not the
 	// row's to lose.
 	if !e.EndedAt.IsZero() {
-		set += fmt.Sprintf(", %s = %s", end, h.Tamper.Time(e.EndedAt))
+		set += fmt.Sprintf(", %s = %s", tab.Ends, h.Tamper.Time(e.EndedAt))
 	}
-	h.Tamper.Exec(t, s, fmt.Sprintf("UPDATE %s SET %s WHERE id = %s", table, set, quote(e.ID)))
+	h.Tamper.Exec(t, s, fmt.Sprintf("UPDATE %s SET %s WHERE id = %s", tab.Name, set, quote(e.ID)))
 }
 
 // setCacheVersion overwrites the ledger_seq and valid_until of the agent's
