@@ -100,6 +100,13 @@ func secure(doc map[string]any, key passport.Key, s site.Site, created time.Time
 		"verificationMethod": s.VerificationMethod(key.ID()),
 		"proofPurpose":       "assertionMethod",
 	}
+	// The proof carries the document's @context, as the proof
+	// configuration does (vc-di-eddsa §3.3.5): a verifier that hashes the
+	// proof options as they are and one that sets @context from the
+	// document then hash the same bytes.
+	if c, ok := doc["@context"]; ok {
+		proof["@context"] = c
+	}
 	hash, err := hashData(doc, proof)
 	if err != nil {
 		return nil, err
@@ -113,7 +120,8 @@ func secure(doc map[string]any, key passport.Key, s site.Site, created time.Time
 	return canonical(doc)
 }
 
-// hashData is SHA-256(JCS(proof config with the document's @context)) ||
+// hashData is SHA-256(JCS(proof options without proofValue, with the
+// document's @context when they have none)) ||
 // SHA-256(JCS(document without its proof)).
 func hashData(doc, proof map[string]any) ([]byte, error) {
 	cfg := make(map[string]any, len(proof)+1)
@@ -122,8 +130,10 @@ func hashData(doc, proof map[string]any) ([]byte, error) {
 			cfg[k] = v
 		}
 	}
-	if c, ok := doc["@context"]; ok {
-		cfg["@context"] = c
+	if _, ok := cfg["@context"]; !ok {
+		if c, ok := doc["@context"]; ok {
+			cfg["@context"] = c
+		}
 	}
 	unsecured := make(map[string]any, len(doc))
 	for k, v := range doc {
@@ -183,6 +193,8 @@ func Verify(doc []byte, pub ed25519.PublicKey) error {
 		return fmt.Errorf("%w: proofValue is not a base58btc Ed25519 signature", errkind.ErrInvalid)
 	}
 	if p, ok := proof["@context"]; ok && !jsonEqual(p, m["@context"]) {
+		// vc-di-eddsa §3.3.2 allows a document whose @context extends
+		// the proof's; SwarmScore's are always equal.
 		return fmt.Errorf("%w: the proof's @context is not the document's", errkind.ErrInvalid)
 	}
 	hash, err := hashData(m, proof)

@@ -53,13 +53,13 @@ func testKey(t *testing.T) passport.Key {
 	return k
 }
 
-func testPassport(t *testing.T, k passport.Key) []byte {
+func testPassport(t *testing.T, k passport.Key, at time.Time) []byte {
 	t.Helper()
 	r, err := score.Compute(score.Counts{ConduitTotal: 80, ConduitSuccess: 76, AP2Total: 40, AP2Success: 38})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := passport.New("agent-7", "swarmscore", r, time.Date(2026, 11, 28, 11, 16, 2, 0, time.UTC))
+	p, err := passport.New("agent-7", "swarmscore", r, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func testPassport(t *testing.T, k passport.Key) []byte {
 
 func TestCredential(t *testing.T) {
 	k := testKey(t)
-	doc := testPassport(t, k)
+	doc := testPassport(t, k, time.Date(2026, 11, 28, 11, 16, 2, 0, time.UTC))
 	cred, err := Credential(doc, k, testSite, 1, 41)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestCredential(t *testing.T) {
 		ValidUntil        string          `json:"validUntil"`
 		CredentialSubject json.RawMessage `json:"credentialSubject"`
 		CredentialStatus  map[string]string
-		Proof             map[string]string
+		Proof             map[string]any
 	}
 	if err := json.Unmarshal(cred, &c); err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestCredential(t *testing.T) {
 	p := c.Proof
 	if p["type"] != "DataIntegrityProof" || p["cryptosuite"] != "eddsa-jcs-2022" || p["created"] != "2026-11-28T11:16:02Z" ||
 		p["verificationMethod"] != "did:web:scores.example.com#eddsa-0123456789abcdef" || p["proofPurpose"] != "assertionMethod" ||
-		!strings.HasPrefix(p["proofValue"], "z") {
+		!strings.HasPrefix(p["proofValue"].(string), "z") {
 		t.Errorf("proof %v", p)
 	}
 	// Every change to what the proof covers is caught.
