@@ -415,4 +415,3 @@ func readInput(cmd *cobra.Command, path string) ([]byte, error) {
 
 // maxCardSize bounds an agent card read.
 const maxCardSize = 1 << 20
-

@@ -11,17 +11,17 @@
 // what a caller may see follows the same rules (an unlisted agent is
 // unknown to the public; quote_escrow is an operator's, as POST
 // /swarmscore/{agent_id}/escrow is). A tool's error is a tool result with
-// isError set whose structured content is the RFC 9457 problem the HTTP
-// API answers for the same error (httpapi.ProblemFor: the same type,
-// status and stable code), and whose text is its detail.
+// isError set whose text content is the RFC 9457 problem the HTTP API
+// answers for the same error, as JSON (httpapi.ProblemFor: the same type,
+// status, stable code and detail), also in _meta under ProblemMeta.
 package mcp
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -203,16 +203,23 @@ func addTool[In, Out any](s *sdk.Server, t *sdk.Tool, log *slog.Logger, h func(c
 	})
 }
 
-// toolError is the tool result of err: the HTTP API's problem for it as
-// structured content, its detail as text.
+// toolError is the tool result of err: the HTTP API's problem for it, as
+// JSON in its text content and as _meta's ProblemMeta.
 func toolError(log *slog.Logger, err error) *sdk.CallToolResult {
 	p, level, logged := httpapi.ProblemFor(err)
 	if logged {
 		log.Log(context.Background(), level, "MCP tool failed", "problem", strings.TrimPrefix(p.Type, api.ProblemBase), "err", err)
 	}
 	b, _ := json.Marshal(p)
-	return &sdk.CallToolResult{IsError: true, StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: p.Detail}}}
+	// Not as structured content, which clients check against the tool's
+	// output schema whatever isError says.
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: string(b)}},
+		Meta: sdk.Meta{ProblemMeta: p}}
 }
+
+// ProblemMeta is the _meta member of a tool error that holds its problem
+// (also its text content, as JSON).
+const ProblemMeta = "swarmscore.dev/problem"
 
 // via fills out from v's JSON form: an API shape to a tool's output.
 func via[T any](v any) (T, error) {

@@ -24,7 +24,7 @@ type EscrowInput struct {
 // VerifyInput is verify_passport's input.
 type VerifyInput struct {
 	Certificate RawObject `json:"certificate" jsonschema:"the Execution Passport as received (a JSON object)"`
-	AgentID     string         `json:"agent_id,omitempty" jsonschema:"the agent the passport must belong to (optional)"`
+	AgentID     string    `json:"agent_id,omitempty" jsonschema:"the agent the passport must belong to (optional)"`
 }
 
 // RawObject is a JSON object kept as received: a presented passport is
