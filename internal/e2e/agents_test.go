@@ -1,0 +1,314 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/swarmscore/swarmscore/internal/erc8004"
+	"github.com/swarmscore/swarmscore/internal/nodetest"
+)
+
+// agentsServer starts an Ed25519 server over a new SQLite database with
+// two agents' histories, agent-pub and agent-hidden (unlisted), and
+// returns it with the database's DSN.
+func agentsServer(t *testing.T, args ...string) (*server, string) {
+	t.Helper()
+	db := "sqlite:" + filepath.Join(t.TempDir(), "swarmscore.db")
+	s := startArgs(t, db, append([]string{"--signing-alg", "Ed25519"}, args...), "SWARMSCORE_ADMIN_TOKEN="+adminToken)
+	ctx := context.Background()
+	op := s.client(adminToken)
+	for _, a := range []string{"agent-pub", "agent-hidden"} {
+		if _, err := op.IngestEvents(ctx, history(a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errs := run(t, nil, "", "agent", "visibility", "agent-hidden", "unlisted", "--db", db); code != 0 {
+		t.Fatalf("agent visibility: %d %s %s", code, out, errs)
+	}
+	return s, db
+}
+
+// get fetches url with an optional bearer token, wanting status.
+func get(t *testing.T, url, token string, status int) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("GET %s: %d %s, want %d", url, resp.StatusCode, b, status)
+	}
+	return b
+}
+
+func post(t *testing.T, url, token, body string) []byte {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
+
+// jsonEqual compares two JSON documents by value.
+func jsonEqual(t *testing.T, what string, a, b []byte) {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v: %s", what, err, a)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v: %s", what, err, b)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	if !bytes.Equal(xb, yb) {
+		t.Errorf("%s differ:\n%s\n%s", what, xb, yb)
+	}
+}
+
+// toolCall is one tool result, from either SDK.
+type toolCall struct {
+	IsError           bool            `json:"isError"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	Text              string          `json:"text"`
+	ProtocolError     string          `json:"protocolError"`
+}
+
+func (c toolCall) problem(t *testing.T) (typ, code string) {
+	t.Helper()
+	var p struct{ Type, Code string }
+	if !c.IsError || json.Unmarshal([]byte(c.Text), &p) != nil {
+		t.Fatalf("not a tool error with a problem: %+v", c)
+	}
+	return p.Type, p.Code
+}
+
+// goCalls runs calls with the Go SDK's client over transport.
+func goCalls(t *testing.T, transport sdk.Transport, calls []map[string]any) ([]toolCall, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 5 {
+		t.Fatalf("tools: %+v %v", tools, err)
+	}
+	var out []toolCall
+	for _, c := range calls {
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: c["name"].(string), Arguments: c["arguments"]})
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		tc := toolCall{IsError: r.IsError}
+		if r.StructuredContent != nil {
+			tc.StructuredContent, _ = json.Marshal(r.StructuredContent)
+		}
+		for _, c := range r.Content {
+			if tx, ok := c.(*sdk.TextContent); ok {
+				tc.Text += tx.Text
+			}
+		}
+		out = append(out, tc)
+	}
+	res, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "swarmscore://formula"})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("formula: %+v %v", res, err)
+	}
+	return out, res.Contents[0].Text
+}
+
+// tsCalls runs calls with the TypeScript SDK's client (tools/node/mcp-client.mjs).
+func tsCalls(t *testing.T, conn map[string]any, calls []map[string]any) ([]toolCall, string) {
+	t.Helper()
+	in := map[string]any{"calls": calls, "resources": []string{"swarmscore://formula"}}
+	for k, v := range conn {
+		in[k] = v
+	}
+	b, _ := json.Marshal(in)
+	var out struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		} `json:"tools"`
+		Calls     []toolCall `json:"calls"`
+		Resources []struct {
+			Text string `json:"text"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(nodetest.Run(t, "mcp-client.mjs", b), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Tools) != 5 || len(out.Resources) != 1 || len(out.Calls) != len(calls) {
+		t.Fatalf("TypeScript client: %+v", out)
+	}
+	for _, c := range out.Calls {
+		if c.ProtocolError != "" {
+			t.Fatalf("TypeScript client refused a result: %s", c.ProtocolError)
+		}
+	}
+	return out.Calls, out.Resources[0].Text
+}
+
+// TestMCP: the MCP server, over streamable HTTP at /mcp and over stdio
+// (swarmscore mcp), answers what the HTTP routes answer, to the Go SDK's
+// client and to the TypeScript SDK's (which also checks every structured
+// result against the tool's output schema); errors are the routes'
+// problems; unlisted agents and quote_escrow follow the API's rules.
+func TestMCP(t *testing.T) {
+	nodetest.Require(t)
+	s, db := agentsServer(t)
+	score := get(t, s.url+"/swarmscore/agent-pub", "", 200)
+	cert := get(t, s.url+"/swarmscore/agent-pub/certificate", "", 200)
+	verified := post(t, s.url+"/swarmscore/verify", "", string(cert))
+	escrow := post(t, s.url+"/swarmscore/agent-pub/escrow", adminToken, `{"amount_cents":100000}`)
+	hiddenScore := get(t, s.url+"/swarmscore/agent-hidden", adminToken, 200)
+	calls := []map[string]any{
+		{"name": "get_score", "arguments": map[string]any{"agent_id": "agent-pub"}},
+		{"name": "get_certificate", "arguments": map[string]any{"agent_id": "agent-pub"}},
+		{"name": "verify_passport", "arguments": map[string]any{"certificate": json.RawMessage(cert)}},
+		{"name": "quote_escrow", "arguments": map[string]any{"agent_id": "agent-pub", "amount_cents": 100000}},
+		{"name": "explain_score", "arguments": map[string]any{"agent_id": "agent-pub"}},
+		{"name": "get_score", "arguments": map[string]any{"agent_id": "agent-hidden"}},
+		{"name": "get_score", "arguments": map[string]any{"agent_id": "a b"}},
+	}
+	check := func(name string, got []toolCall, formula string, operator bool) {
+		t.Helper()
+		jsonEqual(t, name+": get_score and GET /swarmscore/{agent_id}", got[0].StructuredContent, score)
+		if got[1].Text != string(cert) {
+			t.Errorf("%s: get_certificate's text is not the certificate's bytes:\n%s\n%s", name, got[1].Text, cert)
+		}
+		var v, w map[string]any
+		json.Unmarshal(got[2].StructuredContent, &v)
+		json.Unmarshal(verified, &w)
+		delete(v, "current") // its computed_at is the second of the call
+		delete(w, "current")
+		vb, _ := json.Marshal(v)
+		wb, _ := json.Marshal(w)
+		if !bytes.Equal(vb, wb) || v["valid"] != true {
+			t.Errorf("%s: verify_passport and POST /swarmscore/verify differ:\n%s\n%s", name, vb, wb)
+		}
+		if operator {
+			jsonEqual(t, name+": quote_escrow and POST /swarmscore/{agent_id}/escrow", got[3].StructuredContent, escrow)
+			jsonEqual(t, name+": an unlisted agent, to an operator", got[5].StructuredContent, hiddenScore)
+		} else {
+			if typ, code := got[3].problem(t); typ != "https://swarmscore.dev/problems/unauthorized" || code != "operator_required" {
+				t.Errorf("%s: quote_escrow without a token: %s %s", name, typ, code)
+			}
+			if typ, _ := got[5].problem(t); typ != "https://swarmscore.dev/problems/not-found" {
+				t.Errorf("%s: an unlisted agent, to the public: %s", name, typ)
+			}
+		}
+		var x struct{ Explanation, Tier string }
+		if json.Unmarshal(got[4].StructuredContent, &x) != nil || !strings.Contains(x.Explanation, "agent-pub scores") {
+			t.Errorf("%s: explain_score: %s", name, got[4].StructuredContent)
+		}
+		if typ, code := got[6].problem(t); typ != "https://swarmscore.dev/problems/invalid-request" || code != "invalid_id" {
+			t.Errorf("%s: a malformed id: %s %s (HTTP says invalid-request, invalid_id)", name, typ, code)
+		}
+		if !strings.Contains(formula, "floor(400 x rate x volume)") || !strings.Contains(formula, "ELITE: score at least 850") {
+			t.Errorf("%s: the formula resource: %s", name, formula)
+		}
+	}
+	httpTransport := func(token string) *sdk.StreamableClientTransport {
+		hc := &http.Client{}
+		if token != "" {
+			hc.Transport = bearer{token}
+		}
+		return &sdk.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: hc, DisableStandaloneSSE: true}
+	}
+	got, formula := goCalls(t, httpTransport(""), calls)
+	check("Go SDK, HTTP, public", got, formula, false)
+	got, formula = goCalls(t, httpTransport(adminToken), calls)
+	check("Go SDK, HTTP, operator", got, formula, true)
+	got, formula = goCalls(t, &sdk.CommandTransport{Command: exec.Command(bin, "mcp", "--db", db, "--operator", "ops")}, calls)
+	check("Go SDK, stdio, operator", got, formula, true)
+
+	got, formula = tsCalls(t, map[string]any{"transport": "http", "url": s.url + "/mcp"}, calls)
+	check("TypeScript SDK, HTTP, public", got, formula, false)
+	got, formula = tsCalls(t, map[string]any{"transport": "http", "url": s.url + "/mcp", "token": adminToken}, calls)
+	check("TypeScript SDK, HTTP, operator", got, formula, true)
+	got, formula = tsCalls(t, map[string]any{"transport": "stdio", "command": bin, "args": []string{"mcp", "--db", db},
+		"env": map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}}, calls)
+	check("TypeScript SDK, stdio, public", got, formula, false)
+
+	// /mcp is behind the server's authentication: a bad token is refused
+	// before MCP is spoken, as on every route.
+	b := post(t, s.url+"/mcp", "not-a-token-0123456789abcdefghijklmn", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if !strings.Contains(string(b), "https://swarmscore.dev/problems/unauthorized") {
+		t.Errorf("/mcp with a bad token: %s", b)
+	}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestERC8004: the route and the CLI give the same record, and its hash is
+// the Keccak-256 of the certificate as the route serves it.
+func TestERC8004(t *testing.T) {
+	s, db := agentsServer(t)
+	rec := get(t, s.url+"/swarmscore/agent-pub/erc8004?erc8004_agent_id=22", "", 200)
+	code, out, errs := run(t, nil, "", "export", "erc8004", "agent-pub", "--db", db, "--base-url", s.url, "--erc8004-agent-id", "22")
+	if code != 0 {
+		t.Fatalf("export erc8004: %d %s", code, errs)
+	}
+	jsonEqual(t, "GET /swarmscore/{agent_id}/erc8004 and export erc8004", rec, []byte(out))
+	var f struct {
+		Feedback struct {
+			AgentID      string `json:"agentId"`
+			Value        int    `json:"value"`
+			FeedbackURI  string `json:"feedbackURI"`
+			FeedbackHash string `json:"feedbackHash"`
+			Tag1, Tag2   string
+		} `json:"feedback"`
+		Calldata string `json:"calldata"`
+	}
+	json.Unmarshal(rec, &f)
+	cert := get(t, f.Feedback.FeedbackURI, "", 200)
+	sum, sel := erc8004.Keccak256(cert), erc8004.Selector()
+	if f.Feedback.FeedbackHash != "0x"+hex.EncodeToString(sum[:]) || f.Feedback.Tag1 != "swarmscore" || f.Feedback.AgentID != "22" ||
+		!strings.HasPrefix(f.Calldata, "0x"+hex.EncodeToString(sel[:])) {
+		t.Errorf("record %s; the certificate hashes to %x", rec, sum)
+	}
+	if b := get(t, s.url+"/swarmscore/agent-hidden/erc8004", "", 404); !strings.Contains(string(b), "not-found") {
+		t.Errorf("an unlisted agent's record, to the public: %s", b)
+	}
+	if b := get(t, s.url+"/swarmscore/agent-pub/erc8004?erc8004_agent_id=-1", "", 400); !strings.Contains(string(b), `"code":"invalid_erc8004_agent_id"`) {
+		t.Errorf("a negative agentId: %s", b)
+	}
+}
