@@ -312,3 +312,179 @@ func TestERC8004(t *testing.T) {
 		t.Errorf("a negative agentId: %s", b)
 	}
 }
+
+// TestAgentCards: the A2A JavaScript SDK fetches and reads the service's
+// agent card and a card `agent-card annotate` wrote; `agent-card verify`
+// accepts the annotated card and refuses one whose agent id was changed.
+func TestAgentCards(t *testing.T) {
+	nodetest.Require(t)
+	s, _ := agentsServer(t)
+	dir := t.TempDir()
+	card := filepath.Join(dir, "card.json")
+	os.WriteFile(card, []byte(`{"name":"Pub agent","description":"an agent","version":"1","supportedInterfaces":[{"url":"https://pub.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"capabilities":{"streaming":true},"skills":[]}`), 0o600)
+	code, annotated, errs := run(t, nil, "", "agent-card", "annotate", card, "--agent-id", "agent-pub", "--base-url", s.url)
+	if code != 0 {
+		t.Fatalf("annotate: %d %s", code, errs)
+	}
+	in, _ := json.Marshal(map[string]any{"baseUrl": s.url, "cards": []json.RawMessage{json.RawMessage(annotated)}})
+	var out struct {
+		Served struct {
+			Name       string `json:"name"`
+			Interfaces []struct {
+				URL, ProtocolBinding string
+			} `json:"interfaces"`
+			Skills          []string          `json:"skills"`
+			SecuritySchemes map[string]string `json:"securitySchemes"`
+			Extensions      []struct {
+				URI string `json:"uri"`
+			} `json:"extensions"`
+		} `json:"served"`
+		Cards []struct {
+			Name       string `json:"name"`
+			Extensions []struct {
+				URI    string            `json:"uri"`
+				Params map[string]string `json:"params"`
+			} `json:"extensions"`
+		} `json:"cards"`
+	}
+	if err := json.Unmarshal(nodetest.Run(t, "a2a-card.mjs", in), &out); err != nil {
+		t.Fatal(err)
+	}
+	sv := out.Served
+	if sv.Name != "SwarmScore" || len(sv.Interfaces) != 1 || sv.Interfaces[0].URL != s.url+"/mcp" || sv.Interfaces[0].ProtocolBinding != "MCP" ||
+		len(sv.Skills) != 1 || sv.Skills[0] != "reputation-lookup" || sv.SecuritySchemes["bearer"] != "httpAuthSecurityScheme" ||
+		len(sv.Extensions) != 1 || sv.Extensions[0].URI != "https://swarmscore.dev/a2a/extensions/passport/v1" {
+		t.Errorf("the served card, as the A2A SDK reads it: %+v", sv)
+	}
+	score := get(t, s.url+"/swarmscore/agent-pub", "", 200)
+	var sc struct{ Tier string }
+	json.Unmarshal(score, &sc)
+	if len(out.Cards) != 1 || out.Cards[0].Name != "Pub agent" || len(out.Cards[0].Extensions) != 1 {
+		t.Fatalf("the annotated card, as the A2A SDK reads it: %+v", out.Cards)
+	}
+	p := out.Cards[0].Extensions[0].Params
+	if out.Cards[0].Extensions[0].URI != "https://swarmscore.dev/a2a/extensions/passport/v1" || p["agent_id"] != "agent-pub" ||
+		p["certificate_url"] != s.url+"/swarmscore/agent-pub/certificate" || p["tier"] != sc.Tier ||
+		p["keys_url"] != s.url+"/.well-known/swarmscore-keys.json" {
+		t.Errorf("extension params %v", p)
+	}
+	annotatedFile := filepath.Join(dir, "annotated.json")
+	os.WriteFile(annotatedFile, []byte(annotated), 0o600)
+	if code, out, errs := run(t, nil, "", "agent-card", "verify", annotatedFile); code != 0 || !strings.Contains(out, `"valid":true`) || !strings.Contains(out, `"agent_matches":true`) {
+		t.Errorf("verify: %d %s %s", code, out, errs)
+	}
+	// The card claims another agent's certificate as its own.
+	forged := strings.Replace(annotated, `"agent_id": "agent-pub"`, `"agent_id": "agent-other"`, 1)
+	if forged == annotated {
+		t.Fatal("no agent_id to change in the annotated card")
+	}
+	if code, out, _ := run(t, nil, forged, "agent-card", "verify", "-"); code != 1 || !strings.Contains(out, `"agent_matches":false`) || !strings.Contains(out, "agent_mismatch") {
+		t.Errorf("verify of a card naming another agent: %d %s", code, out)
+	}
+	if code, _, errs := run(t, nil, `{"name":"x"}`, "agent-card", "verify", "-"); code != 3 || !strings.Contains(errs, "no https://swarmscore.dev/a2a/extensions/passport/v1 extension") {
+		t.Errorf("verify of a card without the extension: %d %s", code, errs)
+	}
+}
+
+// TestCredentials: the credential route and `passport credential` give the
+// same bytes; Digital Bazaar's libraries verify it with the DID document
+// and the status list the server serves; after the agent's erasure, and
+// after its key is revoked, the status list says revoked (and the revoked
+// key's proofs no longer verify); an HMAC deployment has no credentials.
+func TestCredentials(t *testing.T) {
+	nodetest.Require(t)
+	s, db := agentsServer(t)
+	cred := get(t, s.url+"/swarmscore/agent-pub/credential", "", 200)
+	code, out, errs := run(t, nil, "", "passport", "credential", "agent-pub", "--db", db, "--base-url", s.url)
+	if code != 0 || out != string(cred) {
+		t.Fatalf("passport credential: %d %s\n%s\nthe route: %s", code, errs, out, cred)
+	}
+	hidden := get(t, s.url+"/swarmscore/agent-hidden/credential", adminToken, 200)
+	get(t, s.url+"/swarmscore/agent-hidden/credential", "", 404)
+	did := "did:web:" + strings.ReplaceAll(strings.TrimPrefix(s.url, "http://"), ":", "%3A")
+	peer := func(creds ...[]byte) []struct {
+		Verified bool
+		Errors   []string
+		Revoked  *bool
+	} {
+		t.Helper()
+		docs := map[string]json.RawMessage{
+			did: get(t, s.url+"/.well-known/did.json", "", 200),
+			s.url + "/swarmscore/credentials/status/1": get(t, s.url+"/swarmscore/credentials/status/1", "", 200),
+		}
+		raw := make([]json.RawMessage, len(creds))
+		for i, c := range creds {
+			raw[i] = c
+		}
+		in, _ := json.Marshal(map[string]any{"credentials": raw, "documents": docs})
+		var res []struct {
+			Verified bool
+			Errors   []string
+			Revoked  *bool
+		}
+		if err := json.Unmarshal(nodetest.Run(t, "vc-verify.mjs", in), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	tampered := bytes.Replace(cred, []byte(`"agent_id":"agent-pub"`), []byte(`"agent_id":"agent-pwn"`), 1)
+	r := peer(cred, hidden, tampered)
+	if !r[0].Verified || r[0].Revoked == nil || *r[0].Revoked || !r[1].Verified || *r[1].Revoked {
+		t.Fatalf("Digital Bazaar on the credentials: %+v", r)
+	}
+	if r[2].Verified {
+		t.Errorf("a tampered credential verified: %+v", r[2])
+	}
+
+	// Erasure revokes the agent's passports, and so its credentials.
+	if code, out, errs := run(t, nil, "", "agent", "erase", "agent-hidden", "--reason", "GDPR request", "--db", db); code != 0 {
+		t.Fatalf("agent erase: %d %s %s", code, out, errs)
+	}
+	if r := peer(hidden, cred); !r[0].Verified || r[0].Revoked == nil || !*r[0].Revoked || *r[1].Revoked {
+		t.Errorf("after the erasure: %+v", r)
+	}
+
+	// A revoked key: its credentials' entries are set, and the DID
+	// document no longer lets it assert anything.
+	env := []string{}
+	if code, out, errs := run(t, env, "", "key", "rotate", "--signing-alg", "Ed25519", "--db", db); code != 0 {
+		t.Fatalf("key rotate: %d %s %s", code, out, errs)
+	}
+	var old struct{ Proof struct{ VerificationMethod string } }
+	json.Unmarshal(cred, &old)
+	kid := old.Proof.VerificationMethod[strings.Index(old.Proof.VerificationMethod, "#")+1:]
+	if code, out, errs := run(t, env, "", "key", "revoke", kid, "--db", db); code != 0 {
+		t.Fatalf("key revoke: %d %s %s", code, out, errs)
+	}
+	within(t, 5*time.Second, "the server sees the revocation", func() bool {
+		return strings.Contains(string(get(t, s.url+"/.well-known/did.json", "", 200)), `"revoked"`)
+	})
+	if r := peer(cred); r[0].Verified {
+		t.Errorf("a credential of a revoked key verified: %+v", r[0])
+	}
+	fresh := get(t, s.url+"/swarmscore/agent-pub/credential", "", 200)
+	if bytes.Equal(fresh, cred) {
+		t.Fatal("the credential was not re-issued with the new key")
+	}
+	if r := peer(fresh); !r[0].Verified || *r[0].Revoked {
+		t.Errorf("the re-issued credential: %+v", r[0])
+	}
+	var list struct {
+		CredentialSubject struct{ EncodedList string }
+	}
+	json.Unmarshal(get(t, s.url+"/swarmscore/credentials/status/1", "", 200), &list)
+	var entry struct{ CredentialStatus struct{ StatusListIndex string } }
+	json.Unmarshal(cred, &entry)
+	if !strings.HasPrefix(list.CredentialSubject.EncodedList, "u") || entry.CredentialStatus.StatusListIndex == "" {
+		t.Errorf("status list %+v, entry %+v", list, entry)
+	}
+
+	// An HMAC deployment has no key to sign credentials with.
+	h := start(t, "sqlite:"+filepath.Join(t.TempDir(), "h.db"), "SWARMSCORE_ADMIN_TOKEN="+adminToken)
+	if _, err := h.client(adminToken).IngestEvents(context.Background(), history("agent-h")); err != nil {
+		t.Fatal(err)
+	}
+	if b := get(t, h.url+"/swarmscore/agent-h/credential", "", 409); !strings.Contains(string(b), `"code":"ed25519_key_required"`) {
+		t.Errorf("an HMAC deployment's credential: %s", b)
+	}
+}
