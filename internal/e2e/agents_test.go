@@ -450,7 +450,9 @@ func TestCredentials(t *testing.T) {
 	if code, out, errs := run(t, env, "", "key", "rotate", "--signing-alg", "Ed25519", "--db", db); code != 0 {
 		t.Fatalf("key rotate: %d %s %s", code, out, errs)
 	}
-	var old struct{ Proof struct{ VerificationMethod string } }
+	var old struct {
+		Proof struct{ VerificationMethod string }
+	}
 	json.Unmarshal(cred, &old)
 	kid := old.Proof.VerificationMethod[strings.Index(old.Proof.VerificationMethod, "#")+1:]
 	if code, out, errs := run(t, env, "", "key", "revoke", kid, "--db", db); code != 0 {
@@ -473,7 +475,9 @@ func TestCredentials(t *testing.T) {
 		CredentialSubject struct{ EncodedList string }
 	}
 	json.Unmarshal(get(t, s.url+"/swarmscore/credentials/status/1", "", 200), &list)
-	var entry struct{ CredentialStatus struct{ StatusListIndex string } }
+	var entry struct {
+		CredentialStatus struct{ StatusListIndex string }
+	}
 	json.Unmarshal(cred, &entry)
 	if !strings.HasPrefix(list.CredentialSubject.EncodedList, "u") || entry.CredentialStatus.StatusListIndex == "" {
 		t.Errorf("status list %+v, entry %+v", list, entry)
