@@ -492,3 +492,84 @@ func TestCredentials(t *testing.T) {
 		t.Errorf("an HMAC deployment's credential: %s", b)
 	}
 }
+
+// TestReadmeAgents runs the README's "Use it from your agent" section: each
+// sh block (but the first, which starts the server this test starts) with
+// bash against a real server, and the MCP client configuration with the
+// TypeScript SDK's stdio client. Each block must exit 0.
+func TestReadmeAgents(t *testing.T) {
+	nodetest.Require(t)
+	for _, tool := range []string{"bash", "curl", "jq", "cmp"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is required in CI: %v", tool, err)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)
+	i := strings.Index(section, "\n## Use it from your agent\n")
+	if i < 0 {
+		t.Fatal("the README has no Use it from your agent section")
+	}
+	section = section[i+1:]
+	section = section[:strings.Index(section[3:], "\n## ")+3]
+	blocks := func(lang string) []string {
+		var out []string
+		for _, part := range strings.Split(section, "```"+lang+"\n")[1:] {
+			out = append(out, part[:strings.Index(part, "```")])
+		}
+		return out
+	}
+	sh, js := blocks("sh"), blocks("json")
+	if len(sh) < 5 || len(js) != 1 || !strings.Contains(sh[0], "swarmscore serve") {
+		t.Fatalf("%d sh blocks, %d json blocks", len(sh), len(js))
+	}
+
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "swarmscore.db")
+	events, _ := filepath.Abs("../../examples/events.ndjson")
+	if code, _, errs := run(t, nil, "", "ingest", events, "--db", db); code != 0 {
+		t.Fatalf("ingest: %d %s", code, errs)
+	}
+	s := startArgs(t, db, []string{"--signing-alg", "Ed25519"})
+	path := filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	for i, block := range sh[1:] {
+		script := strings.ReplaceAll(block, "http://127.0.0.1:8080", s.url)
+		cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + path, "HOME=" + os.Getenv("HOME")}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("block %d failed: %v\n%s\noutput:\n%s", i+2, err, block, out)
+			continue
+		}
+		t.Logf("block %d:\n%s", i+2, out)
+	}
+
+	var conf struct {
+		MCPServers map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(js[0]), &conf); err != nil {
+		t.Fatal(err)
+	}
+	c := conf.MCPServers["swarmscore"]
+	if c.Command != "swarmscore" {
+		t.Fatalf("MCP configuration %+v", conf)
+	}
+	// Run in the database's directory, as the section says.
+	args := append(append([]string{}, c.Args...), "--db", db)
+	got, _ := tsCalls(t, map[string]any{"transport": "stdio", "command": bin, "args": args,
+		"env": map[string]string{"PATH": path, "HOME": os.Getenv("HOME")}},
+		[]map[string]any{{"name": "quote_escrow", "arguments": map[string]any{"agent_id": "atlas-research", "amount_cents": 100000}}})
+	if got[0].IsError {
+		t.Errorf("quote_escrow through the README's configuration: %+v", got[0])
+	}
+}
