@@ -105,7 +105,7 @@
 //     consented_at, and the consent itself: disclosure_version,
 //     consent_given_at, consent_by; SQLite 00011, PostgreSQL 00012).
 //
-// On PostgreSQL (migration 00017) the event tables and ledger_records are
+// On PostgreSQL (migration 00018) the event tables and ledger_records are
 // partitioned by period, the partition current when a row was inserted
 // (ledger_partitions lists them), so that retention drops old partitions
 // whole; their primary keys carry period, and a rotation locks out writers
