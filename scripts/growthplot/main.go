@@ -207,7 +207,7 @@ const (
 	marginL        = 70.0
 	marginT        = 40.0
 	marginB        = 45.0
-	marginR        = 20.0
+	marginR        = 40.0
 )
 
 var colours = map[string]string{"SQLite": "#1b6ca8", "PostgreSQL": "#c0392b"}
