@@ -211,7 +211,7 @@ var catalogue = []Table{
 	// both.
 	{Name: "erasures", Key: []string{"id"}, Columns: cols(Plain, "id", "pseudonym", "identity", "actor", "created_at", "digests")},
 	{Name: "signing_keys", Key: []string{"id"},
-		Columns: cols(Plain, "id", "alg", "environment", "state", "created_at", "state_changed_at", "public_key", "sealed_key")},
+		Columns: cols(Plain, "id", "alg", "environment", "state", "created_at", "state_changed_at", "active_from", "active_until", "public_key", "sealed_key")},
 }
 
 // Catalogue returns every table of the schema, in the order an erasure
