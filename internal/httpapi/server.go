@@ -111,11 +111,16 @@ type ReadinessService interface {
 	Ready(ctx context.Context) error
 }
 
-// KeyService is what the key set route and /metrics call (service.Keys).
+// KeyService is what the key set and key history routes and /metrics call
+// (service.Keys).
 type KeyService interface {
 	// PublicKeys returns the JWK set of the Ed25519 keys whose passports
 	// may still be valid (never an HMAC key). It cannot fail.
 	PublicKeys(ctx context.Context) passport.JWKSet
+	// KeyHistory returns every Ed25519 key the deployment ever signed
+	// with, with the interval it signed in and its state (never an HMAC
+	// key). It cannot fail.
+	KeyHistory(ctx context.Context) passport.KeyHistory
 	// KeyringStats describes the active signing key, for /metrics. It
 	// must not block.
 	KeyringStats() service.KeyringStats
@@ -253,6 +258,7 @@ func New(svc Services, opt Options) *Server {
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
 	s.route("GET /openapi.json", crossOrigin, maxNoBody, s.openapi)
 	s.route("GET /.well-known/swarmscore-keys.json", crossOrigin, maxNoBody, s.keys)
+	s.route("GET /.well-known/swarmscore-key-history.json", crossOrigin, maxNoBody, s.keyHistory)
 	s.metrics.reg.MustRegister(newKeyCollector(svc.Keys.KeyringStats))
 	// Registered last and least specific: every request no route above
 	// takes, whatever its method, is a problem from notFound.

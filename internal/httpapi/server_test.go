@@ -57,6 +57,7 @@ type fake struct {
 	outcomes    func([]ledger.Event) []ledger.Outcome
 	certStats   service.CertificateStats
 	keySet      passport.JWKSet
+	keyHistory  passport.KeyHistory
 	keyStats    service.KeyringStats
 	// RightsService and SignalService are nil: rights_test.go gives the
 	// fake the methods the certificate, score and metrics routes call; the
@@ -163,6 +164,11 @@ func (f *fake) PublicKeys(ctx context.Context) passport.JWKSet {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.keySet
+}
+func (f *fake) KeyHistory(ctx context.Context) passport.KeyHistory {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keyHistory
 }
 func (f *fake) KeyringStats() service.KeyringStats {
 	f.mu.Lock()

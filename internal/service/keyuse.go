@@ -226,6 +226,30 @@ func (u *Keys) PublicKeys(ctx context.Context) passport.JWKSet {
 	return set
 }
 
+// KeyHistory returns every Ed25519 key this deployment (its environment)
+// ever signed with, oldest first, each with the interval it signed in and
+// its state, so that what a key signed can be verified after it is rotated
+// out, retired or revoked (passport.KeyHistory). HMAC keys are never
+// published; a key never active, and the fixed key of Config.Key, whose
+// interval is not known, are left out. It reloads a stale keyring like the
+// other use cases and cannot fail.
+func (u *Keys) KeyHistory(ctx context.Context) passport.KeyHistory {
+	s := u.keys.current(ctx)
+	h := passport.KeyHistory{Keys: []passport.HistoryKey{}}
+	for i, k := range s.keys {
+		rec := s.records[i]
+		if k.Alg() != passport.AlgEdDSA || rec.ActiveFrom.IsZero() {
+			continue
+		}
+		j, err := passport.PublicHistoryKey(k, string(rec.State), passport.SigningInterval{From: rec.ActiveFrom, Until: rec.ActiveUntil, RevokedAt: rec.RevokedAt()})
+		if err != nil { // every key of a keyring has an id and a consistent record
+			continue
+		}
+		h.Keys = append(h.Keys, j)
+	}
+	return h
+}
+
 // KeyringStats describes the active key, for metrics.
 type KeyringStats struct {
 	// ActiveID and ActiveAlg name the key that signs.
