@@ -157,7 +157,7 @@ func (iv SigningInterval) Contains(t time.Time) bool {
 // iv.Contains(issuer.computed_at), whether the key is still accepted, only
 // verifies or is retired (KeyRetired: what it signed while it was active
 // still verifies); a revoked key (KeyRevoked) is refused whatever date the
-// passport bears (ERRATA E45). A passport computed outside iv is refused
+// passport bears (ERRATA E43). A passport computed outside iv is refused
 // with CodeKeyInactive.
 func (k Key) WithInterval(iv SigningInterval) Key {
 	k.iv = &iv
