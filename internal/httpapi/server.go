@@ -194,6 +194,7 @@ type Server struct {
 	classify *http.ServeMux
 	routes   map[string]bool
 	access   map[string]access // who may call each route, for the OpenAPI test
+	limits   map[string]int64  // each route's body limit, for the OpenAPI test
 	metrics  *metrics
 	limiter  *ipLimiter
 	proxies  []netip.Prefix // Options.TrustedProxies
@@ -219,6 +220,7 @@ func New(svc Services, opt Options) *Server {
 		classify: http.NewServeMux(),
 		routes:   map[string]bool{},
 		access:   map[string]access{},
+		limits:   map[string]int64{},
 		cors:     map[string]bool{},
 		metrics:  newMetrics(svc.Certificates.CertificateStats),
 		now:      opt.Now,
@@ -295,6 +297,7 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc) http.HandlerFunc {
 	s.routes[pattern] = true
 	s.access[pattern] = a
+	s.limits[pattern] = limit
 	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
 	usesDB := !withoutDatabase[pattern]
