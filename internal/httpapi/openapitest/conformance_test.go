@@ -148,13 +148,17 @@ func (s *stack) do(h http.Handler, r req, want int) answer {
 	return a
 }
 
-func admin(more ...string) []string { return append([]string{"Authorization", "Bearer " + adminToken}, more...) }
+func admin(more ...string) []string {
+	return append([]string{"Authorization", "Bearer " + adminToken}, more...)
+}
 
 func (s *stack) asAgent(more ...string) []string {
 	return append([]string{"Authorization", "Bearer " + s.agent}, more...)
 }
 
-func jsonBody(more ...string) []string { return append([]string{"Content-Type", "application/json"}, more...) }
+func jsonBody(more ...string) []string {
+	return append([]string{"Content-Type", "application/json"}, more...)
+}
 
 func field(t *testing.T, b []byte, name string) string {
 	t.Helper()
