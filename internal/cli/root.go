@@ -36,6 +36,7 @@ func commands() []*cobra.Command {
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(),
 		newAuditCmd(),
+		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
 	}
 }
 

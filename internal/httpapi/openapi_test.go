@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func pointer(doc any, ptr string) any {
 // (x-max-body-bytes, which every operation with a body states and which is
 // the limit its route was registered with).
 func TestOpenAPILimits(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, Options{MCP: http.NotFoundHandler()})
 	var doc any
 	if err := json.Unmarshal(openapiJSON, &doc); err != nil {
 		t.Fatal(err)

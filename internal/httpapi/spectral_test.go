@@ -15,7 +15,7 @@ import (
 // document: no error, warning, information or hint.
 func TestSpectralLint(t *testing.T) {
 	spectral := nodetest.Bin(t, "spectral")
-	ruleset := filepath.Join(nodetest.Dir(t), ".spectral.yaml")
+	ruleset := filepath.Join(nodetest.Dir(), ".spectral.yaml")
 	doc, err := filepath.Abs("openapi.json")
 	if err != nil {
 		t.Fatal(err)

@@ -236,11 +236,8 @@ func (u *Keys) PublicKeys(ctx context.Context) passport.JWKSet {
 func (u *Keys) KeyHistory(ctx context.Context) passport.KeyHistory {
 	s := u.keys.current(ctx)
 	h := passport.KeyHistory{Keys: []passport.HistoryKey{}}
-	for i, k := range s.keys {
-		rec := s.records[i]
-		if k.Alg() != passport.AlgEdDSA || rec.ActiveFrom.IsZero() {
-			continue
-		}
+	for _, i := range s.history() {
+		k, rec := s.keys[i], s.records[i]
 		j, err := passport.PublicHistoryKey(k, string(rec.State), passport.SigningInterval{From: rec.ActiveFrom, Until: rec.ActiveUntil, RevokedAt: rec.RevokedAt()})
 		if err != nil { // every key of a keyring has an id and a consistent record
 			continue
@@ -248,6 +245,19 @@ func (u *Keys) KeyHistory(ctx context.Context) passport.KeyHistory {
 		h.Keys = append(h.Keys, j)
 	}
 	return h
+}
+
+// history returns the indexes in s of the key history: every Ed25519 key
+// with an id that was ever active, oldest first, in every state. The key
+// history document and the DID document both publish these keys.
+func (s *keySet) history() []int {
+	var out []int
+	for i, k := range s.keys {
+		if k.Alg() == passport.AlgEdDSA && k.ID() != "" && !s.records[i].ActiveFrom.IsZero() {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // KeyringStats describes the active key, for metrics.

@@ -209,4 +209,5 @@ type Backend interface {
 	SignalStore
 	ErasureStore
 	RetentionStore
+	CredentialStore
 }

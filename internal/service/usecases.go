@@ -82,6 +82,7 @@ type UseCases struct {
 	Rights       *Rights
 	Signals      *Signals
 	Audit        *Audit
+	Credentials  *Credentials
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -118,8 +119,9 @@ func New(st Backend, cfg Config) *UseCases {
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
-		store: st,
-		cfg:   cfg,
+		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
+		store:       st,
+		cfg:         cfg,
 	}
 }
 

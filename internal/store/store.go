@@ -84,8 +84,8 @@
 //     PostgreSQL 00012).
 //   - signing_keys(id PK, alg, environment, state, created_at,
 //     state_changed_at, public_key NULL, sealed_key; SQLite migration 00004,
-//     PostgreSQL 00005; active_from NULL, active_until NULL: SQLite 00015,
-//     PostgreSQL 00017): the keyring (internal/keyring). The secret is
+//     PostgreSQL 00005; active_from NULL, active_until NULL: SQLite 00016,
+//     PostgreSQL 00018): the keyring (internal/keyring). The secret is
 //     sealed under a master key the database never sees; at most one key is
 //     active (a partial unique index). A key's active interval (the key
 //     history) starts at its creation and ends when the next active key is

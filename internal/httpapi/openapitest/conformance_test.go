@@ -18,6 +18,7 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/httpapi/openapitest"
+	"github.com/swarmscore/swarmscore/internal/mcp"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/web/webtest"
@@ -78,8 +79,10 @@ func newStack(t *testing.T) *stack {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	return &stack{
 		t: t, u: u, agent: tok.Secret, doc: doc, seen: map[string]map[int]bool{},
-		api:     httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, AuthFailures: 2, AuthFailureEvery: time.Hour}),
-		limited: httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, RateLimit: 1.0 / 3600, RateBurst: 1}),
+		api: httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, AuthFailures: 2, AuthFailureEvery: time.Hour,
+			MCP: mcp.Handler(mcp.ServicesOf(u), mcp.Options{Logger: log})}),
+		limited: httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, RateLimit: 1.0 / 3600, RateBurst: 1,
+			MCP: mcp.Handler(mcp.ServicesOf(u), mcp.Options{Logger: log})}),
 	}
 }
 
@@ -319,6 +322,37 @@ func TestConformance(t *testing.T) {
 	s.do(api, req{method: "POST", path: "/swarmscore/elite-1/erase", header: admin(jsonBody()...), body: `{}`, length: 1 << 20}, 413)
 	s.do(api, req{method: "GET", path: "/swarmscore/erasures", header: admin()}, 200)
 
+	// What agents and their tools read.
+	cred := s.do(api, req{method: "GET", path: "/swarmscore/agent-7/credential"}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/agent-7/credential", header: []string{"If-None-Match", cred.header.Get("ETag")}}, 304)
+	s.do(api, req{method: "GET", path: "/swarmscore/shy-agent/credential"}, 404)
+	s.do(api, req{method: "GET", path: "/swarmscore/a%20b/credential"}, 400)
+	var vc struct {
+		CredentialStatus struct {
+			StatusListCredential string `json:"statusListCredential"`
+		} `json:"credentialStatus"`
+	}
+	if err := json.Unmarshal(cred.body, &vc); err != nil || !strings.Contains(vc.CredentialStatus.StatusListCredential, "/swarmscore/credentials/status/") {
+		t.Fatalf("the credential's status: %v %s", err, cred.body)
+	}
+	list := vc.CredentialStatus.StatusListCredential[strings.Index(vc.CredentialStatus.StatusListCredential, "/swarmscore/credentials/status/"):]
+	s.do(api, req{method: "GET", path: list}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/credentials/status/first"}, 400)
+	s.do(api, req{method: "GET", path: "/swarmscore/credentials/status/999"}, 404)
+	s.do(api, req{method: "GET", path: "/.well-known/did.json"}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/agent-7/erc8004?erc8004_agent_id=42"}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/agent-7/erc8004?erc8004_agent_id=-1"}, 400)
+	s.do(api, req{method: "GET", path: "/swarmscore/no-such-agent/erc8004"}, 404)
+	s.do(api, req{method: "GET", path: "/.well-known/agent-card.json"}, 200)
+	mcpHeader := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	s.do(api, req{method: "POST", path: "/mcp", header: mcpHeader, body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`}, 200)
+	s.do(api, req{method: "POST", path: "/mcp", header: admin(mcpHeader...),
+		body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_score","arguments":{"agent_id":"agent-7"}}}`}, 200)
+	s.do(api, req{method: "POST", path: "/mcp", header: mcpHeader, body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`}, 202)
+	s.do(api, req{method: "POST", path: "/mcp", header: mcpHeader, body: `{"jsonrpc":`}, 400)
+	s.do(api, req{method: "POST", path: "/mcp", header: mcpHeader, body: `{}`, length: 1 << 20}, 413)
+	s.do(api, req{method: "GET", path: "/mcp"}, 405)
+
 	// Operations.
 	s.do(api, req{method: "GET", path: "/healthz"}, 200)
 	s.do(api, req{method: "GET", path: "/readyz"}, 200)
@@ -378,17 +412,16 @@ func (s *stack) sweep() {
 		}
 		if s.doc.Authenticated(op) {
 			ip := next()
-			bad := req{method: method, path: path, header: []string{"Authorization", "Bearer not-a-token", "Content-Type", "application/json"}, remote: ip}
+			bad := req{method: method, path: path, header: []string{"Authorization", "Bearer not-a-token", "Content-Type", "application/json", "Accept", "application/json, text/event-stream"}, remote: ip}
 			if method != "GET" {
 				bad.body = "{}"
 			}
 			s.do(s.api, bad, 401)
 			s.do(s.api, bad, 401)
 			s.do(s.api, bad, 429)
-			if !slices.Contains(s.doc.Responses(op), "401") {
-				continue
+			if !s.doc.Anonymous(op) {
+				s.do(s.api, req{method: method, path: path, remote: next()}, 401)
 			}
-			s.do(s.api, req{method: method, path: path, remote: next()}, map[bool]int{true: 200, false: 401}[op == "GET /swarmscore/{agent_id}/certificate" || op == "GET /swarmscore/{agent_id}"])
 		} else if slices.Contains(s.doc.Responses(op), "429") {
 			ip := next()
 			s.doLimited(req{method: method, path: path, remote: ip})

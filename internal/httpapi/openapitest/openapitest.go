@@ -109,12 +109,27 @@ func (d *Document) Responses(op string) []string {
 	return out
 }
 
-// Has reports whether operation op documents a security requirement with
-// a scheme (an authenticated operation; {} alone means anonymous).
+// Authenticated reports whether operation op documents a security
+// requirement with a scheme: it takes a token ({} alone means anonymous).
 func (d *Document) Authenticated(op string) bool {
 	sec, _ := d.ops[op]["security"].([]any)
 	for _, req := range sec {
 		if m, _ := req.(map[string]any); len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Anonymous reports whether operation op may be called without a token:
+// its security requirements include the empty one ({}), or it has none.
+func (d *Document) Anonymous(op string) bool {
+	sec, ok := d.ops[op]["security"].([]any)
+	if !ok {
+		return true
+	}
+	for _, req := range sec {
+		if m, _ := req.(map[string]any); len(m) == 0 {
 			return true
 		}
 	}

@@ -79,7 +79,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 }
 
 // TestMigrateKeyIntervals is storetest.MigrateKeyIntervals, from version
-// 16, before migration 00017 gave keys their active intervals.
+// 17, before migration 00018 gave keys their active intervals.
 func TestMigrateKeyIntervals(t *testing.T) {
 	ctx := t.Context()
 	s, err := Open(ctx, pgtest.NewDatabase(t))
@@ -92,7 +92,7 @@ func TestMigrateKeyIntervals(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, err := p.UpTo(ctx, 16); err != nil {
+	if _, err := p.UpTo(ctx, 17); err != nil {
 		t.Fatal(err)
 	}
 	storetest.MigrateKeyIntervals(t, &legacyDB{s: s, p: p})

@@ -87,7 +87,7 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 }
 
 // TestMigrateKeyIntervals is storetest.MigrateKeyIntervals, from version
-// 14, before migration 00015 gave keys their active intervals.
+// 15, before migration 00016 gave keys their active intervals.
 func TestMigrateKeyIntervals(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "old.db")
@@ -106,7 +106,7 @@ func TestMigrateKeyIntervals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.UpTo(ctx, 14); err != nil {
+	if _, err := p.UpTo(ctx, 15); err != nil {
 		t.Fatal(err)
 	}
 	storetest.MigrateKeyIntervals(t, &legacyDB{s: s, db: db, p: p})

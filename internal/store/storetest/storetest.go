@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"Tokens", testTokens},
 		{"Keys", testKeys},
 		{"Passports", testPassports},
+		{"Credentials", testCredentials},
 		{"Appeals", testAppeals},
 		{"Checkpoints", testCheckpoints},
 		{"Consent", testConsent},
