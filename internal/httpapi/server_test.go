@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -1144,4 +1145,39 @@ func TestEventsMediaType(t *testing.T) {
 		}
 		h.do("POST", "/swarmscore/events", strings.NewReader(body), append(auth(), "Content-Type", ct)...).ok(t)
 	}
+}
+
+// Every response carries the security headers: problems, JSON, the
+// OpenAPI document, a 405, and net/http's own errors rewritten by Listener.
+func TestSecurityHeadersEverywhere(t *testing.T) {
+	h := newHarness(t, Options{})
+	check := func(what string, hdr http.Header) {
+		t.Helper()
+		for k, want := range map[string]string{
+			"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+		} {
+			if got := hdr.Get(k); got != want {
+				t.Errorf("%s: %s is %q, want %q", what, k, got, want)
+			}
+		}
+		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("%s: Content-Security-Policy %q", what, csp)
+		}
+	}
+	for _, c := range []struct{ method, target string }{
+		{"GET", "/nope"}, {"DELETE", "/swarmscore/agent-1"}, {"GET", "/swarmscore/agent-1"}, {"GET", "/openapi.json"},
+		{"GET", "/healthz"}, {"POST", "/swarmscore/events"}, {"GET", "/swarmscore/agent-1/certificate"},
+	} {
+		r := h.do(c.method, c.target, nil)
+		check(c.method+" "+c.target, r.header)
+	}
+	b, ok := problemResponse([]byte("HTTP/1.1 431 Request Header Fields Too Large" + netHTTPErrorHeaders + "431 Request Header Fields Too Large"))
+	if !ok {
+		t.Fatal("the 431 was not rewritten")
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("net/http's 431", resp.Header)
 }
