@@ -142,7 +142,8 @@ type Pages struct {
 //	GET  /                        leaderboard, agent search (?agent=)
 //	GET  /agents/{agent_id}       an agent's score, history, escrow and passport
 //	GET  /verify, POST /verify    passport verification
-//	GET  /badge/{agent_id}.svg    README badge
+//	GET  /badge/{agent_id}.svg    README badge (?style=flat|flat-square, ?label=)
+//	GET  /badge/{agent_id}.json   the same for shields.io's endpoint badge
 //	GET  /assets/{name}           the stylesheet and script
 //	GET  /operator                sign-in, or the console
 //	POST /operator/sign-in, POST /operator/sign-out
@@ -171,7 +172,7 @@ func Mount(host Host, svc Services, opt Options) *Pages {
 	handle("GET /agents/{agent_id}", p.public(p.bounded(p.agent)))
 	handle("GET /verify", p.public(p.verifyForm))
 	handle("POST /verify", p.public(p.bounded(p.verify)))
-	handle("GET /badge/{file}", p.public(p.bounded(p.badge)))
+	handle("GET /badge/", p.badge) // rate limited, but always answered as a badge
 	handle("GET /assets/{name}", p.asset)
 	handle("GET /operator", p.signInPage)
 	handle("POST /operator/sign-in", p.bounded(p.signIn))
