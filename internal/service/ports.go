@@ -209,4 +209,6 @@ type Backend interface {
 	SignalStore
 	ErasureStore
 	RetentionStore
+	ActionStore
+	SessionStore
 }
