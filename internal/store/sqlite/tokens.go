@@ -121,4 +121,3 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	}
 	return out, dbErr("list tokens", rows.Err())
 }
-
