@@ -531,7 +531,7 @@ func TestPublicRateLimit(t *testing.T) {
 // back ends do, naming their internals.
 type unavailable struct {
 	ScoreService
-	TokenService
+	ConsoleService
 }
 
 func (unavailable) err() error {
@@ -543,7 +543,9 @@ func (u unavailable) Ranking(context.Context, service.RankingQuery) (service.Ran
 func (u unavailable) PublicProfile(context.Context, string, bool) (service.Profile, error) {
 	return service.Profile{}, u.err()
 }
-func (u unavailable) Authenticate(context.Context, string) (string, error) { return "", u.err() }
+func (u unavailable) SignIn(context.Context, string, string, string, service.SessionPolicy) (service.NewSession, error) {
+	return service.NewSession{}, u.err()
+}
 
 func TestErrorPages(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
@@ -552,8 +554,8 @@ func TestErrorPages(t *testing.T) {
 	api := httpapi.New(httpapi.ServicesOf(s.u), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	defer api.Close()
 	svc := ServicesOf(s.u)
-	down := unavailable{svc.Certificates, svc.Tokens}
-	svc.Certificates, svc.Tokens = down, down
+	down := unavailable{svc.Certificates, svc.Console}
+	svc.Certificates, svc.Console = down, down
 	Mount(api, svc, Options{})
 	s.handler = api
 	for _, path := range []string{"/", "/agents/agent-7"} {
