@@ -3,7 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
-		"sync"
+	"sync"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/auth"

@@ -53,7 +53,9 @@ func appealStatus(a appeal.Appeal, now time.Time) AppealStatus {
 // ErrUnavailable.
 func (u *Corrections) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (st AppealStatus, err error) {
 	if c.IsOperator() {
-		defer func() { u.actions.record(ctx, auth.ActAppealFile, st.AgentID, st.ID, "against passport "+f.PassportID, err) }()
+		defer func() {
+			u.actions.record(ctx, auth.ActAppealFile, st.AgentID, st.ID, "against passport "+f.PassportID, err)
+		}()
 	}
 	return u.fileAppeal(ctx, c, f)
 }

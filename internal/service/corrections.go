@@ -16,8 +16,8 @@ import (
 // so they hold the signing keys, and tell the certificate memo's cache
 // watch which agents they changed.
 type Corrections struct {
-	store CorrectionsStore
-	clock clock
+	store   CorrectionsStore
+	clock   clock
 	keys    *signing
 	certs   *certMemo
 	actions *actionLog

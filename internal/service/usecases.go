@@ -126,7 +126,7 @@ func New(st Backend, cfg Config) *UseCases {
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
 		Console: &Console{store: st, clock: clk, actions: acts},
 		store:   st,
-		cfg:   cfg,
+		cfg:     cfg,
 	}
 }
 

@@ -314,7 +314,7 @@ func (p *Pages) signedIn(perm auth.Permission, h func(http.ResponseWriter, *http
 			p.svc.Console.RecordDenied(r.Context(), r.Method+" "+r.URL.Path, err)
 			p.renderConsole(w, r, s, http.StatusForbidden, "", "error", "Not allowed", errorView{
 				Status: http.StatusForbidden, Heading: "Not allowed for your role",
-				Message: "Your token's role (" + string(s.Role) + ") may not do this: it needs the " + string(auth.Needs(perm)) + " role.",
+				Message:   "Your token's role (" + string(s.Role) + ") may not do this: it needs the " + string(auth.Needs(perm)) + " role.",
 				RequestID: w.Header().Get("X-Request-Id"),
 			})
 			return

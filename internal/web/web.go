@@ -141,10 +141,10 @@ type Options struct {
 // Pages is the mounted site. The operator sessions are in the database;
 // the sign-in throttle is in memory.
 type Pages struct {
-	svc      Services
-	host     Host
-	log      *slog.Logger
-	now      func() time.Time
+	svc  Services
+	host Host
+	log  *slog.Logger
+	now  func() time.Time
 	// idle and lifetime end sessions (Options.SessionIdle, SessionLifetime).
 	idle, lifetime time.Duration
 	throttle       *throttle
