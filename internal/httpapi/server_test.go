@@ -83,12 +83,13 @@ type everyService interface {
 	RightsService
 	ErasureService
 	SignalService
+	ConsoleService
 }
 
 // every gives v every group of use cases.
 func every(v everyService) Services {
 	return Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
-		Audit: v, Rights: v, Erasure: v, Signals: v}
+		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v}
 }
 
 func (f *fake) enter(agent string) error {
