@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	authz "github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/api"
+	authz "github.com/swarmscore/swarmscore/internal/auth"
 )
 
 // The fake's part of ConsoleService: refusals are dropped, the log is

@@ -251,7 +251,7 @@ func TestConsolePages(t *testing.T) {
 	// rejected lines with their reasons.
 	body := get("/operator/ingest", 200)
 	mustContain(t, body,
-		"<tr><th scope=\"row\">2026-06-15 12:00 UTC</th><td class=\"num\">2</td><td class=\"num\">0</td><td class=\"num\">1168</td>",
+		"<tr><th scope=\"row\">2026-06-15 12:00 UTC</th><td class=\"num\" data-label=\"Batches\">2</td><td class=\"num\" data-label=\"Failed batches\">0</td><td class=\"num\" data-label=\"Accepted\">1168</td>",
 		`status: &#34;DONE&#34; is not a conduit_session status`,
 		`escrow_amount_cents: must be a whole number of cents, got 99.5`,
 		"<td>line 1</td><td><code>s-bad</code></td>", "<td>line 2</td><td><code>t-bad</code></td>",
@@ -262,7 +262,7 @@ func TestConsolePages(t *testing.T) {
 
 	// Agents: the ranking, filtered; an exact search finds an unlisted agent.
 	body = get("/operator/agents", 200)
-	mustContain(t, body, `<a href="/operator/agents?q=elite-1">elite-1</a>`, "<td class=\"num\">76/80</td><td class=\"num\">38/40</td>")
+	mustContain(t, body, `<a href="/operator/agents?q=elite-1" title="elite-1">elite-1</a>`, "<td class=\"num\" data-label=\"Conduit\">76/80</td><td class=\"num\" data-label=\"AP2\">38/40</td>")
 	mustNotContain(t, body, "shy-agent", "Next page")
 	body = get("/operator/agents?tier=ELITE", 200)
 	if strings.Count(body, `<a href="/operator/agents?q=`) != 1 || !strings.Contains(body, "elite-1") {

@@ -119,7 +119,7 @@ func mustNotContain(t *testing.T, body string, bad ...string) {
 // rows returns the agent ids of a table's rows, in order.
 func rows(body string) []string {
 	var ids []string
-	for _, m := range regexp.MustCompile(`<th scope="row"><a href="/agents/([^"]+)">`).FindAllStringSubmatch(body, -1) {
+	for _, m := range regexp.MustCompile(`<th scope="row" class="id-cell"><a href="/agents/([^"]+)" title="[^"]*">`).FindAllStringSubmatch(body, -1) {
 		ids = append(ids, m[1])
 	}
 	return ids
@@ -134,15 +134,15 @@ func TestHome(t *testing.T) {
 		`<a href="https://datatracker.ietf.org/doc/draft-stone-swarmscore-v1/">draft-stone-swarmscore-v1</a>`,
 		"400 × rate × min(1, sessions/100)", "1 − score/1250",
 		disclaimer,
-		`<td class="num">983</td><td><span class="tier tier-elite">ELITE</span></td>`,
-		`<td class="num">760</td><td><span class="tier tier-standard">STANDARD</span></td>`,
-		`<td class="num">39.2%</td>`)
+		`<td class="num" data-label="Score">983</td><td data-label="Tier"><span class="tier tier-elite">ELITE</span></td>`,
+		`<td class="num" data-label="Score">760</td><td data-label="Tier"><span class="tier tier-standard">STANDARD</span></td>`,
+		`<td class="num" data-label="Escrow hold">39.2%</td>`)
 	mustNotContain(t, body, "shy-agent")
 	first := rows(body)
 	if len(first) != leaderboardSize || first[0] != "elite-1" || first[1] != "agent-7" {
 		t.Fatalf("first page %v", first)
 	}
-	if !strings.Contains(body, "<tr><td>1</td><th scope=\"row\"><a href=\"/agents/elite-1\">") {
+	if !strings.Contains(body, "<tr><td data-label=\"#\">1</td><th scope=\"row\" class=\"id-cell\"><a href=\"/agents/elite-1\"") {
 		t.Fatal("ranks do not start at 1")
 	}
 	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">Next page</a>`).FindStringSubmatch(body)
@@ -156,7 +156,7 @@ func TestHome(t *testing.T) {
 	if len(first)+len(second) != 31 || strings.Contains(body, "Next page") || !strings.Contains(body, `<a href="/">First page</a>`) {
 		t.Fatalf("second page %v", second)
 	}
-	if !strings.Contains(body, fmt.Sprintf("<tr><td>%d</td>", leaderboardSize+1)) {
+	if !strings.Contains(body, fmt.Sprintf("<tr><td data-label=\"#\">%d</td>", leaderboardSize+1)) {
 		t.Fatal("ranks do not continue on the second page")
 	}
 	for _, id := range second {
