@@ -73,8 +73,17 @@ func (l *actionLog) record(ctx context.Context, kind auth.ActionKind, agentID, t
 	if err != nil {
 		e.Outcome, e.Code = outcomeOf(err)
 	}
-	l.append(context.WithoutCancel(ctx), e)
+	// The entry is written even when the request's context has ended
+	// (its client gone, its database deadline passed), within a short
+	// wait of its own: a database that does not answer must not hold the
+	// answer back.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actionLogWait)
+	defer cancel()
+	l.append(actx, e)
 }
+
+// actionLogWait bounds the write of one action log entry.
+const actionLogWait = 500 * time.Millisecond
 
 // outcomeOf is how an action that returned err ended: denied for a caller
 // without the right, failed otherwise, with the error's code or kind.
