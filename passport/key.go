@@ -154,6 +154,19 @@ func (k Key) Public() ed25519.PublicKey {
 // private key.
 func (k Key) CanSign() bool { return k.k != nil && (k.k.secret != nil || k.k.priv != nil) }
 
+// SignMessage signs msg with an EdDSA key's private half (Ed25519, RFC
+// 8032) and returns the 64-byte signature: for documents other than
+// passports that the issuer secures with the same key, such as the W3C
+// Data Integrity proofs of its credentials. An HS256 key or a public key
+// is ErrInvalid: an HMAC would not be verifiable by anyone without the
+// secret.
+func (k Key) SignMessage(msg []byte) ([]byte, error) {
+	if k.k == nil || k.k.alg != AlgEdDSA || k.k.priv == nil {
+		return nil, fmt.Errorf("%w: only an Ed25519 private key signs messages", ErrInvalid)
+	}
+	return ed25519.Sign(k.k.priv, msg), nil
+}
+
 // valid reports whether k came from a constructor.
 func (k Key) valid() bool { return k.k != nil }
 

@@ -2,6 +2,7 @@ package passport
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -106,5 +107,25 @@ func TestKeyNeverPrints(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), `"key":"[REDACTED]"`) {
 		t.Errorf("slog output %q does not show the key as [REDACTED]", logged.String())
+	}
+}
+
+func TestSignMessage(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	k, err := NewEd25519Key(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("a Data Integrity proof's hash data")
+	sig, err := k.SignMessage(msg)
+	if err != nil || !ed25519.Verify(priv.Public().(ed25519.PublicKey), msg, sig) {
+		t.Fatalf("SignMessage: %x, %v", sig, err)
+	}
+	pub, _ := NewEd25519PublicKey(priv.Public().(ed25519.PublicKey))
+	hk, _ := NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	for name, k := range map[string]Key{"public": pub, "hmac": hk, "zero": {}} {
+		if _, err := k.SignMessage(msg); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s key: SignMessage error %v, want ErrInvalid", name, err)
+		}
 	}
 }

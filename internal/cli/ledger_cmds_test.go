@@ -26,9 +26,14 @@ func runLedgerCLI(t *testing.T, db, stdin string, args ...string) (code int, std
 	return code, out.String(), errb.String()
 }
 
-// The events end a day before the real clock, so "now" counts them.
+// cliEnd is when the test events end: a day before the real clock, so
+// "now" counts them, and read once, so that every call of cliEvents gives
+// the same events (a second boundary between two calls made a re-sent
+// event a conflicting one).
+var cliEnd = time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
+
 func cliEvents() string {
-	end := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Second)
+	end := cliEnd
 	start := end.Add(-time.Hour)
 	f := func(t time.Time) string { return t.Format(time.RFC3339) }
 	return strings.Join([]string{

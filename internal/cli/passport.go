@@ -32,7 +32,7 @@ SWARMSCORE_VERIFY_KEYS, or verifies Ed25519 passports with a server's public
 keys (--keys) and no secret.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newPassportIssueCmd(), newPassportVerifyCmd())
+	cmd.AddCommand(newPassportIssueCmd(), newPassportVerifyCmd(), newPassportCredentialCmd())
 	return cmd
 }
 

@@ -39,6 +39,7 @@ func commands() []*cobra.Command {
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(),
 		newAuditCmd(), newActionsCmd(),
+		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
 	}
 }
 

@@ -20,7 +20,9 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/mcp"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/site"
 	"github.com/swarmscore/swarmscore/internal/web"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
@@ -102,6 +104,7 @@ func newServeCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
+	f.StringVar(&cfg.baseURL, "base-url", "", "the public origin clients reach this server at, e.g. https://scores.example.com: the credentials' did:web issuer and the URLs in credentials, agent cards and ERC-8004 records (default $"+baseURLEnv+", else http:// and the listening address)")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore, or swarmscore-ENVIRONMENT outside production)")
 	f.Float64Var(&cfg.rate, "rate-limit", 50, "requests per second per client IP on public routes (0 disables)")
@@ -125,6 +128,7 @@ func newServeCmd() *cobra.Command {
 
 type serveConfig struct {
 	addr, db, platform string
+	baseURL            string
 	rate               float64
 	burst              int
 	proxies            []string
@@ -205,14 +209,37 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	if err := bootstrapAdmin(ctx, cmd, u.Tokens, log); err != nil {
 		return err
 	}
+	pub, err := serveSite(cmd, cfg.baseURL, ln.Addr())
+	if err != nil {
+		return err
+	}
+	mcpHandler := mcp.Handler(mcp.ServicesOf(u), mcp.Options{Version: version(), Logger: log})
 	handler := httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst,
-		TrustedProxies: set.proxies, MetricsAllow: set.scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax})
+		TrustedProxies: set.proxies, MetricsAllow: set.scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax,
+		Site: pub, Version: version(), MCP: mcpHandler})
 	defer handler.Close()
 	srv := newHTTPServer(ctx, mountPages(handler, web.ServicesOf(u), log), log)
 	log.Info("listening", "addr", ln.Addr().String(), "db", set.drivers.redact(set.dsn), "platform", cfg.platform,
 		"max_clock_skew", cfg.skew.String(), "metrics_allow", networks(set.scrapers), "db_timeout", cfg.dbTimeout.String(),
-		"formulas", set.formulas.String())
+		"formulas", set.formulas.String(), "base_url", pub.URL())
 	return runServer(ctx, stop, srv, ln, cfg.shutdown, log)
+}
+
+// serveSite is the server's public origin: --base-url, else
+// SWARMSCORE_BASE_URL, else http:// and the address it listens on (a
+// wildcard address as the loopback one, the only one it surely answers).
+func serveSite(cmd *cobra.Command, flag string, addr net.Addr) (site.Site, error) {
+	if flag != "" || getenv(cmd, baseURLEnv) != "" {
+		return siteOf(cmd, flag)
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return site.Site{}, err
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return siteOf(cmd, "http://"+net.JoinHostPort(host, port))
 }
 
 // serveSettings are serve's flags read and checked, and what they name.

@@ -140,37 +140,7 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.metrics.verifications.WithLabelValues("invalid").Inc()
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, marshal(verificationOf(&v)))
-}
-
-// verificationOf is v's shape.
-func verificationOf(v *service.Verification) api.Verification {
-	resp := api.Verification{
-		Valid:             v.Valid,
-		SignatureValid:    v.SignatureValid,
-		ScoreValid:        v.ScoreValid,
-		DetectedTampering: v.DetectedTampering,
-		Errors:            v.Errors,
-		Warnings:          v.Warnings,
-		Checks:            v.Checks,
-	}
-	if !v.ExpiresAt.IsZero() {
-		e := wire.Seconds(v.ExpiresAt)
-		resp.ExpiresAt = &e
-	}
-	if resp.Errors == nil {
-		resp.Errors = []service.VerifyError{}
-	}
-	if resp.Warnings == nil {
-		resp.Warnings = []service.VerifyError{}
-	}
-	if c := v.Current; c != nil {
-		resp.Current = &api.CurrentScore{Score: c.Score, Tier: c.Tier, ComputedAt: wire.Seconds(c.ComputedAt)}
-	}
-	for _, k := range v.ChangedSinceIssue {
-		resp.ChangedSinceIssue = append(resp.ChangedSinceIssue, api.EventRef{Type: string(k.Type), ID: k.ID})
-	}
-	return resp
+	writeJSON(w, http.StatusOK, marshal(wire.VerificationOf(&v)))
 }
 
 // passportMembers are the top-level members of a passport (spec §6.1) that

@@ -62,6 +62,8 @@ var withoutDatabase = map[string]bool{
 	"GET /readyz":       true,
 	"GET /metrics":      true,
 	"GET /openapi.json": true,
+	// The agent card is built once, at start.
+	"GET /.well-known/agent-card.json": true,
 }
 
 // dbGate hands out the slots of requests that use the database.

@@ -169,3 +169,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	w.WriteHeader(p.Status)
 	w.Write(b)
 }
+
+// ProblemFor is the problem an error of a use case becomes, by the one
+// table of this file: what other edges that answer strangers (the MCP
+// tools) report, with the same type, status and code as the HTTP API.
+// Instance and RequestID are left empty. When the caller does not see the
+// error's message, logged is true and level says how loudly to log it.
+func ProblemFor(err error) (p api.Problem, level slog.Level, logged bool) { return problemFor(err) }

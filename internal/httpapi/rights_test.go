@@ -317,7 +317,7 @@ func TestSignalMetrics(t *testing.T) {
 // TestOpenAPIAccess: every operation states who may call it (x-access),
 // as the server enforces it; the info carries the current disclaimer.
 func TestOpenAPIAccess(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, Options{MCP: http.NotFoundHandler()})
 	var doc struct {
 		Info struct {
 			Description string `json:"description"`

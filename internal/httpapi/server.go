@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/api"
+	"github.com/swarmscore/swarmscore/internal/a2a"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/site"
 	"github.com/swarmscore/swarmscore/passport"
 )
 
@@ -48,13 +50,16 @@ type Services struct {
 	// GET /swarmscore/actions (actions.go); nil leaves the route out and
 	// records nothing.
 	Console ConsoleService
+	// Credentials serves the W3C credential routes (agents.go); nil
+	// leaves them out.
+	Credentials CredentialService
 }
 
 // ServicesOf is the groups of u that the handlers call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
-		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Console: u.Console}
+		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking
@@ -167,6 +172,16 @@ type Options struct {
 	MetricsAllow []netip.Prefix
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Site is the deployment's public origin (serve --base-url): the
+	// credentials' issuer, the URLs that credentials, agent cards and
+	// ERC-8004 records point at. Default http://127.0.0.1:8080.
+	Site site.Site
+	// Version is the build's version, in the agent card.
+	Version string
+	// MCP, when set, is served at /mcp (internal/mcp's streamable HTTP
+	// handler) under the public routes' rate limit, with the caller of
+	// the request's optional bearer token in its context (CallerFrom).
+	MCP http.Handler
 }
 
 // loopback is the default of Options.MetricsAllow.
@@ -201,6 +216,8 @@ type Server struct {
 	now      func() time.Time
 	handler  http.Handler
 	limited  logSampler // the access log of rate-limited requests
+	site     site.Site  // Options.Site
+	card     []byte     // the service's A2A agent card
 
 	// Bounded waits and failures (limits.go).
 	gate          *dbGate
@@ -233,6 +250,15 @@ func New(svc Services, opt Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.site = opt.Site
+	if s.site == (site.Site{}) {
+		s.site = site.MustNew("http://127.0.0.1:8080")
+	}
+	version := opt.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.card = append(a2a.Card(s.site, version), '\n')
 	if opt.RateLimit > 0 {
 		clients := opt.RateClients
 		if clients <= 0 {
@@ -258,6 +284,7 @@ func New(svc Services, opt Options) *Server {
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
 	s.route("GET /openapi.json", crossOrigin, maxNoBody, s.openapi)
 	s.route("GET /.well-known/swarmscore-keys.json", crossOrigin, maxNoBody, s.keys)
+	s.agentRoutes(opt)
 	s.metrics.reg.MustRegister(newKeyCollector(svc.Keys.KeyringStats))
 	// Registered last and least specific: every request no route above
 	// takes, whatever its method, is a problem from notFound.

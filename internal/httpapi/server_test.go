@@ -88,9 +88,21 @@ type everyService interface {
 
 // every gives v every group of use cases.
 func every(v everyService) Services {
-	return Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
+	s := Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
 		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v}
+	if c, ok := v.(CredentialService); ok {
+		s.Credentials = c
+	}
+	return s
 }
+
+func (f *fake) Credential(ctx context.Context, c service.Caller, agentID string) (service.CredentialSource, error) {
+	return service.CredentialSource{}, errors.Join(f.enter(agentID), fmt.Errorf("%w: no credentials in this fake", errkind.ErrNotFound))
+}
+func (f *fake) StatusList(ctx context.Context, list int64) (service.StatusList, error) {
+	return service.StatusList{}, fmt.Errorf("%w: no status lists in this fake", errkind.ErrNotFound)
+}
+func (f *fake) VerificationKeys(ctx context.Context) []service.VerificationKey { return nil }
 
 func (f *fake) enter(agent string) error {
 	f.mu.Lock()
@@ -860,7 +872,7 @@ func TestMetricsPerRoute(t *testing.T) {
 // route is documented, every documented operation is registered, and the
 // problem catalogue is the same.
 func TestOpenAPI(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, Options{MCP: http.NotFoundHandler()})
 	r := h.do("GET", "/openapi.json", nil)
 	var doc struct {
 		OpenAPI    string                                `json:"openapi"`

@@ -182,6 +182,9 @@ var catalogue = []Table{
 	{Name: "passports", Key: []string{"id"}, Owner: "agent_id",
 		Columns: join(cols(Plain, "id"), cols(AgentRef, "agent_id"), cols(Plain, "computed_at", "expires_at", "key_id"),
 			cols(Blanked, "signature", "document"), cols(Revoked, "revoked_at"))},
+	// A credential's status index names its passport, never its agent:
+	// the erasure revokes the passport, which the status list then shows.
+	{Name: "credential_status", Key: []string{"idx"}, Columns: cols(Plain, "idx", "passport_id")},
 	{Name: "api_tokens", Key: []string{"id"}, Owner: "agent_id",
 		Columns: join(cols(Plain, "id", "operator_id", "token_sha256", "created_at", "role"), cols(Revoked, "revoked_at"), cols(AgentRef, "agent_id"))},
 	// The action log keeps what an operator did to an agent after the

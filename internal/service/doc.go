@@ -15,6 +15,9 @@
 //   - Rights: consent, visibility, an agent's records, erasure (§8.4, §11);
 //   - Signals: the gaming signals and the chain walk behind chain_break;
 //   - Audit: audit bundles, signed checkpoints (§8.3) and retention;
+//   - Credentials: what a passport's W3C Verifiable Credential is made of
+//     (its certificate, key and status index), the status lists' revoked
+//     entries and the keys of the DID document (credentials.go);
 //   - Schema: migrations and readiness.
 //
 // New makes them all over one back end, sharing the clock, the signing keys

@@ -211,4 +211,5 @@ type Backend interface {
 	RetentionStore
 	ActionStore
 	SessionStore
+	CredentialStore
 }

@@ -87,6 +87,7 @@ type UseCases struct {
 	Signals      *Signals
 	Audit        *Audit
 	Console      *Console
+	Credentials  *Credentials
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -124,9 +125,10 @@ func New(st Backend, cfg Config) *UseCases {
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
-		Console: &Console{store: st, clock: clk, actions: acts},
-		store:   st,
-		cfg:     cfg,
+		Console:     &Console{store: st, clock: clk, actions: acts},
+		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
+		store:       st,
+		cfg:         cfg,
 	}
 }
 

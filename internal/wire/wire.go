@@ -16,6 +16,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
+	"github.com/swarmscore/swarmscore/passport"
 )
 
 // Micros renders an instant as the ledger keeps it: UTC, with its
@@ -188,6 +189,37 @@ func IngestResultOf(r *service.IngestReport) api.IngestResult {
 		out.Rejected[i] = api.Rejection{Index: rj.Index, Line: rj.Line, ID: rj.ID, Reason: rj.Err.Error(), Code: errkind.Code(rj.Err)}
 	}
 	return out
+}
+
+// VerificationOf is v's shape: the answer of POST /swarmscore/verify and
+// of the MCP tool verify_passport.
+func VerificationOf(v *service.Verification) api.Verification {
+	resp := api.Verification{
+		Valid:             v.Valid,
+		SignatureValid:    v.SignatureValid,
+		ScoreValid:        v.ScoreValid,
+		DetectedTampering: v.DetectedTampering,
+		Errors:            v.Errors,
+		Warnings:          v.Warnings,
+		Checks:            v.Checks,
+	}
+	if !v.ExpiresAt.IsZero() {
+		e := Seconds(v.ExpiresAt)
+		resp.ExpiresAt = &e
+	}
+	if resp.Errors == nil {
+		resp.Errors = []passport.Problem{}
+	}
+	if resp.Warnings == nil {
+		resp.Warnings = []passport.Problem{}
+	}
+	if c := v.Current; c != nil {
+		resp.Current = &api.CurrentScore{Score: c.Score, Tier: c.Tier, ComputedAt: Seconds(c.ComputedAt)}
+	}
+	for _, k := range v.ChangedSinceIssue {
+		resp.ChangedSinceIssue = append(resp.ChangedSinceIssue, api.EventRef{Type: string(k.Type), ID: k.ID})
+	}
+	return resp
 }
 
 // ActionOf is an action log entry's wire shape.

@@ -102,6 +102,7 @@ func Run(t *testing.T, h Harness) {
 		{"Sessions", testSessions},
 		{"Keys", testKeys},
 		{"Passports", testPassports},
+		{"Credentials", testCredentials},
 		{"Appeals", testAppeals},
 		{"Checkpoints", testCheckpoints},
 		{"Consent", testConsent},
