@@ -321,6 +321,9 @@ func TestConformance(t *testing.T) {
 	s.do(api, req{method: "POST", path: "/swarmscore/elite-1/erase", header: admin(jsonBody()...), body: `{"reason":7}`}, 400)
 	s.do(api, req{method: "POST", path: "/swarmscore/elite-1/erase", header: admin(jsonBody()...), body: `{}`, length: 1 << 20}, 413)
 	s.do(api, req{method: "GET", path: "/swarmscore/erasures", header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/actions?limit=2", header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/actions?limit=0", header: admin()}, 400)
+	s.do(api, req{method: "GET", path: "/swarmscore/actions", header: s.asAgent()}, 403)
 
 	// What agents and their tools read.
 	cred := s.do(api, req{method: "GET", path: "/swarmscore/agent-7/credential"}, 200)
