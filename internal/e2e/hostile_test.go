@@ -236,7 +236,7 @@ func TestHostileCorpus(t *testing.T) {
 	}
 
 	// Failed authentications from one client: 10, then 429 for a wrong
-	// token; the right one still gets through (ERRATA E48), and another
+	// token; the right one still gets through (ERRATA E49), and another
 	// client is not affected.
 	guesser := []string{"X-Forwarded-For", "203.0.113.66"}
 	for i := range 11 {

@@ -34,7 +34,7 @@ func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
 // lookup runs a bearer token's lookup for r, for the operator routes
 // (authenticate) and the routes of agents' own tokens (caller) alike.
 // Every presented token is looked up, so a valid token always gets
-// through, whatever else its client sent (docs/ERRATA.md E48). Failed
+// through, whatever else its client sent (docs/ERRATA.md E49). Failed
 // lookups are counted per client (the rate limit's client, IPv6 per
 // network): Options.AuthFailures in a burst, then one per
 // Options.AuthFailureEvery; past that a wrong token is answered 429 with

@@ -386,7 +386,7 @@ func TestAuthThrottle(t *testing.T) {
 		t.Fatalf("throttled: %+v Retry-After %q", p, r.header.Get("Retry-After"))
 	}
 	// A valid token gets through all the same: a client on the
-	// operator's address cannot lock the operator out (ERRATA E48).
+	// operator's address cannot lock the operator out (ERRATA E49).
 	if r := from("203.0.113.7", goodToken); r.code != 200 {
 		t.Fatalf("the right token from a throttled client: %d", r.code)
 	}

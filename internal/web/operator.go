@@ -75,7 +75,7 @@ func randomToken() string {
 // throttle counts failed sign-ins per client in a token bucket. Every
 // token presented is checked, so the right one always signs in (a lockout
 // that anyone on an operator's address could trigger would be a denial of
-// service: docs/ERRATA.md E48); a client past its allowance is answered
+// service: docs/ERRATA.md E49); a client past its allowance is answered
 // 429 with the wait, not 401. The clients tracked are bounded: past max
 // the least recently seen is forgotten.
 type throttle struct {

@@ -119,7 +119,7 @@ func TestOperatorThrottle(t *testing.T) {
 		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
 	}
 	// …but the right one signs in: whoever shares the operator's address
-	// cannot lock the operator out (ERRATA E48).
+	// cannot lock the operator out (ERRATA E49).
 	if r := f.submit(t, s, testToken); r.code != http.StatusSeeOther {
 		t.Fatalf("the right token from a throttled address: %d", r.code)
 	}
