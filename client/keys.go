@@ -15,6 +15,11 @@ import (
 // passports, as a JWK set (RFC 7517).
 const KeySetPath = "/.well-known/swarmscore-keys.json"
 
+// KeyHistoryPath is where a server publishes every Ed25519 key it ever
+// signed with, with the interval each signed in and its status
+// (passport.KeyHistory).
+const KeyHistoryPath = "/.well-known/swarmscore-key-history.json"
+
 // Keys fetches the server's public keys (GET
 // /.well-known/swarmscore-keys.json): the Ed25519 keys whose passports may
 // still be valid, as verification keys for passport.Verify. HMAC keys are
@@ -28,10 +33,60 @@ func (c *Client) Keys(ctx context.Context) ([]passport.Key, error) {
 	return passport.ParseJWKSet(b)
 }
 
-// FetchKeys fetches a JWK set from url (any URL: a server's KeySetPath, a
-// copy on a CDN) with hc (http.DefaultClient when nil) and returns its
-// Ed25519 keys, as Keys does. A status other than 200 is a *Problem.
+// KeyHistory fetches the server's key history (GET
+// /.well-known/swarmscore-key-history.json): every Ed25519 key it ever
+// signed with, each bound to the interval it signed in
+// (passport.Key.WithInterval), so that passport.Verify accepts what a key
+// signed while it was active even after it was retired, and nothing a
+// revoked key signed. A document that is not a valid key history is an
+// error matching passport.ErrInvalid.
+func (c *Client) KeyHistory(ctx context.Context) ([]passport.Key, error) {
+	_, b, err := c.do(ctx, http.MethodGet, KeyHistoryPath, nil, nil, "", false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return passport.ParseJWKSet(b)
+}
+
+// VerifyArchived verifies a passport kept from the past, such as one an
+// audit bundle or a dispute holds, against the server's key history: its
+// signature is accepted when the key that made it was active at the
+// passport's computed_at, whether or not it still is, and never when it was
+// revoked. at is the instant its expiry is judged at (the zero time means
+// the passport's own computed_at, when it was valid by construction). Only
+// failing to fetch the history is an error.
+func (c *Client) VerifyArchived(ctx context.Context, doc []byte, at time.Time) (*passport.Verification, error) {
+	keys, err := c.KeyHistory(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("client: fetching the server's key history: %w", err)
+	}
+	if at.IsZero() {
+		if p, err := passport.Parse(doc); err == nil {
+			at = p.Issuer.ComputedAt
+		} else {
+			at = time.Now()
+		}
+	}
+	return c.formulas.Verify(doc, keys, at), nil
+}
+
+// FetchKeys fetches a JWK set or a key history from url (any URL: a
+// server's KeySetPath or KeyHistoryPath, a copy on a CDN) with hc
+// (http.DefaultClient when nil) and returns its Ed25519 keys, as Keys and
+// KeyHistory do. A status other than 200 is a *Problem.
 func FetchKeys(ctx context.Context, hc *http.Client, url string) ([]passport.Key, error) {
+	b, err := FetchKeyDocument(ctx, hc, url)
+	if err != nil {
+		return nil, err
+	}
+	return passport.ParseJWKSet(b)
+}
+
+// FetchKeyDocument fetches the JWK set or key history at url with hc
+// (http.DefaultClient when nil) and returns it as received, at most
+// passport.MaxKeySetSize bytes and one more (which passport.ParseJWKSet
+// refuses). A status other than 200 is a *Problem.
+func FetchKeyDocument(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -52,7 +107,7 @@ func FetchKeys(ctx context.Context, hc *http.Client, url string) ([]passport.Key
 	if resp.StatusCode != http.StatusOK {
 		return nil, problemFrom(resp, b)
 	}
-	return passport.ParseJWKSet(b)
+	return b, nil
 }
 
 // keyCache holds the last key set VerifyOffline fetched.

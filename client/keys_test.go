@@ -123,3 +123,59 @@ func TestFetchKeys(t *testing.T) {
 		t.Fatalf("a 404: %v", err)
 	}
 }
+
+// KeyHistory and VerifyArchived: a passport signed by a key the server has
+// since rotated out and retired verifies from the key history at its date,
+// and not from the key set; one a revoked key signed never does.
+func TestKeyHistory(t *testing.T) {
+	k1, _ := edKey(t, 1, "eddsa-one")
+	signedAt := time.Date(2026, 3, 17, 14, 30, 0, 0, time.UTC)
+	doc := signed(t, k1, signedAt)
+	entry := func(status string, iv passport.SigningInterval) passport.HistoryKey {
+		h, err := passport.PublicHistoryKey(k1, status, iv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	var history atomic.Pointer[passport.KeyHistory]
+	history.Store(&passport.KeyHistory{Keys: []passport.HistoryKey{entry(passport.StatusRetired,
+		passport.SigningInterval{From: signedAt.Add(-time.Hour), Until: signedAt.Add(time.Hour)})}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case KeyHistoryPath:
+			json.NewEncoder(w).Encode(history.Load())
+		case KeySetPath:
+			w.Write([]byte(`{"keys":[]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	keys, err := c.KeyHistory(ctx)
+	if err != nil || len(keys) != 1 || keys[0].Status() != passport.KeyRetired {
+		t.Fatalf("history: %v %v", keys, err)
+	}
+	v, err := c.VerifyArchived(ctx, doc, time.Time{})
+	if err != nil || !v.Valid {
+		t.Fatalf("archived passport of a retired key: %v %+v", err, v)
+	}
+	if v, err := c.VerifyOffline(ctx, doc, signedAt); err != nil || v.Valid {
+		t.Fatalf("the key set verifies a retired key's passport: %v %+v", err, v)
+	}
+	history.Store(&passport.KeyHistory{Keys: []passport.HistoryKey{entry(passport.StatusRevoked,
+		passport.SigningInterval{From: signedAt.Add(-time.Hour), Until: signedAt.Add(time.Hour), RevokedAt: signedAt.Add(2 * time.Hour)})}})
+	if v, err := c.VerifyArchived(ctx, doc, time.Time{}); err != nil || v.Valid || v.Errors[0].Code != passport.CodeKeyRevoked {
+		t.Fatalf("archived passport of a revoked key: %v %+v", err, v)
+	}
+	// The same document through FetchKeys, as the CLI's --keys URL reads it.
+	keys, err = FetchKeys(ctx, nil, srv.URL+KeyHistoryPath)
+	if err != nil || len(keys) != 1 || keys[0].Status() != passport.KeyRevoked {
+		t.Fatalf("FetchKeys: %v %v", keys, err)
+	}
+}

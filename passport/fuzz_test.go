@@ -3,6 +3,7 @@ package passport
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -172,6 +173,70 @@ func FuzzVerify(f *testing.F) {
 				if got, want := mustMarshal(t, m.Passport), mustMarshal(t, v.Passport); !bytes.Equal(got, want) {
 					t.Fatalf("same signed content, different passport:\n%s\n%s", got, want)
 				}
+			}
+		}
+	})
+}
+
+// FuzzParseJWKSet: a key set or key history from anywhere is read or
+// refused (ErrInvalid), never a panic; every key read is an Ed25519 public
+// key with a valid id, a key history's interval does not end before it
+// starts, only a revoked key has a revocation time, and a key read from a
+// history is published back as it was read. A passport signed by the
+// example key verifies against the keys read exactly when they accept a
+// signature on its date.
+func FuzzParseJWKSet(f *testing.F) {
+	const x = `"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"ed-test"`
+	for _, s := range []string{
+		`{"keys":[{` + x + `}]}`,
+		`{"keys":[{` + x + `,"alg":"EdDSA","use":"sig","status":"verify-only","nbf":1,"exp":2}]}`,
+		`{"keys":[{` + x + `,"status":"retired","active_from":"2026-01-01T00:00:00Z","active_until":"2026-03-18T00:00:00.5Z"}]}`,
+		`{"keys":[{` + x + `,"status":"revoked","active_from":"2026-01-01T00:00:00Z","active_until":"2026-02-01T00:00:00Z","revoked_at":"2026-02-02T00:00:00Z"}]}`,
+		`{"keys":[{"kty":"oct","k":"c2VjcmV0"},{` + x + `,"status":"active","active_from":"2026-03-17T14:35:00+00:00"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	edDoc, err := newPassport(f, testExample).Sign(testEdKey(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		keys, err := ParseJWKSet(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("an error that is not ErrInvalid: %v", err)
+			}
+			return
+		}
+		for _, k := range keys {
+			if k.Alg() != AlgEdDSA || len(k.Public()) != 32 || !validKeyID(k.ID()) || k.CanSign() {
+				t.Fatalf("key %q read as %s, %d-byte public key", k.ID(), k.Alg(), len(k.Public()))
+			}
+			iv, ok := k.Interval()
+			if !ok {
+				continue
+			}
+			if iv.From.IsZero() || !iv.Until.IsZero() && iv.Until.Before(iv.From) || (k.Status() == KeyRevoked) != !iv.RevokedAt.IsZero() {
+				t.Fatalf("key %q: interval %+v, status %v", k.ID(), iv, k.Status())
+			}
+			status := StatusActive
+			switch {
+			case k.Status() == KeyRevoked:
+				status = StatusRevoked
+			case k.Status() == KeyRetired:
+				status = StatusRetired
+			case !iv.Until.IsZero():
+				status = StatusVerifyOnly
+			}
+			if _, err := PublicHistoryKey(k, status, iv); err != nil {
+				t.Fatalf("key %q read from a history cannot be published back: %v", k.ID(), err)
+			}
+		}
+		v := Verify(edDoc, keys, testComputedAt)
+		checkVerification(t, v)
+		if v.SignatureValid {
+			if k := keys[v.KeyIndex]; !k.acceptsAt(testComputedAt) {
+				t.Fatalf("a signature accepted from key %q, which does not accept %s", k.ID(), testComputedAt)
 			}
 		}
 	})

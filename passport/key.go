@@ -8,6 +8,7 @@ import (
 	"hash"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // MinKeySize is the shortest signing key accepted, in bytes (§8.1: "a shared
@@ -57,6 +58,7 @@ type Key struct {
 	k      *keyState
 	id     string
 	status KeyStatus
+	iv     *SigningInterval // WithInterval; nil for a key accepted by its status alone
 }
 
 type keyState struct {
@@ -123,6 +125,65 @@ func (k Key) WithID(kid string) (Key, error) {
 func (k Key) WithStatus(s KeyStatus) Key {
 	k.status = s
 	return k
+}
+
+// SigningInterval is when a key signed, as a key history publishes it
+// (KeyHistory): from when it became active until another key replaced it,
+// and when it was revoked, if it was.
+type SigningInterval struct {
+	// From is when the key became active.
+	From time.Time
+	// Until is when another key replaced it; zero while it signs.
+	Until time.Time
+	// RevokedAt is when the key was revoked; zero unless it was.
+	RevokedAt time.Time
+}
+
+// Contains reports whether a passport computed at t may have been signed
+// in the interval: From − MaxClockSkew ≤ t ≤ Until + MaxClockSkew (no upper
+// bound while Until is zero). The allowance covers what every signer of a
+// deployment may differ by: clocks that differ, computed_at's whole
+// seconds, and a server still signing with a key another replaced less
+// than a reload ago.
+func (iv SigningInterval) Contains(t time.Time) bool {
+	if t.Before(iv.From.Add(-MaxClockSkew)) {
+		return false
+	}
+	return iv.Until.IsZero() || !t.After(iv.Until.Add(MaxClockSkew))
+}
+
+// WithInterval returns k bound to what it signed in iv, as a key history
+// publishes it: its signature on a passport is accepted exactly when
+// iv.Contains(issuer.computed_at), whether the key is still accepted, only
+// verifies or is retired (KeyRetired: what it signed while it was active
+// still verifies); a revoked key (KeyRevoked) is refused whatever date the
+// passport bears (ERRATA E48). A passport computed outside iv is refused
+// with CodeKeyInactive.
+func (k Key) WithInterval(iv SigningInterval) Key {
+	k.iv = &iv
+	return k
+}
+
+// Interval returns the interval given to WithInterval, and whether there
+// is one.
+func (k Key) Interval() (SigningInterval, bool) {
+	if k.iv == nil {
+		return SigningInterval{}, false
+	}
+	return *k.iv, true
+}
+
+// acceptsAt reports whether k's signature on a passport computed at t is
+// accepted: never for a revoked key, by the interval for a key that has
+// one, else by its status.
+func (k Key) acceptsAt(t time.Time) bool {
+	switch {
+	case k.status == KeyRevoked:
+		return false
+	case k.iv != nil:
+		return k.iv.Contains(t)
+	}
+	return k.status == KeyAccepted
 }
 
 func validKeyID(kid string) bool { return checkAgentID(kid) == nil }

@@ -20,10 +20,13 @@
 // A passport naming a key (issuer.kid) is verified with that key only, which
 // must have the algorithm issuer.alg names and be accepted (KeyAccepted): a
 // signature by a retired or revoked key is CodeKeyRetired or CodeKeyRevoked,
-// not tampering. A passport naming no key is tried against every accepted
-// key of its signature's algorithm (so keys can be rotated by verifying with
-// old and new for a while), then against the others, to tell a retired
-// key's passport from a forgery. Ed25519 keys are never used as HMAC
+// not tampering. A key from a key history (Key.WithInterval) is accepted
+// instead for passports computed in the interval it signed in, whatever
+// its status, and refused with CodeKeyInactive outside it; a revoked key
+// never is. A passport naming no key is tried against every key of its
+// signature's algorithm accepted for its computed_at (so keys can be
+// rotated by verifying with old and new for a while), then against the
+// others, to tell a retired key's passport from a forgery. Ed25519 keys are never used as HMAC
 // secrets. The score block, dimension contributions, rates, volume factors
 // and escrow modifier must be exactly what the formula gives for the
 // document's own counts; what §6.1 leaves open (an agent_id, the contents of

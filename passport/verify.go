@@ -50,6 +50,7 @@ const (
 	CodeKeyConfusion       = "key_confusion"       // an HMAC signature made with, or claimed for, an Ed25519 public key: detected_tampering
 	CodeKeyRetired         = "key_retired"         // made by a retired key: genuine, no longer accepted
 	CodeKeyRevoked         = "key_revoked"         // made by a revoked (compromised) key: refused
+	CodeKeyInactive        = "key_inactive"        // made by a key of a key history on a passport computed outside the interval it signed in: refused
 
 	// Internal consistency (score_valid false).
 	CodeUnsupportedVersion        = "unsupported_version"           // swarmscore_version is not Version
@@ -327,7 +328,7 @@ func (v *Verification) checkSignature(sig *sigInfo, iss *Issuer, msg []byte, key
 			return false
 		}
 		v.KeyIndex = i
-		return v.accepted(k)
+		return v.accepted(k, iss.ComputedAt)
 	}
 	if sig.hasAlg && iss.Alg != family {
 		v.Errors = append(v.Errors, Problem{CodeSignatureMalformed, fmt.Sprintf("issuer.signature has %d hex characters; an %s signature has %d", 2*sig.n, iss.Alg, 2*otherSize(sig.n))})
@@ -341,18 +342,19 @@ func (v *Verification) checkSignature(sig *sigInfo, iss *Issuer, msg []byte, key
 			continue
 		}
 		usable++
-		if k.status == KeyAccepted && k.verify(msg, raw) && v.KeyIndex < 0 {
+		if k.acceptsAt(iss.ComputedAt) && k.verify(msg, raw) && v.KeyIndex < 0 {
 			v.KeyIndex = i
 		}
 	}
 	if v.KeyIndex >= 0 {
 		return true
 	}
-	// A key no longer accepted made it: genuine, but refused as such.
+	// A key not accepted for this passport made it: genuine, but refused
+	// as such.
 	for i, k := range keys {
-		if k.valid() && k.k.alg == family && k.status != KeyAccepted && k.verify(msg, raw) {
+		if k.valid() && k.k.alg == family && !k.acceptsAt(iss.ComputedAt) && k.verify(msg, raw) {
 			v.KeyIndex = i
-			return v.accepted(k)
+			return v.accepted(k, iss.ComputedAt)
 		}
 	}
 	if family == AlgHS256 && confused(msg, raw, keys) {
@@ -373,21 +375,35 @@ func (v *Verification) mismatch() {
 	v.Errors = append(v.Errors, Problem{CodeSignatureMismatch, "the signature does not match the document under any configured key: it was altered after signing or signed with another key"})
 }
 
-// accepted reports whether k, which made the signature, is accepted, and
-// records why not.
-func (v *Verification) accepted(k Key) bool {
-	if k.status == KeyAccepted {
+// accepted reports whether k, which made the signature on a passport
+// computed at computed, is accepted, and records why not.
+func (v *Verification) accepted(k Key, computed time.Time) bool {
+	if k.acceptsAt(computed) {
 		return true
 	}
 	name := "a key without an id"
 	if k.id != "" {
 		name = fmt.Sprintf("key %q", k.id)
 	}
-	switch k.status {
-	case KeyRetired:
-		v.Errors = append(v.Errors, Problem{CodeKeyRetired, fmt.Sprintf("the passport was signed by %s, which is retired: its passports are no longer accepted", name)})
-	default:
+	switch {
+	case k.status == KeyRevoked && k.iv != nil && !k.iv.RevokedAt.IsZero():
+		at := k.iv.RevokedAt.UTC().Format(time.RFC3339)
+		msg := fmt.Sprintf("the passport was signed by %s, revoked (compromised) at %s, and is dated after the revocation", name, at)
+		if !computed.After(k.iv.RevokedAt) {
+			msg = fmt.Sprintf("the passport was signed by %s, revoked (compromised) at %s: its signatures are refused whatever date they bear, since whoever holds a compromised key can sign any date", name, at)
+		}
+		v.Errors = append(v.Errors, Problem{CodeKeyRevoked, msg})
+	case k.status == KeyRevoked:
 		v.Errors = append(v.Errors, Problem{CodeKeyRevoked, fmt.Sprintf("the passport was signed by %s, which is revoked (compromised): its passports are refused", name)})
+	case k.iv != nil:
+		until := "while it signs"
+		if !k.iv.Until.IsZero() {
+			until = "until " + k.iv.Until.UTC().Format(time.RFC3339)
+		}
+		v.Errors = append(v.Errors, Problem{CodeKeyInactive, fmt.Sprintf("the passport was computed at %s, but %s signed from %s %s (give or take %s): it did not sign this passport while it was active",
+			computed.UTC().Format(time.RFC3339), name, k.iv.From.UTC().Format(time.RFC3339), until, MaxClockSkew)})
+	default:
+		v.Errors = append(v.Errors, Problem{CodeKeyRetired, fmt.Sprintf("the passport was signed by %s, which is retired: its passports are no longer accepted", name)})
 	}
 	return false
 }

@@ -1,16 +1,13 @@
 package audit
 
 import (
-	"bytes"
-	"crypto/ed25519"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/keyring"
-	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/passport"
 )
 
@@ -22,23 +19,30 @@ type Keys struct {
 	// Checkpoint checks the checkpoint's signature; nil when no key was
 	// given, and then a bundle with a checkpoint does not verify.
 	Checkpoint checkpoint.Verifier
+	// history holds the Ed25519 keys of the key set by id, with their
+	// status and, from a key history, the interval they signed in.
+	history map[string]passport.Key
 }
 
 // MaxKeySetSize bounds the key set NewKeys reads.
-const MaxKeySetSize = 64 << 10
+const MaxKeySetSize = passport.MaxKeySetSize
 
 // NewKeys builds Keys from an HMAC secret and a key set, either of which
 // may be nil. The secret (SWARMSCORE_SIGNING_KEY's literal bytes, at least
 // 32) verifies HMAC passports and HS256 checkpoints, whatever key id the
 // checkpoint names: an HMAC secret is its own authority. The key set is a
-// JWK set (RFC 7517) whose Ed25519 public keys (kty OKP, crv Ed25519, RFC
-// 8037) verify EdDSA checkpoints by key id; keys of other types are
-// ignored, as RFC 7517 §5 asks, so a set published for other uses can be
-// given as it is; its keys also check EdDSA passports by key id, and the
-// secret checks HMAC passports naming the id a server gives it. Errors match errkind.ErrInvalid: a short secret, a key
-// set that is not JSON or over MaxKeySetSize, an Ed25519 key with a
-// private part, without a valid kid, with a kid given twice or with an x
-// that is not 32 bytes of unpadded base64url. Messages never hold key
+// JWK set (RFC 7517), or a key history (passport.KeyHistory), whose
+// Ed25519 public keys (kty OKP, crv Ed25519, RFC 8037) verify EdDSA
+// checkpoints and passports by key id; keys of other types are ignored, as
+// RFC 7517 §5 asks, so a set published for other uses can be given as it
+// is, and the secret checks HMAC passports naming the id a server gives
+// it. A key history's keys verify what is dated within the interval they
+// signed in (SignedAt), a revoked key nothing. Errors match
+// errkind.ErrInvalid: a short secret, and every error of
+// passport.ParseJWKSet (a set that is not JSON or over MaxKeySetSize, an
+// Ed25519 key with a private part, without a valid kid, with a kid given
+// twice, with an x that is not 32 bytes of unpadded base64url, with an
+// interval that does not fit its status). Messages never hold key
 // material.
 func NewKeys(secret, keySet []byte) (Keys, error) {
 	var k Keys
@@ -57,20 +61,55 @@ func NewKeys(secret, keySet []byte) (Keys, error) {
 		v.secret = append([]byte(nil), secret...)
 	}
 	if keySet != nil {
-		if err := v.addKeySet(keySet); err != nil {
-			return Keys{}, err
-		}
-		// The set's Ed25519 keys check EdDSA passports too.
 		pks, err := passport.ParseJWKSet(keySet)
 		if err != nil {
-			return Keys{}, fmt.Errorf("%w: %v", errkind.ErrInvalid, err)
+			return Keys{}, fmt.Errorf("%w: the key set: %s", errkind.ErrInvalid, strings.TrimPrefix(err.Error(), passport.ErrInvalid.Error()+": "))
 		}
+		k.history = map[string]passport.Key{}
+		for _, pk := range pks {
+			ev, err := checkpoint.NewEd25519Verifier(pk.ID(), pk.Public())
+			if err != nil {
+				return Keys{}, err
+			}
+			v.ed[pk.ID()] = ev
+			k.history[pk.ID()] = pk
+		}
+		// The set's Ed25519 keys check EdDSA passports too.
 		k.Passport = append(k.Passport, pks...)
 	}
 	if v.secret != nil || len(v.ed) > 0 {
 		k.Checkpoint = v
 	}
 	return k, nil
+}
+
+// SignedAt says whether the key kid of algorithm alg, whose signature on
+// something dated at (a checkpoint's time) verified, is accepted for it:
+// an HMAC secret and a key of a plain JWK set always are; a key of a key
+// history when at lies in the interval it signed in
+// (passport.SigningInterval.Contains); a revoked key never, whatever the
+// date, since whoever holds a compromised key can sign any date. A refusal
+// matches checkpoint.ErrSignature.
+func (k Keys) SignedAt(kid, alg string, at time.Time) error {
+	pk, ok := k.history[kid]
+	if alg != checkpoint.EdDSA || !ok {
+		return nil
+	}
+	iv, bounded := pk.Interval()
+	switch {
+	case pk.Status() == passport.KeyRevoked && !iv.RevokedAt.IsZero():
+		return fmt.Errorf("%w: key %s was revoked (compromised) at %s: nothing it signed is accepted, whatever its date", checkpoint.ErrSignature, kid, iv.RevokedAt.UTC().Format(time.RFC3339))
+	case pk.Status() == passport.KeyRevoked:
+		return fmt.Errorf("%w: key %s is revoked (compromised): nothing it signed is accepted", checkpoint.ErrSignature, kid)
+	case bounded && !iv.Contains(at):
+		until := "on"
+		if !iv.Until.IsZero() {
+			until = "until " + iv.Until.UTC().Format(time.RFC3339)
+		}
+		return fmt.Errorf("%w: dated %s, but key %s signed from %s %s (give or take %s): it was not active then",
+			checkpoint.ErrSignature, at.UTC().Format(time.RFC3339), kid, iv.From.UTC().Format(time.RFC3339), until, passport.MaxClockSkew)
+	}
+	return nil
 }
 
 // verifier checks checkpoint signatures with an HMAC secret and Ed25519
@@ -107,70 +146,4 @@ func (v *verifier) Verify(kid, alg string, message, signature []byte) error {
 // Format prints no key material, for every verb.
 func (v verifier) Format(f fmt.State, _ rune) {
 	_, _ = fmt.Fprintf(f, "audit keys (HMAC %v, %d Ed25519)", v.secret != nil, len(v.ed))
-}
-
-func (v *verifier) addKeySet(b []byte) error {
-	if len(b) > MaxKeySetSize {
-		return fmt.Errorf("%w: the key set is %d bytes, more than %d", errkind.ErrInvalid, len(b), MaxKeySetSize)
-	}
-	var set struct {
-		Keys []map[string]json.RawMessage `json:"keys"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&set); err != nil {
-		return fmt.Errorf("%w: the key set is not a JWK set: %v", errkind.ErrInvalid, err)
-	}
-	if dec.More() || set.Keys == nil {
-		return fmt.Errorf("%w: the key set is not a JWK set {\"keys\":[…]}", errkind.ErrInvalid)
-	}
-	for i, m := range set.Keys {
-		str := func(name string) (string, error) {
-			raw, ok := m[name]
-			if !ok {
-				return "", nil
-			}
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", fmt.Errorf("%w: key %d: %s is not a string", errkind.ErrInvalid, i, name)
-			}
-			return s, nil
-		}
-		kty, err := str("kty")
-		if err != nil {
-			return err
-		}
-		crv, err := str("crv")
-		if err != nil {
-			return err
-		}
-		if kty != "OKP" || crv != "Ed25519" {
-			continue
-		}
-		kid, err := str("kid")
-		if err != nil {
-			return err
-		}
-		switch _, private := m["d"]; {
-		case !ledger.ValidID(kid):
-			return fmt.Errorf("%w: key %d: kid %q must be 1 to 128 characters from [A-Za-z0-9._:-]", errkind.ErrInvalid, i, clip(kid))
-		case v.ed[kid] != nil:
-			return fmt.Errorf("%w: key %s appears twice", errkind.ErrInvalid, kid)
-		case private:
-			return fmt.Errorf("%w: key %s carries its private part (d); give the public key only", errkind.ErrInvalid, kid)
-		}
-		x, err := str("x")
-		if err != nil {
-			return err
-		}
-		pub, err := base64.RawURLEncoding.Strict().DecodeString(x)
-		if err != nil || len(pub) != ed25519.PublicKeySize {
-			return fmt.Errorf("%w: key %s: x must be the %d-byte public key in unpadded base64url", errkind.ErrInvalid, kid, ed25519.PublicKeySize)
-		}
-		ev, err := checkpoint.NewEd25519Verifier(kid, pub)
-		if err != nil {
-			return err
-		}
-		v.ed[kid] = ev
-	}
-	return nil
 }

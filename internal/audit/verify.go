@@ -398,6 +398,9 @@ func checkCheckpoint(b *Bundle, keys Keys, r *Report) *Finding {
 	if err := c.Verify(keys.Checkpoint); err != nil {
 		return &Finding{Code: CodeCheckpoint, Message: err.Error()}
 	}
+	if err := keys.SignedAt(c.Issuer.KeyID, c.Issuer.Alg, c.Time); err != nil {
+		return &Finding{Code: CodeCheckpoint, Message: fmt.Sprintf("checkpoint %d: %v", c.Number, err)}
+	}
 	r.Checkpoint = c.Number
 	for i := range b.Chains {
 		ch := &b.Chains[i]

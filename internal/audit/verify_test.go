@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/passport"
 )
 
 var (
@@ -175,6 +177,47 @@ func TestEd25519Checkpoint(t *testing.T) {
 	// The secret alone cannot check an EdDSA checkpoint.
 	if r := audit.Verify(b, audittest.Keys(t)); r.Valid || r.Discrepancy.Code != audit.CodeCheckpoint {
 		t.Fatalf("secret only: %+v", r.Discrepancy)
+	}
+	// From a key history, the key verifies the checkpoint it signed while
+	// active, retired since or not; not one dated outside its interval, and
+	// nothing once it is revoked.
+	pk, err := passport.NewEd25519PublicKey(pub)
+	if err == nil {
+		pk, err = pk.WithID("ckpt-ed")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := func(status string, iv passport.SigningInterval) audit.Keys {
+		t.Helper()
+		h, err := passport.PublicHistoryKey(pk, status, iv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := json.Marshal(passport.KeyHistory{Keys: []passport.HistoryKey{h}})
+		keys, err := audit.NewKeys([]byte(audittest.Secret), doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	from, until := c.Time.Add(-24*time.Hour), c.Time.Add(time.Hour)
+	for _, tc := range []struct {
+		name   string
+		status string
+		iv     passport.SigningInterval
+		ok     bool
+	}{
+		{"active", passport.StatusActive, passport.SigningInterval{From: from}, true},
+		{"retired, signed while active", passport.StatusRetired, passport.SigningInterval{From: from, Until: until}, true},
+		{"retired before the checkpoint", passport.StatusRetired, passport.SigningInterval{From: from, Until: c.Time.Add(-time.Hour)}, false},
+		{"active after the checkpoint", passport.StatusActive, passport.SigningInterval{From: c.Time.Add(time.Hour)}, false},
+		{"revoked after the checkpoint", passport.StatusRevoked, passport.SigningInterval{From: from, Until: until, RevokedAt: until.Add(time.Hour)}, false},
+	} {
+		r := audit.Verify(b, history(tc.status, tc.iv))
+		if r.Valid != tc.ok || !tc.ok && r.Discrepancy.Code != audit.CodeCheckpoint {
+			t.Errorf("%s: valid %v, %+v", tc.name, r.Valid, r.Discrepancy)
+		}
 	}
 }
 

@@ -21,7 +21,9 @@ type Token struct {
 	// AgentID scopes the token to one agent: it may read that agent's own
 	// data and act on its consent, visibility and appeals, and nothing
 	// else. "" for an operator's token.
-	AgentID   string
+	AgentID string
+	// Role is what an operator's token may do; an agent's token has none.
+	Role      Role
 	SHA256    [32]byte
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while active

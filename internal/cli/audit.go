@@ -131,17 +131,23 @@ recomputed (score.Compute), and the passport (signature, agent, expiry, and its
 counts as of its computed_at).
 
 Keys: SWARMSCORE_SIGNING_KEY (HMAC passports and HS256 checkpoints) and/or
---keys FILE, a JWK set (RFC 7517) whose Ed25519 public keys check EdDSA
-checkpoints. --openings FILE (from 'audit export --openings') discloses
+--keys FILE|URL, a JWK set (RFC 7517) whose Ed25519 public keys check EdDSA
+checkpoints and passports: the server's key set (a base URL means its
+/.well-known/swarmscore-keys.json), or, for an archived bundle whose key has
+been rotated out since, its key history
+(/.well-known/swarmscore-key-history.json), whose keys check what they
+signed while they were active, retired or not, and nothing a revoked key
+signed. --openings FILE (from 'audit export --openings') discloses
 withheld identifiers so that their records are checked in full.
 
 Records with withheld members cannot be re-hashed: they are reported as a
 warning, and what they disclose is not bound by the chain (see README).
 
 Exit status: 0 every check passed, 1 a discrepancy (named), 2 usage, no key,
-or unreadable input.`,
+or unreadable input, 4 a key set URL that cannot be reached.`,
 		Example: `  swarmscore audit verify agent-7.audit.json
-  swarmscore audit export agent-7 | swarmscore audit verify --json -`,
+  swarmscore audit export agent-7 | swarmscore audit verify --json -
+  swarmscore audit verify --keys https://scores.example.com/.well-known/swarmscore-key-history.json agent-7.audit.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			secret := getenv(cmd, service.SigningKeyEnv)
@@ -150,7 +156,7 @@ or unreadable input.`,
 			}
 			var set []byte
 			if keysFile != "" {
-				b, err := readAuditFile(cmd.InOrStdin(), keysFile, audit.MaxKeySetSize, "key set")
+				b, err := readKeyDocument(cmd, keysFile)
 				if err != nil {
 					return err
 				}
@@ -208,7 +214,7 @@ or unreadable input.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&keysFile, "keys", "", "a JWK set of Ed25519 public keys for EdDSA checkpoints")
+	f.StringVar(&keysFile, "keys", "", "a JWK set or key history (FILE or URL) whose Ed25519 public keys check EdDSA checkpoints and passports")
 	f.StringVar(&openingsFile, "openings", "", "openings of withheld identifiers (from audit export --openings)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd

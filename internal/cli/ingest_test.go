@@ -131,7 +131,7 @@ func TestIngestRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := service.New(st, service.Config{})
-	tok, err := u.Tokens.CreateToken(t.Context(), "market-1")
+	tok, err := u.Tokens.CreateToken(t.Context(), "market-1", "")
 	if err != nil {
 		t.Fatal(err)
 	}

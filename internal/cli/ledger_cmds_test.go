@@ -61,7 +61,10 @@ func TestLedgerCommands(t *testing.T) {
 	}
 
 	file := filepath.Join(dir, "events.ndjson")
-	if err := os.WriteFile(file, []byte(cliEvents()), 0o600); err != nil {
+	// One set of events: cliEvents reads the clock, and a second ticking
+	// between two calls would make the re-sends conflicts.
+	events := cliEvents()
+	if err := os.WriteFile(file, []byte(events), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, stderr := runLedgerCLI(t, "", "", "ingest", "--db", db, "--operator", "market-1", "--batch-size", "2", file)
@@ -70,12 +73,12 @@ func TestLedgerCommands(t *testing.T) {
 		t.Fatalf("ingest: %d\n%s\n%s", code, out, stderr)
 	}
 	// Re-ingesting from standard input is all duplicates but the bad line.
-	code, out, _ = runLedgerCLI(t, db, cliEvents(), "ingest", "--operator", "market-1", "-")
+	code, out, _ = runLedgerCLI(t, db, events, "ingest", "--operator", "market-1", "-")
 	if code != ExitFailure || !strings.Contains(out, "standard input: 0 accepted, 4 duplicates, 0 superseded, 1 rejected") {
 		t.Errorf("re-ingest: %d %s", code, out)
 	}
 	// Another operator's events conflict.
-	code, out, _ = runLedgerCLI(t, db, cliEvents(), "ingest")
+	code, out, _ = runLedgerCLI(t, db, events, "ingest")
 	if code != ExitFailure || !strings.Contains(out, "0 accepted, 0 duplicates, 0 superseded, 5 rejected") || !strings.Contains(out, "another operator") {
 		t.Errorf("other operator: %d %s", code, out)
 	}

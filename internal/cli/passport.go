@@ -184,8 +184,12 @@ func newPassportVerifyCmd() *cobra.Command {
 SWARMSCORE_VERIFY_KEYS, or with --keys the public keys of a JWK set (a file,
 or an http(s) URL: a server's base URL means its
 /.well-known/swarmscore-keys.json), which verify Ed25519 passports with no
-shared secret, at the instant --at (default now). Print the verification as
-JSON:
+shared secret, at the instant --at (default now). An archived passport whose
+key has been rotated out since verifies with the server's key history
+(/.well-known/swarmscore-key-history.json): a key's signature is accepted on
+a passport computed while it was active (give or take 5 minutes), retired or
+not (key_inactive otherwise), and never a revoked key's (key_revoked). Print
+the verification as JSON:
   {"valid","signature_valid","score_valid","expires_at","detected_tampering",
    "errors":[{"code","message"}],"warnings":[{"code","message"}],
    "checks":{"signature","consistency","expiry","ledger","agent"}}
@@ -205,7 +209,8 @@ unreadable input or key set, unknown formula version, 4 a key set URL that
 cannot be reached.`,
 		Example: `  swarmscore passport verify passport.json
   swarmscore passport issue ... | swarmscore passport verify --at 2026-03-20T00:00:00Z -
-  swarmscore passport verify cert.json --keys https://scores.example.com`,
+  swarmscore passport verify cert.json --keys https://scores.example.com
+  swarmscore passport verify old.json --at 2026-03-18T00:00:00Z --keys https://scores.example.com/.well-known/swarmscore-key-history.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("unexpected argument %q: verify reads one document", args[1])
@@ -266,7 +271,7 @@ cannot be reached.`,
 	}
 	cmd.Flags().Var(&at, "at", "verify as of this RFC 3339 instant (default now)")
 	cmd.Flags().StringVar(&agentID, "agent-id", "", "also require the passport to be for this agent")
-	cmd.Flags().StringVar(&keySet, "keys", "", "verify with the public keys of this JWK set (FILE or URL) instead of SWARMSCORE_SIGNING_KEY")
+	cmd.Flags().StringVar(&keySet, "keys", "", "verify with the public keys of this JWK set or key history (FILE or URL) instead of SWARMSCORE_SIGNING_KEY")
 	formula.register(cmd.Flags())
 	return cmd
 }

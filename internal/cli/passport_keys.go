@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -19,38 +18,51 @@ import (
 // keySetTimeout bounds fetching a key set.
 const keySetTimeout = 30 * time.Second
 
-// readKeySet reads the verification keys of a JWK set from src: an http(s)
-// URL (a server's base URL means its key set) or a file. A set that cannot
-// be read or parsed is invalid input (status 2); a server that cannot be
-// reached is unavailable (status 4).
+// readKeySet reads the verification keys of a JWK set or a key history
+// from src (readKeyDocument).
 func readKeySet(cmd *cobra.Command, src string) ([]passport.Key, error) {
-	var keys []passport.Key
-	var err error
-	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-		if u.Path == "" || u.Path == "/" {
-			u.Path = client.KeySetPath
-		}
-		ctx, cancel := context.WithTimeout(cmd.Context(), keySetTimeout)
-		defer cancel()
-		keys, err = client.FetchKeys(ctx, &http.Client{Timeout: keySetTimeout}, u.String())
-		var p *client.Problem
-		switch {
-		case err == nil:
-		case errors.Is(err, passport.ErrInvalid):
-			return nil, invalidf("key set %s: %v", u.Redacted(), err)
-		case errors.As(err, &p):
-			return nil, invalidf("key set %s: %v", u.Redacted(), err)
-		default:
-			return nil, &kindError{errkind.ErrUnavailable, err}
-		}
-	} else {
-		b, rerr := os.ReadFile(src)
-		if rerr != nil {
-			return nil, invalidf("reading the key set: %v", rerr)
-		}
-		if keys, err = passport.ParseJWKSet(b); err != nil {
-			return nil, invalidf("key set %s: %v", src, strings.TrimPrefix(err.Error(), passport.ErrInvalid.Error()+": "))
-		}
+	b, err := readKeyDocument(cmd, src)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := passport.ParseJWKSet(b)
+	if err != nil {
+		return nil, invalidf("key set %s: %v", displaySource(src), strings.TrimPrefix(err.Error(), passport.ErrInvalid.Error()+": "))
 	}
 	return keys, nil
+}
+
+// readKeyDocument reads a JWK set or a key history from src: an http(s)
+// URL (a server's base URL means its key set) or a file ("-" is standard
+// input). A document that cannot be read is invalid input (status 2), a
+// server that answers with a problem too; a server that cannot be reached
+// is unavailable (status 4).
+func readKeyDocument(cmd *cobra.Command, src string) ([]byte, error) {
+	u, perr := url.Parse(src)
+	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return readAuditFile(cmd.InOrStdin(), src, passport.MaxKeySetSize, "key set")
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = client.KeySetPath
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), keySetTimeout)
+	defer cancel()
+	b, err := client.FetchKeyDocument(ctx, &http.Client{Timeout: keySetTimeout}, u.String())
+	var p *client.Problem
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.As(err, &p):
+		return nil, invalidf("key set %s: %v", u.Redacted(), err)
+	}
+	return nil, &kindError{errkind.ErrUnavailable, err}
+}
+
+// displaySource names a key document's source in messages: a URL without
+// its password.
+func displaySource(src string) string {
+	if u, err := url.Parse(src); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return u.Redacted()
+	}
+	return src
 }

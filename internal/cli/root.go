@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/swarmscore/swarmscore/internal/auth"
+	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -35,7 +38,7 @@ func commands() []*cobra.Command {
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(),
-		newAuditCmd(),
+		newAuditCmd(), newActionsCmd(),
 		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
 	}
 }
@@ -70,6 +73,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true, // a usage error is one line, not the whole help text
 		SilenceErrors: true, // exit.go prints errors, once
 		// Without RunE the root prints its help when run with no arguments.
+		PersistentPreRunE: actAsCLI,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.Version = version()
@@ -80,6 +84,23 @@ func newRoot() *cobra.Command {
 	}
 	tagRunErrors(root)
 	return root
+}
+
+// actAsCLI makes every command but serve act, in the action log, as the
+// operator its --operator flag names ("cli" without one): whoever runs
+// the CLI holds the database, and so may do anything (auth.Admin).
+// serve's requests act as their tokens' operators instead.
+func actAsCLI(cmd *cobra.Command, _ []string) error {
+	if cmd.Name() == "serve" {
+		return nil
+	}
+	op := cliOperator
+	// token create's --operator is the token's owner, not who acts.
+	if f := cmd.Flags().Lookup("operator"); f != nil && f.Value.String() != "" && !(cmd.HasParent() && cmd.Parent().Name() == "token") {
+		op = f.Value.String()
+	}
+	cmd.SetContext(service.WithActor(cmd.Context(), service.Actor{Operator: op, Role: auth.Admin, Via: auth.ViaCLI}))
+	return nil
 }
 
 // Process is what Run takes from the process it runs in.

@@ -408,7 +408,7 @@ func (cfg *serveConfig) useCases(ctx context.Context, cmd *cobra.Command, st ser
 		return nil, err
 	}
 	c := service.Config{Platform: cfg.platform, MaxClockSkew: cfg.skew, Environment: cfg.keys.env(cmd),
-		Now: process(cmd).Now, Formulas: formulas}
+		Now: process(cmd).Now, Formulas: formulas, Logger: log}
 	var err error
 	if c.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
 		return nil, err

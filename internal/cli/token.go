@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
 
@@ -16,11 +17,19 @@ func newTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Manage operator and agent API tokens",
-		Long: `Manage the bearer tokens of the HTTP API. An operator's token calls the
-operator routes (POST /swarmscore/events, POST /swarmscore/{agent_id}/escrow,
-GET /swarmscore/agents, ...). An agent's token (create --agent) reads that
-agent's own data and acts on its consent and visibility, and nothing else.
-Only a token's SHA-256 is stored: a token is printed once, when it is created.
+		Long: `Manage the bearer tokens of the HTTP API and the console. An operator's
+token has a role, which the API and the console enforce alike (403
+forbidden_role):
+
+  viewer    reads the console and the operator reads of the API
+  operator  also ingests events, corrects them and decides appeals
+  admin     also manages signing keys, erasures, webhooks, tokens and
+            console sessions, and reads the action log
+
+An agent's token (create --agent) reads that agent's own data and acts on its
+consent and visibility, and nothing else. Only a token's SHA-256 is stored: a
+token is printed once, when it is created. Creating and revoking tokens is
+recorded in the action log ('swarmscore actions').
 
 The database must exist already (the one 'swarmscore serve' uses): a mistyped
 --db is an error, never a new database no server reads.
@@ -36,14 +45,15 @@ revokes the old one when the server starts.`,
 }
 
 func newTokenCreateCmd(db *string) *cobra.Command {
-	var operator, agent string
+	var operator, agent, role string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "create --operator NAME | --agent AGENT_ID",
+		Use:   "create --operator NAME [--role viewer|operator|admin] | --agent AGENT_ID",
 		Short: "Create a token for an operator or an agent and print it (once)",
 		Long: `Create a token and print it alone on standard output (once).
 
-With --operator NAME it is that operator's token. With --agent AGENT_ID it is
+With --operator NAME it is that operator's token, with --role (default
+operator; see 'swarmscore token --help'). With --agent AGENT_ID it is
 the agent's own token, granted by --operator (default "cli"): it may read the
 agent's score, certificate (even unlisted), consent, records and signals, and
 set its consent and visibility; every operator route and every other agent's
@@ -52,6 +62,12 @@ data refuse it (403). The agent must be known to the ledger.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if operator == "" && agent == "" {
 				return usageErrorf("--operator NAME or --agent AGENT_ID is required")
+			}
+			if agent != "" && cmd.Flags().Changed("role") {
+				return usageErrorf("--role is for an operator's token; an agent's token acts only for its agent")
+			}
+			if _, err := auth.ParseRole(role); err != nil {
+				return usageErrorf("--role %q is not one of viewer, operator, admin", role)
 			}
 			return withUseCases(cmd, *db, existing, func(u *service.UseCases) error {
 				var nt service.NewToken
@@ -62,7 +78,7 @@ data refuse it (403). The agent must be known to the ledger.`,
 					}
 					nt, err = u.Tokens.CreateAgentToken(cmd.Context(), operator, agent)
 				} else {
-					nt, err = u.Tokens.CreateToken(cmd.Context(), operator)
+					nt, err = u.Tokens.CreateToken(cmd.Context(), operator, auth.Role(role))
 				}
 				if err != nil {
 					return err
@@ -71,6 +87,8 @@ data refuse it (403). The agent must be known to the ledger.`,
 					out := map[string]string{"id": nt.ID, "operator": nt.Operator, "token": nt.Secret}
 					if nt.AgentID != "" {
 						out["agent_id"] = nt.AgentID
+					} else {
+						out["role"] = string(nt.Role)
 					}
 					if err := printJSON(cmd, out); err != nil {
 						return err
@@ -78,7 +96,7 @@ data refuse it (403). The agent must be known to the ledger.`,
 				} else {
 					fmt.Fprintln(cmd.OutOrStdout(), nt.Secret)
 				}
-				who := "operator " + nt.Operator
+				who := "operator " + nt.Operator + " (role " + string(nt.Role) + ")"
 				if nt.AgentID != "" {
 					who = "agent " + nt.AgentID + " (granted by " + nt.Operator + ")"
 				}
@@ -89,7 +107,8 @@ data refuse it (403). The agent must be known to the ledger.`,
 	}
 	cmd.Flags().StringVar(&operator, "operator", "", "operator name ([A-Za-z0-9._:-], 1-128 characters); with --agent, the operator granting it")
 	cmd.Flags().StringVar(&agent, "agent", "", "make the token of this agent: it acts only for the agent")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id","operator","token"} (and "agent_id" with --agent)`)
+	cmd.Flags().StringVar(&role, "role", string(auth.DefaultRole), "the operator token's role: viewer, operator or admin")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id","operator","role","token"} ("agent_id" instead of "role" with --agent)`)
 	return cmd
 }
 
@@ -124,6 +143,7 @@ func newTokenRevokeCmd(db *string) *cobra.Command {
 type tokenJSON struct {
 	ID        string  `json:"id"`
 	Operator  string  `json:"operator"`
+	Role      *string `json:"role"`
 	AgentID   *string `json:"agent_id"`
 	CreatedAt string  `json:"created_at"`
 	RevokedAt *string `json:"revoked_at"`
@@ -147,6 +167,9 @@ func newTokenListCmd(db *string) *cobra.Command {
 						list[i] = tokenJSON{ID: tok.ID, Operator: tok.Operator, CreatedAt: tok.CreatedAt.UTC().Format(time.RFC3339)}
 						if tok.AgentID != "" {
 							list[i].AgentID = &toks[i].AgentID
+						} else {
+							r := string(tok.Role)
+							list[i].Role = &r
 						}
 						if tok.Revoked() {
 							at := tok.RevokedAt.UTC().Format(time.RFC3339)
@@ -156,22 +179,22 @@ func newTokenListCmd(db *string) *cobra.Command {
 					return printJSON(cmd, list)
 				}
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tOPERATOR\tAGENT\tCREATED\tREVOKED")
+				fmt.Fprintln(w, "ID\tOPERATOR\tROLE\tAGENT\tCREATED\tREVOKED")
 				for _, tok := range toks {
-					revoked, agent := "-", "-"
+					revoked, agent, role := "-", "-", string(tok.Role)
 					if tok.Revoked() {
 						revoked = tok.RevokedAt.UTC().Format(time.RFC3339)
 					}
 					if tok.AgentID != "" {
-						agent = tok.AgentID
+						agent, role = tok.AgentID, "-"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", tok.ID, tok.Operator, agent, tok.CreatedAt.UTC().Format(time.RFC3339), revoked)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", tok.ID, tok.Operator, role, agent, tok.CreatedAt.UTC().Format(time.RFC3339), revoked)
 				}
 				return w.Flush()
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print [{"id","operator","agent_id","created_at","revoked_at"}]`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print [{"id","operator","role","agent_id","created_at","revoked_at"}]`)
 	return cmd
 }
 

@@ -235,8 +235,9 @@ func TestHostileCorpus(t *testing.T) {
 		}
 	}
 
-	// Failed authentications from one client: 10, then 429 whatever the
-	// token; another client is not affected.
+	// Failed authentications from one client: 10, then 429 for a wrong
+	// token; the right one still gets through (ERRATA E49), and another
+	// client is not affected.
 	guesser := []string{"X-Forwarded-For", "203.0.113.66"}
 	for i := range 11 {
 		want, slug := 401, "unauthorized"
@@ -249,7 +250,7 @@ func TestHostileCorpus(t *testing.T) {
 			t.Fatalf("guess %d: %d %s", i+1, status, body)
 		}
 	}
-	if status, _, body, _ := send(hostile{method: "GET", path: "/swarmscore/agents", header: append(bearer, guesser...)}); status != 429 {
+	if status, _, body, _ := send(hostile{method: "GET", path: "/swarmscore/agents", header: append(bearer, guesser...)}); status != 200 {
 		t.Fatalf("the good token from a throttled client: %d %s", status, body)
 	}
 	if status, _, _, _ := send(hostile{method: "GET", path: "/swarmscore/agents", header: bearer}); status != 200 {

@@ -39,12 +39,12 @@ func (s *Server) agentRoutes(opt Options) {
 	s.route("GET /swarmscore/{agent_id}/erc8004", crossOrigin, maxNoBody, s.erc8004)
 	s.route("GET /.well-known/agent-card.json", crossOrigin, maxNoBody, s.agentCard)
 	if opt.MCP != nil {
-		// Streamable HTTP: POST carries the JSON-RPC messages; the server
-		// is stateless, so GET (a stream of its own) and DELETE (a
-		// session's end) are answered 405 by it.
-		for _, m := range []string{"POST", "GET", "DELETE"} {
-			s.route(m+" /mcp", public, maxMCPBody, s.mcp(opt.MCP))
-		}
+		// Streamable HTTP: POST carries the JSON-RPC messages. The server
+		// is stateless, so it offers no stream of its own (GET) and no
+		// session to end (DELETE): like every method a route does not
+		// take, they are answered 405 with Allow: POST, as the transport
+		// asks of such a server.
+		s.route("POST /mcp", public, maxMCPBody, s.mcp(opt.MCP))
 	}
 }
 

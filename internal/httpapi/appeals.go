@@ -189,12 +189,7 @@ func (s *Server) appealAction(act appeal.Action) http.HandlerFunc {
 
 // appealCaller is who acts on an appeal: the caller of an appellant route
 // (escalate), or the operator of an operator route (ack, uphold, reject).
-func appealCaller(r *http.Request) service.Caller {
-	if op := operatorFrom(r); op != "" {
-		return service.OperatorCaller(op)
-	}
-	return callerFrom(r)
-}
+func appealCaller(r *http.Request) service.Caller { return callerFrom(r) }
 
 // corrections reads an uphold's corrections member.
 func corrections(raw json.RawMessage) ([]ledger.CorrectionRequest, error) {

@@ -51,7 +51,7 @@ func TestAuditRoute(t *testing.T) {
 
 	h.do("GET", "/swarmscore/a/audit", nil).problem(t, "unauthorized", http.StatusUnauthorized)
 
-	r := h.do("GET", "/swarmscore/a/audit", nil, auth()...)
+	r := h.do("GET", "/swarmscore/a/audit", nil, authHdr()...)
 	if r.code != http.StatusOK || r.header.Get("Content-Type") != "application/json" || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("%d %v %s", r.code, r.header, r.body)
 	}
@@ -60,7 +60,7 @@ func TestAuditRoute(t *testing.T) {
 	}
 
 	at := time.Date(2026, 3, 1, 12, 0, 0, 500000000, time.UTC)
-	h.do("GET", "/swarmscore/a/audit?as_of=2026-03-01T13:00:00.5%2B01:00&withhold=operators,buyers", nil, auth()...)
+	h.do("GET", "/swarmscore/a/audit?as_of=2026-03-01T13:00:00.5%2B01:00&withhold=operators,buyers", nil, authHdr()...)
 	if q := asked(); !q.AsOf.Equal(at) || fmt.Sprint(q.Withhold) != "[buyers operators]" {
 		t.Errorf("asked %+v", q)
 	}
@@ -72,12 +72,12 @@ func TestAuditRoute(t *testing.T) {
 		"/swarmscore/a/audit?format=pdf",
 		"/swarmscore/a%20b/audit",
 	} {
-		h.do("GET", target, nil, auth()...).problem(t, "invalid-request", http.StatusBadRequest)
+		h.do("GET", target, nil, authHdr()...).problem(t, "invalid-request", http.StatusBadRequest)
 	}
 	h.f.err = fmt.Errorf("%w: agent %q", errkind.ErrNotFound, "ghost")
-	h.do("GET", "/swarmscore/ghost/audit", nil, auth()...).problem(t, "not-found", http.StatusNotFound)
+	h.do("GET", "/swarmscore/ghost/audit", nil, authHdr()...).problem(t, "not-found", http.StatusNotFound)
 	h.f.err = fmt.Errorf("%w: the stored records cannot be audited", errkind.ErrConflict)
-	h.do("GET", "/swarmscore/a/audit", nil, auth()...).problem(t, "conflict", http.StatusConflict)
+	h.do("GET", "/swarmscore/a/audit", nil, authHdr()...).problem(t, "conflict", http.StatusConflict)
 }
 
 // TestAuditRouteAbsent: Services without an AuditService make a server
@@ -91,5 +91,5 @@ func TestAuditRouteAbsent(t *testing.T) {
 		t.Fatal("the audit route is registered without the use case")
 	}
 	h.s = s
-	h.do("GET", "/swarmscore/a/audit", nil, auth()...).problem(t, "no-route", http.StatusNotFound)
+	h.do("GET", "/swarmscore/a/audit", nil, authHdr()...).problem(t, "no-route", http.StatusNotFound)
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // maxTokenLen bounds what is hashed and looked up; real tokens are far
@@ -16,73 +18,69 @@ const maxTokenLen = 256
 // authenticate resolves the request's bearer token to an operator. The
 // token is never logged nor echoed: details say what is wrong with the
 // header, not what it held. The lookup is throttled (lookup).
-func (s *Server) authenticate(r *http.Request) (string, error) {
+func (s *Server) authenticate(r *http.Request) (service.Caller, error) {
 	token, err := bearerToken(r, "<operator token>")
 	if err != nil {
-		return "", err
+		return service.Caller{}, err
 	}
-	var op string
+	var c service.Caller
 	err = s.lookup(r, true, func(ctx context.Context) (err error) {
-		op, err = s.svc.Tokens.Authenticate(ctx, token)
+		c, err = s.svc.Tokens.Authenticate(ctx, token)
 		return err
 	})
-	return op, err
+	return c, err
 }
 
-// lookup runs a bearer token's lookup for r, throttled per client, for the
-// operator routes (authenticate) and the routes of agents' own tokens
-// (caller) alike, so that no route lets a client guess tokens faster than
-// another. Failed lookups are throttled per client (the rate limit's
-// client, IPv6 per network): Options.AuthFailures in a burst, then one per
-// Options.AuthFailureEvery; past that the client gets 429 with
-// Retry-After and no lookup, whatever token it sends. A client with
-// recent failures takes one of its allowance before its lookup and gets it
-// back if the token is good, so parallel guesses cannot overrun the
-// throttle; a client with none looks up freely, so an operator's parallel
-// requests are never throttled. With gated, the lookup holds a database
-// slot (Options.DBMaxRequests) under Options.DBTimeout; a lookup made by a
-// handler, which runs in a slot already or needs none, passes false so as
-// not to take a second. ErrUnauthorized from
-// find becomes a 401 problem that says nothing of the token; other errors
-// are returned as they are.
+// lookup runs a bearer token's lookup for r, for the operator routes
+// (authenticate) and the routes of agents' own tokens (caller) alike.
+// Every presented token is looked up, so a valid token always gets
+// through, whatever else its client sent (docs/ERRATA.md E49). Failed
+// lookups are counted per client (the rate limit's client, IPv6 per
+// network): Options.AuthFailures in a burst, then one per
+// Options.AuthFailureEvery; past that a wrong token is answered 429 with
+// Retry-After rather than 401, telling a misconfigured client to stop,
+// and counted (swarmscore_auth_throttled_total). With gated, the lookup
+// holds a database slot (Options.DBMaxRequests) under Options.DBTimeout;
+// a lookup made by a handler, which runs in a slot already or needs none,
+// passes false so as not to take a second. ErrUnauthorized from find
+// becomes a 401 problem that says nothing of the token; other errors are
+// returned as they are.
 func (s *Server) lookup(r *http.Request, gated bool, find func(context.Context) error) error {
-	client := s.clientIP(r)
-	reserved := false
-	if !s.authFails.full(client, s.now()) {
-		ok, wait := s.authFails.allow(client, s.now())
-		if !ok {
-			s.authThrottled.Add(1)
-			secs := seconds(wait)
-			return &retryAfterError{errorf(ptRateLimited, "too many failed authentications from this client; retry after %d s", secs), secs}
-		}
-		reserved = true
-	}
 	ctx, done := r.Context(), func() {}
 	if gated {
 		var err error
 		if ctx, done, err = s.gate.enter(ctx); err != nil {
-			if reserved {
-				s.authFails.refund(client, s.now())
-			}
 			return err
 		}
 	}
 	err := find(ctx)
 	done()
-	switch {
-	case err == nil:
-		if reserved {
-			s.authFails.refund(client, s.now())
-		}
-		return nil
-	case errors.Is(err, errkind.ErrUnauthorized):
-		if !reserved {
-			s.authFails.allow(client, s.now())
-		}
-		return &httpError{pt: ptUnauthorized, detail: "the bearer token is not valid (unknown or revoked)"}
+	if !errors.Is(err, errkind.ErrUnauthorized) {
+		return err
 	}
-	if reserved {
-		s.authFails.refund(client, s.now())
+	if ok, wait := s.authFails.allow(s.clientIP(r), s.now()); !ok {
+		s.authThrottled.Add(1)
+		secs := seconds(wait)
+		return &retryAfterError{errorf(ptRateLimited, "too many failed authentications from this client; retry after %d s", secs), secs}
+	}
+	return &httpError{pt: ptUnauthorized, detail: "the bearer token is not valid (unknown or revoked)"}
+}
+
+// asOperator is r for operator c: its caller and operator in the context,
+// and the actor under which the use cases record what it does.
+func (s *Server) asOperator(r *http.Request, c service.Caller) *http.Request {
+	ctx := context.WithValue(r.Context(), operatorKey, c.Operator)
+	ctx = withCaller(ctx, c)
+	return r.WithContext(service.WithActor(ctx, service.ActorOf(c, auth.ViaAPI, s.clientIP(r))))
+}
+
+// allowRole refuses, as 403 with the code forbidden_role, an operator
+// whose role may not do perm (auth.Allow, the rule the console applies
+// too), and records the refusal in the action log.
+func (s *Server) allowRole(r *http.Request, c service.Caller, pattern string, perm auth.Permission) error {
+	err := auth.Allow(c.Role, perm)
+	if err != nil && s.svc.Console != nil {
+		s.svc.Console.RecordDenied(r.Context(), pattern, err)
 	}
 	return err
 }

@@ -86,7 +86,7 @@ func TestCorrectionRoute(t *testing.T) {
 	h := newHarness(t, Options{})
 	u, _ := withService(t, h)
 	body := `{"event_type":"ap2_transaction","event_id":"t-1","action":"status","status":"REFUNDED","reason":"chargeback: card network case 77"}`
-	r := h.do("POST", "/swarmscore/corrections", jsonBody(body), auth()...)
+	r := h.do("POST", "/swarmscore/corrections", jsonBody(body), authHdr()...)
 	if r.code != http.StatusCreated {
 		t.Fatalf("correct: %d %s", r.code, r.body)
 	}
@@ -101,17 +101,17 @@ func TestCorrectionRoute(t *testing.T) {
 	if e, _ := u.Certificates.Score(context.Background(), "agent-1"); e.Result.Counts.AP2Success != 3 {
 		t.Fatalf("the chargeback did not lower the count: %+v", e.Result.Counts)
 	}
-	again := h.do("POST", "/swarmscore/corrections", jsonBody(body), auth()...)
+	again := h.do("POST", "/swarmscore/corrections", jsonBody(body), authHdr()...)
 	if again.code != http.StatusOK || !bytes.Equal(again.body, r.body) {
 		t.Fatalf("repeat: %d %s", again.code, again.body)
 	}
 
-	p := h.do("POST", "/swarmscore/corrections", jsonBody(`{"event_type":"ap2_transaction","event_id":"t-9","action":"void","reason":"x"}`), auth()...).
+	p := h.do("POST", "/swarmscore/corrections", jsonBody(`{"event_type":"ap2_transaction","event_id":"t-9","action":"void","reason":"x"}`), authHdr()...).
 		problem(t, "not-found", 404)
 	if p.Detail != `ap2_transaction "t-9" is not in the ledger` {
 		t.Errorf("unknown event detail %q", p.Detail)
 	}
-	h.do("POST", "/swarmscore/corrections", jsonBody(`{"event_type":"ap2_transaction","event_id":"t-open","action":"status","status":"REFUNDED","reason":"x"}`), auth()...).
+	h.do("POST", "/swarmscore/corrections", jsonBody(`{"event_type":"ap2_transaction","event_id":"t-open","action":"status","status":"REFUNDED","reason":"x"}`), authHdr()...).
 		problem(t, "conflict", 409)
 	for name, tc := range map[string]struct{ body, slug, detail string }{
 		"unknown member":   {`{"event_type":"ap2_transaction","event_id":"t-2","action":"void","reason":"x","amount":1}`, "invalid-request", `unknown field "amount"`},
@@ -124,7 +124,7 @@ func TestCorrectionRoute(t *testing.T) {
 		"needless field":   {`{"event_type":"ap2_transaction","event_id":"t-2","action":"void","agent_id":"a","reason":"x"}`, "invalid-request", "action: void takes neither"},
 		"no reason":        {`{"event_type":"ap2_transaction","event_id":"t-2","action":"void"}`, "invalid-request", "reason: is required"},
 	} {
-		p := h.do("POST", "/swarmscore/corrections", jsonBody(tc.body), auth()...).problem(t, tc.slug, 400)
+		p := h.do("POST", "/swarmscore/corrections", jsonBody(tc.body), authHdr()...).problem(t, tc.slug, 400)
 		if !strings.Contains(p.Detail, tc.detail) {
 			t.Errorf("%s: detail %q, want %q", name, p.Detail, tc.detail)
 		}
@@ -147,7 +147,7 @@ func TestAppealRoutes(t *testing.T) {
 	}
 	file := `{"agent_passport_id":"` + ps[0].ID + `","grounds":"incorrect_status","statement":"s-9 was delivered",` +
 		`"events":[{"event_type":"conduit_session","event_id":"s-9"}]}`
-	r := h.do("POST", "/swarmscore/appeals", jsonBody(file), auth()...)
+	r := h.do("POST", "/swarmscore/appeals", jsonBody(file), authHdr()...)
 	if r.code != http.StatusCreated {
 		t.Fatalf("file: %d %s", r.code, r.body)
 	}
@@ -168,17 +168,17 @@ func TestAppealRoutes(t *testing.T) {
 		a.NextDeadline.Duty != "acknowledge" || a.NextDeadline.Due != "2026-03-24T14:30:00Z" || r.header.Get("Location") != "/swarmscore/appeals/"+a.ID {
 		t.Fatalf("filed %s", r.body)
 	}
-	p := h.do("POST", "/swarmscore/appeals", jsonBody(strings.Replace(file, "incorrect_status", "formula", 1)), auth()...).problem(t, "invalid-request", 400)
+	p := h.do("POST", "/swarmscore/appeals", jsonBody(strings.Replace(file, "incorrect_status", "formula", 1)), authHdr()...).problem(t, "invalid-request", 400)
 	if !strings.Contains(p.Detail, "disagreement with the formula is not a ground") {
 		t.Errorf("formula detail %q", p.Detail)
 	}
 	h.do("POST", "/swarmscore/appeals", jsonBody(`{"agent_passport_id":"nope","grounds":"incorrect_count","statement":"x","events":[{"event_type":"conduit_session","event_id":"s-1"}]}`),
-		auth()...).problem(t, "not-found", 404)
-	h.do("POST", "/swarmscore/appeals", jsonBody(strings.Replace(file, `"event_id":"s-9"`, `"event_id":"s-9","note":1`, 1)), auth()...).problem(t, "invalid-request", 400)
+		authHdr()...).problem(t, "not-found", 404)
+	h.do("POST", "/swarmscore/appeals", jsonBody(strings.Replace(file, `"event_id":"s-9"`, `"event_id":"s-9","note":1`, 1)), authHdr()...).problem(t, "invalid-request", 400)
 
 	list := func(q string) []string {
 		t.Helper()
-		r := h.do("GET", "/swarmscore/appeals"+q, nil, auth()...)
+		r := h.do("GET", "/swarmscore/appeals"+q, nil, authHdr()...)
 		if r.code != 200 {
 			t.Fatalf("list %s: %d %s", q, r.code, r.body)
 		}
@@ -197,9 +197,9 @@ func TestAppealRoutes(t *testing.T) {
 	if got := list("?overdue=true&state=submitted"); len(got) != 1 || got[0] != a.ID {
 		t.Fatalf("overdue after 8 days: %v", got)
 	}
-	h.do("GET", "/swarmscore/appeals?overdue=yes", nil, auth()...).problem(t, "invalid-request", 400)
-	h.do("GET", "/swarmscore/appeals?state=open", nil, auth()...).problem(t, "invalid-request", 400)
-	h.do("GET", "/swarmscore/appeals?page=2", nil, auth()...).problem(t, "invalid-request", 400)
+	h.do("GET", "/swarmscore/appeals?overdue=yes", nil, authHdr()...).problem(t, "invalid-request", 400)
+	h.do("GET", "/swarmscore/appeals?state=open", nil, authHdr()...).problem(t, "invalid-request", 400)
+	h.do("GET", "/swarmscore/appeals?page=2", nil, authHdr()...).problem(t, "invalid-request", 400)
 	m := h.do("GET", "/metrics", nil)
 	for _, want := range []string{`swarmscore_appeals{state="submitted"} 1`, `swarmscore_appeals{state="upheld"} 0`, `swarmscore_appeals_overdue{duty="acknowledge"} 1`} {
 		if !strings.Contains(string(m.body), want) {
@@ -213,7 +213,7 @@ func TestAppealRoutes(t *testing.T) {
 		if body != "" {
 			rd = jsonBody(body)
 		}
-		return h.do("POST", "/swarmscore/appeals/"+a.ID+"/"+action, rd, auth()...)
+		return h.do("POST", "/swarmscore/appeals/"+a.ID+"/"+action, rd, authHdr()...)
 	}
 	if r := act("ack", ""); r.code != 200 {
 		t.Fatalf("ack: %d %s", r.code, r.body)
@@ -241,7 +241,7 @@ func TestAppealRoutes(t *testing.T) {
 	if r := act("escalate", `{"reason":"the agent disputes the remedy"}`); r.code != 200 {
 		t.Fatalf("escalate: %d %s", r.code, r.body)
 	}
-	r = h.do("GET", "/swarmscore/appeals/"+a.ID, nil, auth()...)
+	r = h.do("GET", "/swarmscore/appeals/"+a.ID, nil, authHdr()...)
 	json.Unmarshal(r.body, &a)
 	var hist []string
 	for _, e := range a.History {
@@ -250,9 +250,9 @@ func TestAppealRoutes(t *testing.T) {
 	if a.State != "escalated" || strings.Join(hist, " ") != "file/acme/ ack/acme/ uphold/acme/the buyer confirmed delivery escalate/acme/the agent disputes the remedy" {
 		t.Fatalf("history %v in %s", hist, r.body)
 	}
-	h.do("GET", "/swarmscore/appeals/apl-none", nil, auth()...).problem(t, "not-found", 404)
+	h.do("GET", "/swarmscore/appeals/apl-none", nil, authHdr()...).problem(t, "not-found", 404)
 	h.do("GET", "/swarmscore/appeals/"+a.ID, nil).problem(t, "unauthorized", 401)
-	h.do("POST", "/swarmscore/appeals/apl-none/ack", nil, auth()...).problem(t, "not-found", 404)
+	h.do("POST", "/swarmscore/appeals/apl-none/ack", nil, authHdr()...).problem(t, "not-found", 404)
 }
 
 func TestCheckpointRoutes(t *testing.T) {
@@ -388,7 +388,7 @@ func TestTextIsUTF8(t *testing.T) {
 		{"/swarmscore/appeals/apl-0/uphold", `{"reason":"ok","corrections":[` + correction("\xfe") + `]}`, "field corrections[0].reason is not valid UTF-8"},
 		{"/swarmscore/agent-1/erase", "{\"reason\":\"gdpr \xff\"}", "field reason is not valid UTF-8"},
 	} {
-		p := h.do("POST", c.target, jsonBody(c.body), auth()...).problem(t, "invalid-request", 400)
+		p := h.do("POST", c.target, jsonBody(c.body), authHdr()...).problem(t, "invalid-request", 400)
 		if !strings.Contains(p.Detail, c.detail) {
 			t.Errorf("%s %q: detail %q, want %q", c.target, c.body, p.Detail, c.detail)
 		}
@@ -396,7 +396,7 @@ func TestTextIsUTF8(t *testing.T) {
 	if _, err := h.st.Passports(context.Background(), "agent-1"); err != nil {
 		t.Fatalf("agent-1 is gone: %v", err)
 	}
-	r := h.do("POST", "/swarmscore/corrections", jsonBody(correction(`paid in \u20ac \ud83d\ude00 \\ud800`)), auth()...)
+	r := h.do("POST", "/swarmscore/corrections", jsonBody(correction(`paid in \u20ac \ud83d\ude00 \\ud800`)), authHdr()...)
 	var got struct{ Reason string }
 	if r.code != http.StatusCreated || json.Unmarshal(r.body, &got) != nil || got.Reason != `paid in € 😀 \ud800` {
 		t.Fatalf("a valid reason: %d %s", r.code, r.body)

@@ -65,7 +65,7 @@ func (s *Server) erase(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.svc.Erasure.EraseAgent(r.Context(), service.OperatorCaller(operatorFrom(r)), id, reason)
+	res, err := s.svc.Erasure.EraseAgent(r.Context(), callerFrom(r), id, reason)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -81,7 +81,7 @@ func (s *Server) erasures(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	es, err := s.svc.Erasure.Erasures(r.Context(), service.OperatorCaller(operatorFrom(r)))
+	es, err := s.svc.Erasure.Erasures(r.Context(), callerFrom(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -19,7 +19,20 @@ const keysMaxAge = "60"
 // still be valid, so anyone can verify Ed25519 passports offline, with no
 // shared secret. HMAC keys are never in it.
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) {
-	b := marshal(s.svc.Keys.PublicKeys(r.Context()))
+	writeKeys(w, marshal(s.svc.Keys.PublicKeys(r.Context())))
+}
+
+// keyHistory serves every Ed25519 key the deployment ever signed with,
+// with the interval it signed in and its state: a JWK set whose keys carry
+// their history (passport.KeyHistory), so that archived passports and
+// checkpoints verify after their key is retired. It changes when the
+// keyring does, as the key set does.
+func (s *Server) keyHistory(w http.ResponseWriter, r *http.Request) {
+	writeKeys(w, marshal(s.svc.Keys.KeyHistory(r.Context())))
+}
+
+// writeKeys writes a JWK set b, cacheable for keysMaxAge.
+func writeKeys(w http.ResponseWriter, b []byte) {
 	h := w.Header()
 	h["Cache-Control"] = []string{"public, max-age=" + keysMaxAge}
 	h["Content-Type"] = []string{"application/jwk-set+json"} // RFC 7517 §8.5

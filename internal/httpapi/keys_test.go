@@ -37,6 +37,38 @@ func TestKeysRoute(t *testing.T) {
 	}
 }
 
+// TestKeyHistoryRoute: the key history is public, readable from any
+// origin, cached as the key set is, and exactly what the service gives;
+// it reads as a JWK set whose keys are bound to their intervals.
+func TestKeyHistoryRoute(t *testing.T) {
+	h := newHarness(t, Options{})
+	until := now.Add(-time.Hour)
+	revoked := now.Add(-time.Minute)
+	h.f.keyHistory = passport.KeyHistory{Keys: []passport.HistoryKey{
+		{Kty: "OKP", Crv: "Ed25519", X: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", Kid: "eddsa-0123456789abcdef", Alg: "EdDSA", Use: "sig",
+			Status: "revoked", ActiveFrom: now.Add(-48 * time.Hour), ActiveUntil: &until, RevokedAt: &revoked}}}
+	r := h.do("GET", "/.well-known/swarmscore-key-history.json", nil, "Origin", "https://market.example")
+	if r.code != http.StatusOK || r.header.Get("Content-Type") != "application/jwk-set+json" ||
+		r.header.Get("Cache-Control") != "public, max-age=60" || r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("%d %v", r.code, r.header)
+	}
+	want, _ := json.Marshal(h.f.keyHistory)
+	if !bytes.Equal(bytes.TrimSpace(r.body), want) {
+		t.Fatalf("body %s, want %s", r.body, want)
+	}
+	keys, err := passport.ParseJWKSet(r.body)
+	if err != nil || len(keys) != 1 || keys[0].Status() != passport.KeyRevoked {
+		t.Fatalf("history %s: %v %v", r.body, keys, err)
+	}
+	if iv, ok := keys[0].Interval(); !ok || !iv.Until.Equal(until) || !iv.RevokedAt.Equal(revoked) {
+		t.Fatalf("interval %+v %v", iv, ok)
+	}
+	h.f.keyHistory = passport.KeyHistory{Keys: []passport.HistoryKey{}}
+	if r := h.do("GET", "/.well-known/swarmscore-key-history.json", nil); string(bytes.TrimSpace(r.body)) != `{"keys":[]}` {
+		t.Fatalf("empty history: %s", r.body)
+	}
+}
+
 // TestKeyMetrics: the active key's id, algorithm and age, and whether it
 // is due for rotation; no age for a static key, whose age is not known.
 func TestKeyMetrics(t *testing.T) {

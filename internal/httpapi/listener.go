@@ -125,6 +125,8 @@ func problemBytes(line string, pt problemType, detail string) []byte {
 	out = append(out, line...)
 	out = append(out, "\r\nContent-Type: application/problem+json\r\nContent-Length: "...)
 	out = strconv.AppendInt(out, int64(len(body)), 10)
-	out = append(out, "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"...)
+	out = append(out, "\r\nCache-Control: no-store\r\nContent-Security-Policy: "...)
+	out = append(out, secCSP[0]...)
+	out = append(out, "\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\nReferrer-Policy: same-origin\r\nConnection: close\r\n\r\n"...)
 	return append(out, body...)
 }

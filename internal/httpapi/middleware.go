@@ -181,7 +181,9 @@ func (s *Server) outer(next http.Handler) http.Handler {
 		if !acceptRequestID(id) {
 			id = newRequestID()
 		}
-		w.Header()["X-Request-Id"] = []string{id}
+		h := w.Header()
+		h["X-Request-Id"] = []string{id}
+		setSecurityHeaders(h)
 		rw := &recorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
@@ -231,6 +233,28 @@ func (s *Server) outer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rw, r)
 	})
+}
+
+// Security headers every response carries, problems and JSON included: no
+// sniffing, no framing, no referrer to other origins, and a policy that
+// lets a document of this API load and run nothing. The HTML pages
+// (internal/web) replace the policy with theirs, which adds their
+// stylesheet, images and nonce-bearing script.
+var (
+	secCSP      = []string{"default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"}
+	secNoSniff  = []string{"nosniff"}
+	secFrame    = []string{"DENY"}
+	secReferrer = []string{"same-origin"}
+	secOpener   = []string{"same-origin"}
+)
+
+// setSecurityHeaders sets the headers above on h.
+func setSecurityHeaders(h http.Header) {
+	h["Content-Security-Policy"] = secCSP
+	h["X-Content-Type-Options"] = secNoSniff
+	h["X-Frame-Options"] = secFrame
+	h["Referrer-Policy"] = secReferrer
+	h["Cross-Origin-Opener-Policy"] = secOpener
 }
 
 // notFound is the catch-all route: it answers what none of our routes

@@ -84,25 +84,6 @@ func (l *ipLimiter) allow(ip string, now time.Time) (bool, time.Duration) {
 	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 }
 
-// full reports whether the client's bucket is full (an untracked client's
-// is), without taking anything or tracking the client.
-func (l *ipLimiter) full(ip string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.m[l.key(ip)]
-	return b == nil || b.full <= now.UnixNano()
-}
-
-// refund gives back a token allow took, up to the burst.
-func (l *ipLimiter) refund(ip string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if b := l.bucketFor(l.key(ip), now.UnixNano(), false); b != nil {
-		b.tokens = min(l.burst, b.tokens+1)
-		l.settle(b)
-	}
-}
-
 // bucketFor returns the client's bucket refilled to now: its own, a new
 // one in the place of a full one, or (when add and no bucket is full) the
 // shared overflow bucket. Without add an untracked client has none (nil).

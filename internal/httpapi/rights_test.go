@@ -82,7 +82,7 @@ func newRightsHarness(t *testing.T, configure ...func(*service.Config)) *rightsH
 		t.Fatal(err)
 	}
 	rh := &rightsHarness{harness: h, u: u, cfg: cfg, clock: &clock}
-	nt, err := u.Tokens.CreateToken(ctx, "acme")
+	nt, err := u.Tokens.CreateToken(ctx, "acme", "admin")
 	if err != nil {
 		t.Fatal(err)
 	}

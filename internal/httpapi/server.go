@@ -46,6 +46,10 @@ type Services struct {
 	Rights  RightsService  // rights.go
 	Erasure ErasureService // erasure.go
 	Signals SignalService  // rights.go
+	// Console records refused requests in the action log and serves
+	// GET /swarmscore/actions (actions.go); nil leaves the route out and
+	// records nothing.
+	Console ConsoleService
 	// Credentials serves the W3C credential routes (agents.go); nil
 	// leaves them out.
 	Credentials CredentialService
@@ -55,7 +59,7 @@ type Services struct {
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
-		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials}
+		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking
@@ -101,9 +105,9 @@ type IngestService interface {
 
 // TokenService resolves bearer tokens (service.Tokens).
 type TokenService interface {
-	// Authenticate returns the operator a bearer token belongs to, or
-	// ErrUnauthorized.
-	Authenticate(ctx context.Context, token string) (operator string, err error)
+	// Authenticate returns the operator a bearer token belongs to, with
+	// the token's id and role, or ErrUnauthorized.
+	Authenticate(ctx context.Context, token string) (service.Caller, error)
 	// CallerFor returns who a bearer token speaks for: an operator or one
 	// agent; ErrUnauthorized for an unknown or revoked token.
 	CallerFor(ctx context.Context, token string) (service.Caller, error)
@@ -116,11 +120,16 @@ type ReadinessService interface {
 	Ready(ctx context.Context) error
 }
 
-// KeyService is what the key set route and /metrics call (service.Keys).
+// KeyService is what the key set and key history routes and /metrics call
+// (service.Keys).
 type KeyService interface {
 	// PublicKeys returns the JWK set of the Ed25519 keys whose passports
 	// may still be valid (never an HMAC key). It cannot fail.
 	PublicKeys(ctx context.Context) passport.JWKSet
+	// KeyHistory returns every Ed25519 key the deployment ever signed
+	// with, with the interval it signed in and its state (never an HMAC
+	// key). It cannot fail.
+	KeyHistory(ctx context.Context) passport.KeyHistory
 	// KeyringStats describes the active signing key, for /metrics. It
 	// must not block.
 	KeyringStats() service.KeyringStats
@@ -204,6 +213,7 @@ type Server struct {
 	classify *http.ServeMux
 	routes   map[string]bool
 	access   map[string]access // who may call each route, for the OpenAPI test
+	limits   map[string]int64  // each route's body limit, for the OpenAPI test
 	metrics  *metrics
 	limiter  *ipLimiter
 	proxies  []netip.Prefix // Options.TrustedProxies
@@ -231,6 +241,7 @@ func New(svc Services, opt Options) *Server {
 		classify: http.NewServeMux(),
 		routes:   map[string]bool{},
 		access:   map[string]access{},
+		limits:   map[string]int64{},
 		cors:     map[string]bool{},
 		metrics:  newMetrics(svc.Certificates.CertificateStats),
 		now:      opt.Now,
@@ -274,11 +285,13 @@ func New(svc Services, opt Options) *Server {
 	s.auditRoutes()
 	s.rightsRoutes()
 	s.erasureRoutes()
+	s.actionRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)
 	s.route("GET /openapi.json", crossOrigin, maxNoBody, s.openapi)
 	s.route("GET /.well-known/swarmscore-keys.json", crossOrigin, maxNoBody, s.keys)
+	s.route("GET /.well-known/swarmscore-key-history.json", crossOrigin, maxNoBody, s.keyHistory)
 	s.agentRoutes(opt)
 	s.metrics.reg.MustRegister(newKeyCollector(svc.Keys.KeyringStats))
 	// Registered last and least specific: every request no route above
@@ -316,9 +329,14 @@ func (s *Server) route(pattern string, a access, limit int64, h http.HandlerFunc
 func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc) http.HandlerFunc {
 	s.routes[pattern] = true
 	s.access[pattern] = a
+	s.limits[pattern] = limit
 	s.cors[pattern] = a == crossOrigin
 	m := s.metrics.route(pattern)
 	usesDB := !withoutDatabase[pattern]
+	perm, hasPerm := routePermissions[pattern]
+	if (a == operator || a == self || a == appellant) && !hasPerm {
+		panic("httpapi: route " + pattern + " has no permission in routePermissions")
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		rw, _ := w.(*recorder)
 		if rw != nil {
@@ -344,15 +362,19 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 				}
 			}
 		case operator:
-			op, err := s.authenticate(r)
+			c, err := s.authenticate(r)
 			if err != nil {
 				s.fail(w, r, err)
 				return
 			}
 			if rw != nil {
-				rw.operator = op
+				rw.operator = c.Operator
 			}
-			r = r.WithContext(context.WithValue(r.Context(), operatorKey, op))
+			r = s.asOperator(r, c)
+			if err := s.allowRole(r, c, pattern, perm); err != nil {
+				s.fail(w, r, err)
+				return
+			}
 		case self, appellant:
 			c, err := s.caller(r, true)
 			if err == nil && a == self {
@@ -364,10 +386,17 @@ func (s *Server) guard(pattern string, a access, limit int64, h http.HandlerFunc
 				s.fail(w, r, err)
 				return
 			}
-			if rw != nil && c.IsOperator() {
-				rw.operator = c.Operator
-			}
 			r = r.WithContext(withCaller(r.Context(), c))
+			if c.IsOperator() {
+				if rw != nil {
+					rw.operator = c.Operator
+				}
+				r = s.asOperator(r, c)
+				if err := s.allowRole(r, c, pattern, perm); err != nil {
+					s.fail(w, r, err)
+					return
+				}
+			}
 		case scraper:
 			if !s.scraperAllowed(rw, r) {
 				s.fail(w, r, errorf(ptForbidden, "%s answers only to the networks given with --metrics-allow (default loopback)", r.URL.Path))

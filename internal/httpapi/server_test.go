@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	authz "github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -57,6 +59,7 @@ type fake struct {
 	outcomes    func([]ledger.Event) []ledger.Outcome
 	certStats   service.CertificateStats
 	keySet      passport.JWKSet
+	keyHistory  passport.KeyHistory
 	keyStats    service.KeyringStats
 	// RightsService and SignalService are nil: rights_test.go gives the
 	// fake the methods the certificate, score and metrics routes call; the
@@ -81,12 +84,13 @@ type everyService interface {
 	RightsService
 	ErasureService
 	SignalService
+	ConsoleService
 }
 
 // every gives v every group of use cases.
 func every(v everyService) Services {
 	s := Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
-		Audit: v, Rights: v, Erasure: v, Signals: v}
+		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v}
 	if c, ok := v.(CredentialService); ok {
 		s.Credentials = c
 	}
@@ -137,6 +141,9 @@ type ingestOnly struct {
 	f *fake
 }
 
+// AppendAction drops the action log's entries.
+func (ingestOnly) AppendAction(context.Context, authz.Action) (int64, error) { return 0, nil }
+
 func (s ingestOnly) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, error) {
 	f := s.f
 	if err := f.enter(""); err != nil {
@@ -160,11 +167,11 @@ func (f *fake) Ranking(ctx context.Context, q service.RankingQuery) (service.Ran
 	f.gotQuery = q
 	return f.page, f.enter("")
 }
-func (f *fake) Authenticate(ctx context.Context, token string) (string, error) {
+func (f *fake) Authenticate(ctx context.Context, token string) (service.Caller, error) {
 	if token == goodToken {
-		return "acme", nil
+		return service.Caller{Operator: "acme", TokenID: "tok-acme", Role: authz.Admin}, nil
 	}
-	return "", fmt.Errorf("%w: unknown token", errkind.ErrUnauthorized)
+	return service.Caller{}, fmt.Errorf("%w: unknown token", errkind.ErrUnauthorized)
 }
 func (f *fake) Ready(ctx context.Context) error {
 	f.mu.Lock()
@@ -175,6 +182,11 @@ func (f *fake) PublicKeys(ctx context.Context) passport.JWKSet {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.keySet
+}
+func (f *fake) KeyHistory(ctx context.Context) passport.KeyHistory {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keyHistory
 }
 func (f *fake) KeyringStats() service.KeyringStats {
 	f.mu.Lock()
@@ -239,10 +251,10 @@ func (h *harness) do(method, target string, body io.Reader, hdr ...string) respo
 	return response{rec.Code, rec.Header(), rec.Body.Bytes()}
 }
 
-func auth() []string { return []string{"Authorization", "Bearer " + goodToken} }
+func authHdr() []string { return []string{"Authorization", "Bearer " + goodToken} }
 
 // ingestHdr is auth with the Content-Type POST /swarmscore/events requires.
-func ingestHdr() []string { return append(auth(), "Content-Type", "application/json") }
+func ingestHdr() []string { return append(authHdr(), "Content-Type", "application/json") }
 
 // problem asserts r is a problem of the given type and status and returns
 // it.
@@ -644,7 +656,7 @@ func TestEventsErrors(t *testing.T) {
 func TestEscrow(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.f.escrowRes = service.Escrow{Score: 760, Modifier: 3920, HoldCents: 39200, ReleasedCents: 60800}
-	r := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":100000}`), auth()...)
+	r := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":100000}`), authHdr()...)
 	if r.code != 200 || string(r.body) != `{"score":760,"escrow_modifier":0.392,"hold_cents":39200,"released_cents":60800}`+"\n" {
 		t.Fatalf("%d %s", r.code, r.body)
 	}
@@ -664,25 +676,25 @@ func TestEscrow(t *testing.T) {
 		{`{"amount":5}`, "invalid-request", `"amount"`},
 		{`{"amount_cents":5`, "malformed-json", "ends"},
 	} {
-		p := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(c.body), auth()...).problem(t, c.slug, 400)
+		p := h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(c.body), authHdr()...).problem(t, c.slug, 400)
 		if !strings.Contains(p.Detail, c.detail) {
 			t.Errorf("%s: detail %q lacks %q", c.body, p.Detail, c.detail)
 		}
 	}
-	h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":1`+strings.Repeat(" ", maxSmallBody)+`}`), auth()...).problem(t, "body-too-large", 413)
+	h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":1`+strings.Repeat(" ", maxSmallBody)+`}`), authHdr()...).problem(t, "body-too-large", 413)
 	h.do("POST", "/swarmscore/agent-1/escrow", strings.NewReader(`{"amount_cents":1}`)).problem(t, "unauthorized", 401)
 	if h.f.calls != 0 {
 		t.Fatalf("bad requests reached the service %d times", h.f.calls)
 	}
 	h.f.err = fmt.Errorf("%w: agent %q", errkind.ErrNotFound, "x")
-	h.do("POST", "/swarmscore/x/escrow", strings.NewReader(`{"amount_cents":1}`), auth()...).problem(t, "not-found", 404)
+	h.do("POST", "/swarmscore/x/escrow", strings.NewReader(`{"amount_cents":1}`), authHdr()...).problem(t, "not-found", 404)
 }
 
 func TestAgents(t *testing.T) {
 	h := newHarness(t, Options{})
 	e := h.f.entry
 	h.f.page = service.RankingPage{Agents: []ledger.ScoreEntry{e}, Next: &ledger.Cursor{Score: 760, AgentID: "agent-1"}}
-	m := h.do("GET", "/swarmscore/agents?tier=STANDARD&min_score=700&limit=1", nil, auth()...).ok(t)
+	m := h.do("GET", "/swarmscore/agents?tier=STANDARD&min_score=700&limit=1", nil, authHdr()...).ok(t)
 	if q := h.f.gotQuery; q.MinTier != score.TierStandard || q.MinScore != 700 || q.Limit != 1 || q.After != nil {
 		t.Fatalf("query %+v", q)
 	}
@@ -692,12 +704,12 @@ func TestAgents(t *testing.T) {
 		t.Fatalf("agents %v", agents)
 	}
 	cursor, _ := m["next_cursor"].(string)
-	h.do("GET", "/swarmscore/agents?cursor="+cursor, nil, auth()...).ok(t)
+	h.do("GET", "/swarmscore/agents?cursor="+cursor, nil, authHdr()...).ok(t)
 	if q := h.f.gotQuery; q.After == nil || *q.After != (ledger.Cursor{Score: 760, AgentID: "agent-1"}) || q.Limit != 50 {
 		t.Fatalf("cursor round trip: %+v", q)
 	}
 	h.f.page = service.RankingPage{}
-	m = h.do("GET", "/swarmscore/agents", nil, auth()...).ok(t)
+	m = h.do("GET", "/swarmscore/agents", nil, authHdr()...).ok(t)
 	if m["next_cursor"] != nil || len(m["agents"].([]any)) != 0 {
 		t.Fatalf("last page %v", m)
 	}
@@ -715,7 +727,7 @@ func TestAgents(t *testing.T) {
 		{"limit=1&limit=2", "limit"},
 		{"sort=name", "sort"},
 	} {
-		r := h.do("GET", "/swarmscore/agents?"+c.q, nil, auth()...)
+		r := h.do("GET", "/swarmscore/agents?"+c.q, nil, authHdr()...)
 		if c.detail == "" { // unparseable query string
 			if r.code != 400 {
 				t.Errorf("%s: %d", c.q, r.code)
@@ -749,7 +761,7 @@ func TestNoRouteAndMethod(t *testing.T) {
 	if r.code == 200 {
 		t.Fatalf("GET /swarmscore/verify/ served %s", r.body)
 	}
-	h.do("PUT", "/swarmscore/events", nil, auth()...).problem(t, "method-not-allowed", 405)
+	h.do("PUT", "/swarmscore/events", nil, authHdr()...).problem(t, "method-not-allowed", 405)
 	met := h.do("GET", "/metrics", nil).body
 	if !bytes.Contains(met, []byte(`route="unmatched"`)) || bytes.Contains(met, []byte(`route="/nope"`)) {
 		t.Fatalf("unmatched requests must share one label:\n%s", grep(met, "requests_total"))
@@ -819,7 +831,7 @@ func TestRateLimit(t *testing.T) {
 	if r := h.do("GET", "/healthz", nil); r.code != 200 {
 		t.Fatalf("healthz %d", r.code)
 	}
-	if r := h.do("GET", "/swarmscore/agents", nil, auth()...); r.code != 200 {
+	if r := h.do("GET", "/swarmscore/agents", nil, authHdr()...); r.code != 200 {
 		t.Fatalf("operator route %d", r.code)
 	}
 	// Another client has its own bucket.
@@ -965,7 +977,7 @@ func TestCORS(t *testing.T) {
 		}
 	}
 	for _, r := range []response{
-		h.do("GET", "/swarmscore/agents", nil, append(origin, auth()...)...),
+		h.do("GET", "/swarmscore/agents", nil, append(origin, authHdr()...)...),
 		h.do("POST", "/swarmscore/events", strings.NewReader("[]"), append(origin, ingestHdr()...)...),
 		h.do("GET", "/metrics", nil, origin...),
 	} {
@@ -1140,7 +1152,7 @@ func TestEventsMediaType(t *testing.T) {
 		"json":                                 "Content-Type json is not accepted",
 	} {
 		before := h.f.calls
-		r := h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), append(auth(), "Content-Type", ct)...)
+		r := h.do("POST", "/swarmscore/events", strings.NewReader("["+ev+"]"), append(authHdr(), "Content-Type", ct)...)
 		p := r.problem(t, "unsupported-media-type", 415)
 		if !strings.Contains(p.Detail, detail) || r.header.Get("Accept") != "application/json, application/x-ndjson" {
 			t.Errorf("Content-Type %q: detail %q, Accept %q", ct, p.Detail, r.header.Get("Accept"))
@@ -1154,6 +1166,41 @@ func TestEventsMediaType(t *testing.T) {
 		if strings.Contains(strings.ToLower(ct), "ndjson") {
 			body = ev + "\n"
 		}
-		h.do("POST", "/swarmscore/events", strings.NewReader(body), append(auth(), "Content-Type", ct)...).ok(t)
+		h.do("POST", "/swarmscore/events", strings.NewReader(body), append(authHdr(), "Content-Type", ct)...).ok(t)
 	}
+}
+
+// Every response carries the security headers: problems, JSON, the
+// OpenAPI document, a 405, and net/http's own errors rewritten by Listener.
+func TestSecurityHeadersEverywhere(t *testing.T) {
+	h := newHarness(t, Options{})
+	check := func(what string, hdr http.Header) {
+		t.Helper()
+		for k, want := range map[string]string{
+			"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+		} {
+			if got := hdr.Get(k); got != want {
+				t.Errorf("%s: %s is %q, want %q", what, k, got, want)
+			}
+		}
+		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("%s: Content-Security-Policy %q", what, csp)
+		}
+	}
+	for _, c := range []struct{ method, target string }{
+		{"GET", "/nope"}, {"DELETE", "/swarmscore/agent-1"}, {"GET", "/swarmscore/agent-1"}, {"GET", "/openapi.json"},
+		{"GET", "/healthz"}, {"POST", "/swarmscore/events"}, {"GET", "/swarmscore/agent-1/certificate"},
+	} {
+		r := h.do(c.method, c.target, nil)
+		check(c.method+" "+c.target, r.header)
+	}
+	b, ok := problemResponse([]byte("HTTP/1.1 431 Request Header Fields Too Large" + netHTTPErrorHeaders + "431 Request Header Fields Too Large"))
+	if !ok {
+		t.Fatal("the 431 was not rewritten")
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("net/http's 431", resp.Header)
 }

@@ -94,8 +94,15 @@ type Record struct {
 	Environment string
 	State       State
 	CreatedAt   time.Time
-	// StateChangedAt is when State was last set (CreatedAt for a new key).
+	// StateChangedAt is when State was last set (CreatedAt for a new key):
+	// for a revoked key, when it was revoked.
 	StateChangedAt time.Time
+	// ActiveFrom and ActiveUntil are the interval the key signed in: from
+	// when it became active (its creation: keys are made active) until
+	// another key replaced it, zero while it is active. A retirement or
+	// revocation does not change them. ActiveFrom is zero only for a key
+	// that was never active.
+	ActiveFrom, ActiveUntil time.Time
 	// Public is the Ed25519 public key; nil for HMAC keys, which are never
 	// published.
 	Public []byte
@@ -218,6 +225,18 @@ func (r *Record) Validate() error {
 		return fmt.Errorf("%w: key %s has no sealed material", errkind.ErrInvalid, r.ID)
 	case (r.Alg == EdDSA) != (len(r.Public) == 32):
 		return fmt.Errorf("%w: key %s: an %s key has a 32-byte public key exactly when it is EdDSA", errkind.ErrInvalid, r.ID, r.Alg)
+	case r.State == Active && !r.ActiveUntil.IsZero():
+		return fmt.Errorf("%w: key %s is active and has an end to its active interval", errkind.ErrInvalid, r.ID)
+	case !r.ActiveUntil.IsZero() && (r.ActiveFrom.IsZero() || r.ActiveUntil.Before(r.ActiveFrom)):
+		return fmt.Errorf("%w: key %s: its active interval ends before it starts", errkind.ErrInvalid, r.ID)
 	}
 	return nil
+}
+
+// RevokedAt is when r was revoked, or the zero time.
+func (r *Record) RevokedAt() time.Time {
+	if r.State != Revoked {
+		return time.Time{}
+	}
+	return r.StateChangedAt
 }

@@ -193,7 +193,18 @@ var catalogue = []Table{
 	// the erasure revokes the passport, which the status list then shows.
 	{Name: "credential_status", Key: []string{"idx"}, Columns: cols(Plain, "idx", "passport_id")},
 	{Name: "api_tokens", Key: []string{"id"}, Owner: "agent_id",
-		Columns: join(cols(Plain, "id", "operator_id", "token_sha256", "created_at"), cols(Revoked, "revoked_at"), cols(AgentRef, "agent_id"))},
+		Columns: join(cols(Plain, "id", "operator_id", "token_sha256", "created_at", "role"), cols(Revoked, "revoked_at"), cols(AgentRef, "agent_id"))},
+	// The action log keeps what an operator did to an agent after the
+	// agent is erased, under its pseudonym: the entry's agent and its
+	// words are renamed like every other record, and nothing else of it
+	// changes (the tables refuse it).
+	{Name: "operator_actions", Key: []string{"seq"},
+		Columns: join(cols(Plain, "seq", "at", "operator_id", "token_id", "role", "via", "client", "action"),
+			cols(AgentRef, "agent_id"), cols(Plain, "target"), cols(AgentText, "detail"), cols(Plain, "outcome", "code"))},
+	// A console session is an operator's (an agent's token cannot sign
+	// in): it names no agent.
+	{Name: "console_sessions", Key: []string{"id_sha256"},
+		Columns: cols(Plain, "id_sha256", "token_id", "created_at", "seen_at", "client", "browser", "revoked_at", "revoked_by")},
 	{Name: "consent", Key: []string{"agent_id"}, Owner: "agent_id",
 		Columns: join(cols(AgentRef, "agent_id"), cols(Unlisted, "visibility"), cols(Stamped, "consented_at"),
 			cols(Plain, "disclosure_version", "consent_given_at"), cols(AgentText, "consent_by"))},
@@ -224,7 +235,7 @@ var catalogue = []Table{
 	// postgres/partitions.go); a partition's rows are its tables'.
 	{Name: "ledger_partitions", Key: []string{"period"}, Only: "postgres", Columns: cols(Plain, "period", "opened_at", "closed_at", "dropped_at")},
 	{Name: "signing_keys", Key: []string{"id"},
-		Columns: cols(Plain, "id", "alg", "environment", "state", "created_at", "state_changed_at", "public_key", "sealed_key")},
+		Columns: cols(Plain, "id", "alg", "environment", "state", "created_at", "state_changed_at", "active_from", "active_until", "public_key", "sealed_key")},
 }
 
 // Catalogue returns every table of the schema, in the order an erasure

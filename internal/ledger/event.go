@@ -106,13 +106,16 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// MaxIDLen is the longest id, in bytes.
+const MaxIDLen = 128
+
 // ValidID reports whether s is a valid agent, buyer, event or operator id:
-// 1 to 128 characters from [A-Za-z0-9._:-], other than "." and "..". Ids
+// 1 to MaxIDLen (128) characters from [A-Za-z0-9._:-], other than "." and "..". Ids
 // are URL path segments (/swarmscore/{agent_id}), where those two mean the
 // segment itself and its parent (RFC 3986 §5.2.4): an agent named ".." would
 // have URLs that clients, proxies and caches rewrite to other routes.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > 128 || s == "." || s == ".." {
+	if len(s) == 0 || len(s) > MaxIDLen || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

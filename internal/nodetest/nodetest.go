@@ -63,3 +63,16 @@ func Run(t testing.TB, script string, stdin []byte, args ...string) []byte {
 	}
 	return out.Bytes()
 }
+
+// Bin returns the path of the executable name that an installed package
+// of tools/node provides (node_modules/.bin/name), skipping (or failing
+// under CI=true) as Require does; a package the lockfile lacks fails.
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	Require(t)
+	p := filepath.Join(Dir(), "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed in tools/node: add its package to tools/node/package.json (%v)", name, err)
+	}
+	return p
+}

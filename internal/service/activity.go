@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/swarmscore/swarmscore/internal/auth"
 )
 
 // What IngestActivity keeps, in memory and per process.
@@ -57,6 +60,12 @@ type RecentRejection struct {
 func (u *Ingestion) IngestItems(ctx context.Context, operator string, items []Item) (IngestReport, error) {
 	rep, err := u.ingestItems(ctx, operator, items)
 	u.ingests.record(u.clock.now(), operator, &rep, err)
+	detail := fmt.Sprintf("%s: %d accepted, %d duplicates, %d superseded, %d rejected",
+		plural(len(items), "event", "events"), rep.Accepted, rep.Duplicates, rep.Superseded, len(rep.Rejected))
+	if err != nil {
+		detail = plural(len(items), "event", "events") + ", none recorded"
+	}
+	u.actions.record(ctx, auth.ActIngest, "", "", detail, err)
 	return rep, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
@@ -50,7 +51,16 @@ func appealStatus(a appeal.Appeal, now time.Time) AppealStatus {
 // with the same detail, for an agent's token naming another agent's
 // passport, so that the answer does not tell whose passports exist;
 // ErrUnavailable.
-func (u *Corrections) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (AppealStatus, error) {
+func (u *Corrections) FileAppeal(ctx context.Context, c Caller, f AppealFiling) (st AppealStatus, err error) {
+	if c.IsOperator() {
+		defer func() {
+			u.actions.record(ctx, auth.ActAppealFile, st.AgentID, st.ID, "against passport "+f.PassportID, err)
+		}()
+	}
+	return u.fileAppeal(ctx, c, f)
+}
+
+func (u *Corrections) fileAppeal(ctx context.Context, c Caller, f AppealFiling) (AppealStatus, error) {
 	if err := c.mayAppeal(); err != nil {
 		return AppealStatus{}, err
 	}
@@ -236,7 +246,26 @@ type AppealDecision struct {
 // words of an unknown one; ErrConflict for a move the appeal's state does
 // not allow, or when another operator acted on it first; and Correct's
 // errors.
-func (u *Corrections) ActOnAppeal(ctx context.Context, id string, c Caller, d AppealDecision) (AppealStatus, []ledger.Correction, error) {
+func (u *Corrections) ActOnAppeal(ctx context.Context, id string, c Caller, d AppealDecision) (st AppealStatus, cs []ledger.Correction, err error) {
+	if c.IsOperator() {
+		defer func() {
+			kinds := map[appeal.Action]auth.ActionKind{appeal.Ack: auth.ActAppealAck, appeal.Uphold: auth.ActAppealUphold,
+				appeal.Reject: auth.ActAppealReject, appeal.Escalate: auth.ActAppealEscalate}
+			kind, ok := kinds[d.Action]
+			if !ok {
+				kind = auth.ActionKind("appeal_" + string(d.Action))
+			}
+			detail := d.Reason
+			if len(cs) > 0 {
+				detail = plural(len(cs), "correction", "corrections") + ": " + detail
+			}
+			u.actions.record(ctx, kind, st.AgentID, id, detail, err)
+		}()
+	}
+	return u.actOnAppeal(ctx, id, c, d)
+}
+
+func (u *Corrections) actOnAppeal(ctx context.Context, id string, c Caller, d AppealDecision) (AppealStatus, []ledger.Correction, error) {
 	if err := c.mayAppeal(); err != nil {
 		return AppealStatus{}, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
@@ -15,10 +16,11 @@ import (
 // so they hold the signing keys, and tell the certificate memo's cache
 // watch which agents they changed.
 type Corrections struct {
-	store CorrectionsStore
-	clock clock
-	keys  *signing
-	certs *certMemo
+	store   CorrectionsStore
+	clock   clock
+	keys    *signing
+	certs   *certMemo
+	actions *actionLog
 }
 
 // Correct records a correction of one event (spec §11.3, issue 14): a new
@@ -41,7 +43,32 @@ type Corrections struct {
 // changes nothing, or a process without a signing key; ErrNotFound for an
 // unknown event or appeal (with a public detail); ErrConflict for an event
 // that is not final yet or was voided; ErrUnavailable.
-func (u *Corrections) Correct(ctx context.Context, req ledger.CorrectionRequest) (ledger.Correction, bool, error) {
+func (u *Corrections) Correct(ctx context.Context, req ledger.CorrectionRequest) (c ledger.Correction, isNew bool, err error) {
+	defer func() { u.actions.record(ctx, auth.ActCorrection, c.ToAgent, c.ID, correctionWords(req, c), err) }()
+	return u.correct(ctx, req)
+}
+
+// correctionWords says what a correction request asked and, once done,
+// what it changed.
+func correctionWords(req ledger.CorrectionRequest, c ledger.Correction) string {
+	what := string(req.EventType) + " " + req.EventID
+	switch {
+	case c.ID != "" && c.FromAgent != c.ToAgent:
+		what += ": moved from " + c.FromAgent + " to " + c.ToAgent
+	case c.ID != "":
+		what += ": " + string(c.FromStatus) + " → " + string(c.ToStatus)
+	case req.Action == ledger.ActionStatus:
+		what += ": to " + string(req.Status)
+	case req.AgentID != "":
+		what += ": to agent " + req.AgentID
+	}
+	if req.Reason != "" {
+		what += " (" + req.Reason + ")"
+	}
+	return what
+}
+
+func (u *Corrections) correct(ctx context.Context, req ledger.CorrectionRequest) (ledger.Correction, bool, error) {
 	req.At = u.clock.now()
 	if err := req.Validate(); err != nil {
 		return ledger.Correction{}, false, err

@@ -143,19 +143,17 @@ type VerificationKey struct {
 	StateChangedAt time.Time
 }
 
-// VerificationKeys returns every Ed25519 key of the keyring, in every
-// state, oldest first: the key history the DID document lists (retired and
-// revoked keys included, so that what they signed can be told from a
-// forgery; the document says which are revoked). HMAC keys have no public
-// half and are never listed. It reloads a stale keyring and cannot fail.
+// VerificationKeys returns the keys of the key history (Keys.KeyHistory):
+// every Ed25519 key that was ever active, in every state, oldest first,
+// which the DID document lists (retired and revoked keys included, so that
+// what they signed can be told from a forgery; the document says which are
+// revoked). HMAC keys have no public half and are never listed. It reloads
+// a stale keyring and cannot fail.
 func (u *Credentials) VerificationKeys(ctx context.Context) []VerificationKey {
 	ks := u.keys.current(ctx)
 	var out []VerificationKey
-	for i, k := range ks.keys {
-		if k.Alg() != passport.AlgEdDSA || k.ID() == "" {
-			continue
-		}
-		r := ks.records[i]
+	for _, i := range ks.history() {
+		k, r := ks.keys[i], ks.records[i]
 		out = append(out, VerificationKey{ID: k.ID(), Public: k.Public(), State: r.State, CreatedAt: r.CreatedAt, StateChangedAt: r.StateChangedAt})
 	}
 	return out

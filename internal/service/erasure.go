@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/internal/audit"
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
@@ -63,7 +64,11 @@ type ErasureResult struct {
 // records to seal is broken (ledger verify names it; repair first);
 // ErrUnavailable.
 func (u *Rights) EraseAgent(ctx context.Context, c Caller, agentID, reason string) (ErasureResult, error) {
-	return u.eraseAgent(ctx, c, agentID, reason, rand.Reader)
+	res, err := u.eraseAgent(ctx, c, agentID, reason, rand.Reader)
+	// The entry names the pseudonym, never the erased id, and not the
+	// reason, which may.
+	u.actions.record(ctx, auth.ActErasure, res.Pseudonym, res.ID, "", err)
+	return res, err
 }
 
 func (u *Rights) eraseAgent(ctx context.Context, c Caller, agentID, reason string, random io.Reader) (ErasureResult, error) {

@@ -26,6 +26,7 @@ type Ingestion struct {
 	horizon horizon // events dated past it are refused
 	certs   *certMemo
 	ingests ingestLog
+	actions *actionLog
 }
 
 // DefaultBatchSize is the number of events written per transaction by

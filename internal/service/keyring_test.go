@@ -396,6 +396,72 @@ func TestPublicKeys(t *testing.T) {
 	}
 }
 
+// The key history lists every Ed25519 key ever active, with the interval
+// it signed in, whatever became of it: after a rotation and a retirement,
+// a passport the first key signed still verifies from the history at its
+// date, and one dated after its interval does not; a revoked key is listed
+// with its revocation time and its passports are refused. HMAC keys never
+// appear.
+func TestKeyHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _, c := keyringUseCases(t, passport.AlgEdDSA)
+	ingest(t, a, conduit("agent-1", "c", 10, 9, t0))
+	cert, err := a.Certificates.Certificate(ctx, "agent-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := a.cfg.Keys.Active()
+	h := a.Keys.KeyHistory(ctx)
+	if len(h.Keys) != 1 || h.Keys[0].Kid != first.ID || h.Keys[0].Status != "active" || !h.Keys[0].ActiveFrom.Equal(first.CreatedAt) || h.Keys[0].ActiveUntil != nil {
+		t.Fatalf("history %+v", h)
+	}
+	c.t = c.t.Add(time.Hour)
+	if _, err := a.Keys.RotateKey(ctx, passport.AlgHS256); err != nil {
+		t.Fatal(err)
+	}
+	rotated := c.t
+	c.t = c.t.Add(time.Hour)
+	second, err := a.Keys.RotateKey(ctx, passport.AlgEdDSA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(30 * 24 * time.Hour)
+	if err := a.Keys.SetKeyState(ctx, first.ID, keyring.Retired); err != nil {
+		t.Fatal(err)
+	}
+	h = a.Keys.KeyHistory(ctx)
+	if len(h.Keys) != 2 || h.Keys[0].Kid != first.ID || h.Keys[0].Status != "retired" || h.Keys[0].ActiveUntil == nil || !h.Keys[0].ActiveUntil.Equal(rotated) ||
+		h.Keys[1].Kid != second.ID || h.Keys[1].Status != "active" || !h.Keys[1].ActiveFrom.Equal(second.CreatedAt) {
+		t.Fatalf("history after rotations and a retirement: %+v", h)
+	}
+	keys, err := passport.ParseJWKSet(mustJSON(t, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := passport.Parse(cert.Passport)
+	if v := passport.Verify(cert.Passport, keys, p.Issuer.ComputedAt); !v.Valid {
+		t.Fatalf("an archived passport of the retired key, from the history: %v", v.Errors)
+	}
+	// The keys published for now no longer verify it.
+	set, _ := passport.ParseJWKSet(mustJSON(t, a.Keys.PublicKeys(ctx)))
+	if v := passport.Verify(cert.Passport, set, p.Issuer.ComputedAt); v.Valid {
+		t.Fatal("the key set verifies a retired key's passport")
+	}
+	c.t = c.t.Add(time.Hour)
+	if err := a.Keys.SetKeyState(ctx, first.ID, keyring.Revoked); err != nil {
+		t.Fatal(err)
+	}
+	h = a.Keys.KeyHistory(ctx)
+	if h.Keys[0].Status != "revoked" || h.Keys[0].RevokedAt == nil || !h.Keys[0].RevokedAt.Equal(c.t) {
+		t.Fatalf("history after revoking: %+v", h.Keys[0])
+	}
+	keys, _ = passport.ParseJWKSet(mustJSON(t, h))
+	if v := passport.Verify(cert.Passport, keys, p.Issuer.ComputedAt); v.Valid || v.Errors[0].Code != passport.CodeKeyRevoked {
+		t.Fatalf("a revoked key's passport: %v", v.Errors)
+	}
+}
+
 // A key of another environment never signs here: a keyring whose active
 // key is staging's does not open in production, and a static key the
 // database registers to staging is refused; so is a static "HMAC key" that

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/ledger"
@@ -85,9 +86,10 @@ func (s *signing) stats() KeyringStats {
 // listed, rotated and moved by hand, the passports older keys signed
 // re-issued, and the public keys published.
 type Keys struct {
-	store KeysStore
-	clock clock
-	keys  *signing
+	store   KeysStore
+	clock   clock
+	keys    *signing
+	actions *actionLog
 }
 
 // signedBy returns the id of the key of s that signed a stored passport
@@ -121,7 +123,8 @@ func (u *Keys) Keyring(ctx context.Context) ([]keyring.Record, error) {
 // RotateKey makes a new active key of alg (Keyring.Rotate) and returns its
 // record. Re-issue the passports older keys signed with ReissuePassports.
 // Errors: ErrInvalid without a keyring, and Keyring.Rotate's.
-func (u *Keys) RotateKey(ctx context.Context, alg string) (keyring.Record, error) {
+func (u *Keys) RotateKey(ctx context.Context, alg string) (rec keyring.Record, err error) {
+	defer func() { u.actions.record(ctx, auth.ActKeyRotate, "", rec.ID, "new "+alg+" key", err) }()
 	if u.keys.ring == nil {
 		return keyring.Record{}, fmt.Errorf("%w: no keyring is open", errkind.ErrInvalid)
 	}
@@ -134,7 +137,8 @@ func (u *Keys) RotateKey(ctx context.Context, alg string) (keyring.Record, error
 // key_retired or key_revoked; the other processes see it within a second.
 // Errors: ErrNotFound for an unknown key, ErrConflict for a move the rules
 // refuse, ErrInvalid, ErrUnavailable.
-func (u *Keys) SetKeyState(ctx context.Context, id string, to keyring.State) error {
+func (u *Keys) SetKeyState(ctx context.Context, id string, to keyring.State) (err error) {
+	defer func() { u.actions.record(ctx, auth.ActKeyState, "", id, "to "+string(to), err) }()
 	if to != keyring.Retired && to != keyring.Revoked {
 		return fmt.Errorf("%w: a key is retired or revoked by hand; %s comes from a rotation", errkind.ErrInvalid, to)
 	}
@@ -224,6 +228,40 @@ func (u *Keys) PublicKeys(ctx context.Context) passport.JWKSet {
 		set.Keys = append(set.Keys, j)
 	}
 	return set
+}
+
+// KeyHistory returns every Ed25519 key this deployment (its environment)
+// ever signed with, oldest first, each with the interval it signed in and
+// its state, so that what a key signed can be verified after it is rotated
+// out, retired or revoked (passport.KeyHistory). HMAC keys are never
+// published; a key never active, and the fixed key of Config.Key, whose
+// interval is not known, are left out. It reloads a stale keyring like the
+// other use cases and cannot fail.
+func (u *Keys) KeyHistory(ctx context.Context) passport.KeyHistory {
+	s := u.keys.current(ctx)
+	h := passport.KeyHistory{Keys: []passport.HistoryKey{}}
+	for _, i := range s.history() {
+		k, rec := s.keys[i], s.records[i]
+		j, err := passport.PublicHistoryKey(k, string(rec.State), passport.SigningInterval{From: rec.ActiveFrom, Until: rec.ActiveUntil, RevokedAt: rec.RevokedAt()})
+		if err != nil { // every key of a keyring has an id and a consistent record
+			continue
+		}
+		h.Keys = append(h.Keys, j)
+	}
+	return h
+}
+
+// history returns the indexes in s of the key history: every Ed25519 key
+// with an id that was ever active, oldest first, in every state. The key
+// history document and the DID document both publish these keys.
+func (s *keySet) history() []int {
+	var out []int
+	for i, k := range s.keys {
+		if k.Alg() == passport.AlgEdDSA && k.ID() != "" && !s.records[i].ActiveFrom.IsZero() {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // KeyringStats describes the active key, for metrics.

@@ -209,5 +209,7 @@ type Backend interface {
 	SignalStore
 	ErasureStore
 	RetentionStore
+	ActionStore
+	SessionStore
 	CredentialStore
 }

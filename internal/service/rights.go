@@ -31,12 +31,14 @@ type Caller struct {
 	AgentID string
 	// TokenID names the token the request came with ("" from the CLI).
 	TokenID string
+	// Role is what an operator's token may do ("" for an agent's).
+	Role auth.Role
 }
 
 // CallerOf is the caller an authenticated token speaks for
 // (Tokens.Principal).
 func CallerOf(t auth.Token) Caller {
-	return Caller{Operator: t.Operator, AgentID: t.AgentID, TokenID: t.ID}
+	return Caller{Operator: t.Operator, AgentID: t.AgentID, TokenID: t.ID, Role: t.Role}
 }
 
 // CallerFor returns who a bearer token speaks for (Principal as a
@@ -51,8 +53,8 @@ func (u *Tokens) CallerFor(ctx context.Context, token string) (Caller, error) {
 }
 
 // OperatorCaller is an operator acting without a token: the CLI, which
-// holds the database itself.
-func OperatorCaller(operator string) Caller { return Caller{Operator: operator} }
+// holds the database itself and so may do anything (auth.Admin).
+func OperatorCaller(operator string) Caller { return Caller{Operator: operator, Role: auth.Admin} }
 
 // IsOperator reports whether the caller is an operator (not an agent's
 // token, not anonymous).
@@ -108,6 +110,7 @@ type Rights struct {
 	certs        *certMemo
 	histories    *historyMemo
 	pseudonymKey []byte // Config.PseudonymKey
+	actions      *actionLog
 }
 
 // Disclosure is one version of what an agent is told and consents to: the
@@ -197,7 +200,10 @@ func (u *Rights) Consent(ctx context.Context, c Caller, agentID string) (Consent
 // ErrInvalid for a malformed id or another visibility, ErrUnauthorized or
 // ErrForbidden for any other caller, ErrNotFound for an unknown agent,
 // ErrUnavailable.
-func (u *Rights) SetVisibility(ctx context.Context, c Caller, agentID string, v ledger.Visibility) (ConsentStatus, error) {
+func (u *Rights) SetVisibility(ctx context.Context, c Caller, agentID string, v ledger.Visibility) (st ConsentStatus, err error) {
+	if c.IsOperator() {
+		defer func() { u.actions.record(ctx, auth.ActVisibility, agentID, "", "set to "+string(v), err) }()
+	}
 	if err := checkActor(c, agentID); err != nil {
 		return ConsentStatus{}, err
 	}
@@ -205,7 +211,7 @@ func (u *Rights) SetVisibility(ctx context.Context, c Caller, agentID string, v 
 		return ConsentStatus{}, fmt.Errorf("%w: visibility %q is neither %q nor %q", errkind.ErrInvalid, truncate(string(v), 40),
 			ledger.VisibilityPublic, ledger.VisibilityUnlisted)
 	}
-	err := u.store.SetVisibility(ctx, agentID, v, u.clock.now())
+	err = u.store.SetVisibility(ctx, agentID, v, u.clock.now())
 	u.pubs.forget(agentID)
 	if err != nil {
 		return ConsentStatus{}, unknownAgent(err, agentID)
@@ -219,7 +225,10 @@ func (u *Rights) SetVisibility(ctx context.Context, c Caller, agentID string, v 
 // effect as SetVisibility does. Errors: ErrInvalid for a malformed id or a
 // version never published, ErrUnauthorized or ErrForbidden for any other
 // caller, ErrNotFound for an unknown agent, ErrUnavailable.
-func (u *Rights) RecordConsent(ctx context.Context, c Caller, agentID, version string) (ConsentStatus, error) {
+func (u *Rights) RecordConsent(ctx context.Context, c Caller, agentID, version string) (st ConsentStatus, err error) {
+	if c.IsOperator() {
+		defer func() { u.actions.record(ctx, auth.ActConsent, agentID, "", "to disclosure version "+version, err) }()
+	}
 	if err := checkActor(c, agentID); err != nil {
 		return ConsentStatus{}, err
 	}

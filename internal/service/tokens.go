@@ -16,8 +16,9 @@ import (
 // Tokens are the use cases of API tokens: operators' and agents' own,
 // minted, listed, revoked, and resolved to who a request speaks for.
 type Tokens struct {
-	store TokensStore
-	clock clock
+	store   TokensStore
+	clock   clock
+	actions *actionLog
 }
 
 // MinAdminTokenLen is the shortest SWARMSCORE_ADMIN_TOKEN accepted: a
@@ -38,28 +39,41 @@ const envTokenPrefix = "env-"
 type NewToken struct {
 	ID       string
 	Operator string
+	// Role is an operator's token's role ("" for an agent's).
+	Role auth.Role
 	// AgentID is the agent an agent's token is scoped to; "" for an
 	// operator's.
 	AgentID string
 	Secret  string
 }
 
-// CreateToken mints a token for operator (registering the operator) and
-// stores only its SHA-256 (auth.Mint): the secret is in the result and
-// nowhere else. Errors: ErrInvalid for an invalid operator name,
-// ErrUnavailable.
-func (u *Tokens) CreateToken(ctx context.Context, operator string) (NewToken, error) {
+// CreateToken mints a token with role ("" means auth.DefaultRole) for
+// operator (registering the operator) and stores only its SHA-256
+// (auth.Mint): the secret is in the result and nowhere else. It is
+// recorded in the action log. Errors: ErrInvalid for an invalid operator
+// name or role, ErrUnavailable.
+func (u *Tokens) CreateToken(ctx context.Context, operator string, role auth.Role) (nt NewToken, err error) {
+	defer func() {
+		u.actions.record(ctx, auth.ActTokenCreate, "", nt.ID, "for operator "+operator+" with role "+string(role), err)
+	}()
+	if role == "" {
+		role = auth.DefaultRole
+	}
 	if err := ledger.CheckID("operator", operator); err != nil {
+		return NewToken{}, err
+	}
+	if _, err := auth.ParseRole(string(role)); err != nil {
 		return NewToken{}, err
 	}
 	tok, secret, err := auth.Mint(operator, u.clock.now())
 	if err != nil {
 		return NewToken{}, err
 	}
+	tok.Role = role
 	if err := u.store.CreateToken(ctx, tok); err != nil {
 		return NewToken{}, err
 	}
-	return NewToken{ID: tok.ID, Operator: operator, Secret: secret}, nil
+	return NewToken{ID: tok.ID, Operator: operator, Role: role, Secret: secret}, nil
 }
 
 // CreateAgentToken mints a token scoped to agentID, granted by operator:
@@ -67,7 +81,10 @@ func (u *Tokens) CreateToken(ctx context.Context, operator string) (NewToken, er
 // appeals, and nothing else (Authenticate refuses it on operator routes).
 // The agent must be known to the ledger. Errors: ErrInvalid for a
 // malformed name, ErrNotFound for an unknown agent, ErrUnavailable.
-func (u *Tokens) CreateAgentToken(ctx context.Context, operator, agentID string) (NewToken, error) {
+func (u *Tokens) CreateAgentToken(ctx context.Context, operator, agentID string) (nt NewToken, err error) {
+	defer func() {
+		u.actions.record(ctx, auth.ActTokenCreate, agentID, nt.ID, "for agent "+agentID+", granted by "+operator, err)
+	}()
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return NewToken{}, err
 	}
@@ -89,9 +106,12 @@ func (u *Tokens) CreateAgentToken(ctx context.Context, operator, agentID string)
 }
 
 // RevokeToken revokes token id as of now (idempotent: the first time is
-// kept). Errors: ErrNotFound for an unknown id, ErrUnavailable.
+// kept), which ends its console sessions; it is recorded in the action
+// log. Errors: ErrNotFound for an unknown id, ErrUnavailable.
 func (u *Tokens) RevokeToken(ctx context.Context, id string) error {
-	return u.store.RevokeToken(ctx, id, u.clock.now())
+	err := u.store.RevokeToken(ctx, id, u.clock.now())
+	u.actions.record(ctx, auth.ActTokenRevoke, "", id, "", err)
+	return err
 }
 
 // ListTokens returns every token, revoked ones included, by creation time,
@@ -104,19 +124,19 @@ func (u *Tokens) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	return toks, err
 }
 
-// Authenticate returns the operator owning an operator's token, looked up
-// by its SHA-256. Errors: ErrUnauthorized for an unknown or revoked token,
-// ErrForbidden for an agent's token (it may act only for its agent, never
-// as an operator), ErrUnavailable.
-func (u *Tokens) Authenticate(ctx context.Context, token string) (string, error) {
+// Authenticate returns the operator owning an operator's token, with the
+// token's id and role, looked up by its SHA-256. Errors: ErrUnauthorized
+// for an unknown or revoked token, ErrForbidden for an agent's token (it
+// may act only for its agent, never as an operator), ErrUnavailable.
+func (u *Tokens) Authenticate(ctx context.Context, token string) (Caller, error) {
 	t, err := u.Principal(ctx, token)
 	if err != nil {
-		return "", err
+		return Caller{}, err
 	}
 	if t.AgentID != "" {
-		return "", fmt.Errorf("%w: this token belongs to agent %q and may not act as an operator", errkind.ErrForbidden, t.AgentID)
+		return Caller{}, fmt.Errorf("%w: this token belongs to agent %q and may not act as an operator", errkind.ErrForbidden, t.AgentID)
 	}
-	return t.Operator, nil
+	return CallerOf(t), nil
 }
 
 // Principal returns who a token speaks for: an operator, or one agent
@@ -149,7 +169,7 @@ func (u *Tokens) BootstrapAdminToken(ctx context.Context, secret string) (id str
 	idSum := sha256.Sum256(sum[:])
 	id = envTokenPrefix + hex.EncodeToString(idSum[:6])
 	now := u.clock.now()
-	if err := u.store.CreateToken(ctx, auth.Token{ID: id, Operator: AdminOperator, SHA256: sum, CreatedAt: now}); err != nil {
+	if err := u.store.CreateToken(ctx, auth.Token{ID: id, Operator: AdminOperator, Role: auth.Admin, SHA256: sum, CreatedAt: now}); err != nil {
 		return "", err
 	}
 	toks, err := u.store.ListTokens(ctx)

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
@@ -50,6 +51,9 @@ type Config struct {
 	// SignalThresholds are the deployment's gaming-signal limits; the zero
 	// value means signal.Defaults. They must pass Validate.
 	SignalThresholds signal.Thresholds
+	// Logger receives what the use cases cannot return: an action log
+	// entry that could not be written. nil discards.
+	Logger *slog.Logger
 	// PseudonymKey keys the buyer pseudonyms an agent sees in its own
 	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
 	PseudonymKey []byte
@@ -82,6 +86,7 @@ type UseCases struct {
 	Rights       *Rights
 	Signals      *Signals
 	Audit        *Audit
+	Console      *Console
 	Credentials  *Credentials
 
 	// What New was given, for this package's tests.
@@ -104,21 +109,23 @@ func New(st Backend, cfg Config) *UseCases {
 	hz := horizon{clock: clk, skew: cfg.MaxClockSkew}
 	pubs := &publication{store: st, require: cfg.RequireConsent, certs: certs}
 	histories := &historyMemo{}
+	acts := &actionLog{store: st, clock: clk, log: cfg.Logger}
 	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
 		histories: histories}
 	return &UseCases{
 		Schema:       &Schema{store: st},
-		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs},
+		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts},
 		Certificates: cs,
 		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas},
-		Keys:         &Keys{store: st, clock: clk, keys: keys},
-		Tokens:       &Tokens{store: st, clock: clk},
-		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs},
+		Keys:         &Keys{store: st, clock: clk, keys: keys, actions: acts},
+		Tokens:       &Tokens{store: st, clock: clk, actions: acts},
+		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs, actions: acts},
 		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories,
-			pseudonymKey: cfg.PseudonymKey},
+			pseudonymKey: cfg.PseudonymKey, actions: acts},
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
+		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
 		store:       st,
 		cfg:         cfg,

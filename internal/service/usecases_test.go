@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
@@ -236,17 +237,20 @@ func TestRanking(t *testing.T) {
 func TestTokens(t *testing.T) {
 	a, _ := newUseCases(t)
 	ctx := context.Background()
-	nt, err := a.Tokens.CreateToken(ctx, "acme")
-	if err != nil || len(nt.Secret) < 40 || nt.Operator != "acme" {
+	nt, err := a.Tokens.CreateToken(ctx, "acme", "")
+	if err != nil || len(nt.Secret) < 40 || nt.Operator != "acme" || nt.Role != auth.Operator {
 		t.Fatalf("create %+v %v", nt, err)
 	}
-	if op, err := a.Tokens.Authenticate(ctx, nt.Secret); err != nil || op != "acme" {
-		t.Fatalf("authenticate %q %v", op, err)
+	if op, err := a.Tokens.Authenticate(ctx, nt.Secret); err != nil || op.Operator != "acme" || op.Role != auth.Operator || op.TokenID != nt.ID {
+		t.Fatalf("authenticate %+v %v", op, err)
+	}
+	if _, err := a.Tokens.CreateToken(ctx, "acme", "root"); !errors.Is(err, errkind.ErrInvalid) {
+		t.Fatalf("bad role: %v", err)
 	}
 	if _, err := a.Tokens.Authenticate(ctx, nt.Secret+"x"); !errors.Is(err, errkind.ErrUnauthorized) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := a.Tokens.CreateToken(ctx, "bad name"); !errors.Is(err, errkind.ErrInvalid) {
+	if _, err := a.Tokens.CreateToken(ctx, "bad name", auth.Viewer); !errors.Is(err, errkind.ErrInvalid) {
 		t.Fatalf("bad operator: %v", err)
 	}
 	toks, err := a.Tokens.ListTokens(ctx)
@@ -297,8 +301,8 @@ func TestBootstrap(t *testing.T) {
 	if id, err := a.Tokens.BootstrapAdminToken(ctx, first); err != nil || id != id1 {
 		t.Fatalf("restart with the same token: %q %v", id, err)
 	}
-	if op, err := a.Tokens.Authenticate(ctx, first); err != nil || op != AdminOperator {
-		t.Fatalf("admin: %q %v", op, err)
+	if op, err := a.Tokens.Authenticate(ctx, first); err != nil || op.Operator != AdminOperator || op.Role != auth.Admin {
+		t.Fatalf("admin: %+v %v", op, err)
 	}
 	second := "second-admin-token-0123456789abcdefghij"
 	if _, err := a.Tokens.BootstrapAdminToken(ctx, second); err != nil {

@@ -37,6 +37,7 @@ func TestErasureSQL(t *testing.T) {
 		{"DELETE FROM swarmscore_cache WHERE agent_id = ?1", []store.EraseArg{X}},
 		{"UPDATE passports SET agent_id = ?1, signature = '', document = '', revoked_at = COALESCE(revoked_at, ?2) WHERE agent_id = ?3", []store.EraseArg{P, At, X}},
 		{"UPDATE api_tokens SET agent_id = ?1, revoked_at = COALESCE(revoked_at, ?2) WHERE agent_id = ?3", []store.EraseArg{P, At, X}},
+		{"UPDATE operator_actions SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"UPDATE consent SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"INSERT INTO consent (agent_id, visibility, consented_at) VALUES (?1, 'unlisted', ?2) ON CONFLICT (agent_id) DO UPDATE SET visibility = 'unlisted'", []store.EraseArg{P, At}},
 		{"UPDATE appeals SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
@@ -63,13 +64,14 @@ func TestErasureSQL(t *testing.T) {
 		"SELECT id, statement, filed_by, decision FROM appeals WHERE instr(COALESCE(statement, ''), ?1) > 0 OR instr(COALESCE(filed_by, ''), ?1) > 0 OR instr(COALESCE(decision, ''), ?1) > 0": "UPDATE appeals SET statement = ?1, filed_by = ?2, decision = ?3 WHERE id = ?4",
 		"SELECT appeal_id, seq, actor, note FROM appeal_actions WHERE instr(COALESCE(actor, ''), ?1) > 0 OR instr(COALESCE(note, ''), ?1) > 0":                                                 "UPDATE appeal_actions SET actor = ?1, note = ?2 WHERE appeal_id = ?3 AND seq = ?4",
 		"SELECT agent_id, reason FROM chain_breaks WHERE instr(COALESCE(reason, ''), ?1) > 0":                                                                                                  "UPDATE chain_breaks SET reason = ?1 WHERE agent_id = ?2",
+		"SELECT seq, detail FROM operator_actions WHERE instr(COALESCE(detail, ''), ?1) > 0":                                                                                                   "UPDATE operator_actions SET detail = ?1 WHERE seq = ?2",
 	} {
 		if got, ok := texts[sel]; !ok || got != upd {
 			t.Errorf("text rename %s: %q (%v), want %s", sel, got, ok, upd)
 		}
 	}
-	if len(e.Texts) != 5 {
-		t.Errorf("%d text renames, want 5", len(e.Texts))
+	if len(e.Texts) != 6 {
+		t.Errorf("%d text renames, want 6", len(e.Texts))
 	}
 	st := e.Updates[13]
 	if got := st.Values("p", "x", int64(7), "era"); !slices.Equal(got, []any{"p", int64(7), "x"}) {

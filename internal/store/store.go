@@ -84,9 +84,12 @@
 //     PostgreSQL 00012).
 //   - signing_keys(id PK, alg, environment, state, created_at,
 //     state_changed_at, public_key NULL, sealed_key; SQLite migration 00004,
-//     PostgreSQL 00005): the keyring (internal/keyring). The secret is
+//     PostgreSQL 00005; active_from NULL, active_until NULL: SQLite 00016,
+//     PostgreSQL 00018): the keyring (internal/keyring). The secret is
 //     sealed under a master key the database never sees; at most one key is
-//     active (a partial unique index).
+//     active (a partial unique index). A key's active interval (the key
+//     history) starts at its creation and ends when the next active key is
+//     added, in the same transaction.
 //   - appeals(id PK, agent_id, passport_id, grounds, statement, state, the
 //     filing, acknowledgement, decision, escalation and re-issue times,
 //     decision; SQLite 00007, PostgreSQL 00008) with appeal_events (the
@@ -105,7 +108,7 @@
 //     consented_at, and the consent itself: disclosure_version,
 //     consent_given_at, consent_by; SQLite 00011, PostgreSQL 00012).
 //
-// On PostgreSQL (migration 00018) the event tables and ledger_records are
+// On PostgreSQL (migration 00020) the event tables and ledger_records are
 // partitioned by period, the partition current when a row was inserted
 // (ledger_partitions lists them), so that retention drops old partitions
 // whole; their primary keys carry period, and a rotation locks out writers

@@ -94,7 +94,7 @@ func (p *Pages) loadAppeals(r *http.Request, s session) (any, error) {
 		}
 		page = n
 	}
-	list, err := p.svc.Corrections.Appeals(r.Context(), service.OperatorCaller(s.operator), service.AppealQuery{State: appeal.State(v.State), Overdue: v.Overdue})
+	list, err := p.svc.Corrections.Appeals(r.Context(), s.caller(), service.AppealQuery{State: appeal.State(v.State), Overdue: v.Overdue})
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (p *Pages) loadAppeal(w http.ResponseWriter, r *http.Request, s session) (s
 		p.errorPage(w, r, http.StatusNotFound, "Not found", missing)
 		return service.AppealStatus{}, false
 	}
-	a, err := p.svc.Corrections.Appeal(r.Context(), service.OperatorCaller(s.operator), id)
+	a, err := p.svc.Corrections.Appeal(r.Context(), s.caller(), id)
 	if err != nil {
 		p.fail(w, r, err, missing)
 		return service.AppealStatus{}, false
@@ -375,7 +375,7 @@ func (p *Pages) actOnAppeal(w http.ResponseWriter, r *http.Request, s session) {
 		p.renderConsole(w, r, s, http.StatusBadRequest, "/operator/appeals", "appeal", "Appeal "+a.ID, v)
 		return
 	}
-	_, done, err := p.svc.Corrections.ActOnAppeal(r.Context(), a.ID, service.OperatorCaller(s.operator), d)
+	_, done, err := p.svc.Corrections.ActOnAppeal(r.Context(), a.ID, s.caller(), d)
 	if err != nil {
 		status := http.StatusBadRequest
 		switch errkind.Of(err) {
@@ -388,7 +388,7 @@ func (p *Pages) actOnAppeal(w http.ResponseWriter, r *http.Request, s session) {
 		}
 		// Show the appeal as it is now: a conflict is often another
 		// operator's action.
-		if now, rerr := p.svc.Corrections.Appeal(r.Context(), service.OperatorCaller(s.operator), a.ID); rerr == nil {
+		if now, rerr := p.svc.Corrections.Appeal(r.Context(), s.caller(), a.ID); rerr == nil {
 			fresh := newAppealView(now)
 			fresh.UpholdReason, fresh.RejectReason, fresh.EscalateNote = v.UpholdReason, v.RejectReason, v.EscalateNote
 			if len(fresh.Fixes) == len(v.Fixes) {
@@ -405,7 +405,7 @@ func (p *Pages) actOnAppeal(w http.ResponseWriter, r *http.Request, s session) {
 		p.renderConsole(w, r, s, status, "/operator/appeals", "appeal", "Appeal "+a.ID, v)
 		return
 	}
-	p.log.Info("appeal action", "operator", s.operator, "appeal", a.ID, "action", string(act), "corrections", len(done))
+	p.log.Info("appeal action", "operator", s.Operator, "appeal", a.ID, "action", string(act), "corrections", len(done))
 	http.Redirect(w, r, "/operator/appeals/"+a.ID+"?done="+string(act), http.StatusSeeOther)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,7 +93,7 @@ func (l *syncLog) String() string {
 // under browserMaster and two appeals of agent-7's passport, starts
 // `swarmscore serve` on it and posts a batch with two bad events through
 // the API, so that the console has something to show.
-func serve(t *testing.T) *served {
+func serve(t *testing.T, extra ...func(context.Context, *service.UseCases, time.Time) error) *served {
 	t.Helper()
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "swarmscore.db")
@@ -119,6 +120,11 @@ func serve(t *testing.T) *served {
 			t.Fatal(err)
 		}
 		appeals = append(appeals, a)
+	}
+	for _, f := range extra {
+		if err := f(ctx, u, now); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st.Close()
 
@@ -532,6 +538,94 @@ func TestBrowser(t *testing.T) {
 				continue
 			}
 			t.Errorf("console: %s %s (%s)", m.Type, m.Text, m.URL)
+		}
+	}
+}
+
+// axeSource is axe-core, from tools/node (npm ci there installs it).
+func axeSource(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "tools", "node", "node_modules", "axe-core", "axe.min.js"))
+	if err != nil {
+		msg := "axe-core is not installed (npm ci --prefix tools/node)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "; CI must run the accessibility check")
+		}
+		t.Skip(msg)
+	}
+	return string(b)
+}
+
+// layoutCheck is what the page reports at one width: its width, and the
+// figures and controls whose right edge is past the viewport.
+const layoutCheck = `(() => {
+  const w = window.innerWidth, out = [];
+  if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + " px wide");
+  for (const el of document.querySelectorAll("td.num, th.num, .score-value, main button, main input, main select, main textarea, main h1")) {
+    const head = el.closest("thead");
+    if (head && head.getBoundingClientRect().width <= 1) continue; // a reflowed table's hidden headings
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 0.5) out.push(el.tagName.toLowerCase() + "." + el.className + " " + JSON.stringify(el.textContent.trim().slice(0, 40)) + " ends at " + Math.round(r.right));
+  }
+  return out.join("\n");
+})()`
+
+// axeRun runs axe-core on the page and lists its serious and critical
+// violations.
+const axeRun = `axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations
+  .filter(v => v.impact === "serious" || v.impact === "critical")
+  .map(v => v.impact + " " + v.id + ": " + v.help + " at " + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", "))
+  .join("\n"))`
+
+// TestBrowserEveryPage opens every page, public and console, at phone
+// (390 px) and desktop (1280 px) width, with a 128-character agent id and
+// an appeal statement as long as allowed in the data: no page scrolls
+// sideways, no figure or control ends past the viewport, and axe-core
+// finds no serious or critical violation.
+func TestBrowserEveryPage(t *testing.T) {
+	axe := axeSource(t)
+	b := newBrowser(t)
+	var long service.AppealStatus
+	s := serve(t, func(ctx context.Context, u *service.UseCases, now time.Time) (err error) {
+		long, err = webtest.SeedLong(ctx, u, now)
+		return err
+	})
+	b.do(chromedp.Navigate(s.base+"/operator"), chromedp.SendKeys(chromedp.CSS("#token"), browserToken),
+		chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS(".console-bar")))
+	lid := url.PathEscape(webtest.LongID)
+	pages := []string{
+		"/", "/?tier=ELITE", "/?agent=not%20an%20id", "/agents/" + lid, "/agents/agent-7", "/agents/newbie", "/agents/elite-1",
+		"/agents/ghost", "/verify", "/operator/ingest", "/operator/agents", "/operator/agents?q=" + lid, "/operator/signals",
+		"/operator/signals?q=" + lid, "/operator/appeals", "/operator/appeals/" + long.ID, "/operator/appeals/" + s.appeals[0].ID,
+		"/operator/keys", "/operator/keys/rotate", "/operator/actions", "/operator/sessions",
+	}
+	for _, width := range []int64{390, 1280} {
+		opts := []chromedp.EmulateViewportOption{}
+		if width == 390 {
+			opts = append(opts, chromedp.EmulateMobile, chromedp.EmulatePortrait)
+		}
+		for _, p := range pages {
+			b.do(chromedp.EmulateViewport(width, 844, opts...), chromedp.Navigate(s.base+p), chromedp.WaitReady(chromedp.CSS("footer")))
+			if bad := b.eval(layoutCheck); bad != "" {
+				t.Errorf("%s at %d px:\n%s", p, width, bad)
+			}
+			b.eval(axe + ";''")
+			if bad := run(b, chromedp.Evaluate[string](axeRun, chromedp.EvalAwaitPromise)); bad != "" {
+				t.Errorf("axe-core on %s at %d px:\n%s", p, width, bad)
+			}
+		}
+	}
+	// The sign-in page, signed out.
+	b.do(chromedp.EmulateViewport(1280, 900), chromedp.Navigate(s.base+"/operator/sessions"), chromedp.WaitVisible(chromedp.CSS("table.sessions")))
+	b.do(chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.CSS("#token")))
+	for _, width := range []int64{390, 1280} {
+		b.do(chromedp.EmulateViewport(width, 844), chromedp.Navigate(s.base+"/operator"), chromedp.WaitReady(chromedp.CSS("footer")))
+		if bad := b.eval(layoutCheck); bad != "" {
+			t.Errorf("/operator at %d px:\n%s", width, bad)
+		}
+		b.eval(axe + ";''")
+		if bad := run(b, chromedp.Evaluate[string](axeRun, chromedp.EvalAwaitPromise)); bad != "" {
+			t.Errorf("axe-core on /operator at %d px:\n%s", width, bad)
 		}
 	}
 }

@@ -212,8 +212,9 @@ func newHourChart(hours []service.IngestHour) hourChart {
 }
 
 // badge is the two-part README badge, "SwarmScore | 760 STANDARD", in the
-// flat style of shields.io: text widths are estimated from Verdana's at
-// 11 px and enforced with textLength, so any renderer draws the same box.
+// flat or flat-square style of shields.io: text widths are estimated from
+// Verdana's at 11 px and enforced with textLength, so any renderer draws
+// the same box.
 type badge struct {
 	Label, Value         string
 	Color                string
@@ -221,6 +222,8 @@ type badge struct {
 	// Text positions and lengths, in tenths of a pixel (the text is drawn
 	// at scale 0.1 for sub-pixel placement, as shields.io does).
 	LabelX, LabelLen, ValueX, ValueLen int
+	// Square is the flat-square style: square corners, no gradient.
+	Square bool
 }
 
 // tierColor is a tier's colour, the same on badges and pages; each keeps
@@ -235,10 +238,13 @@ func tierColor(t score.Tier) string {
 	return "#57606a"
 }
 
-func newBadge(value string, color string) badge {
-	const label = "SwarmScore"
+// staleColor is the colour of a badge whose passport has expired: a
+// lighter grey than NONE's, still above 4.5:1 under white text.
+const staleColor = "#6e7781"
+
+func newBadge(label, value, color string, square bool) badge {
 	lw, vw := textWidth(label), textWidth(value)
-	b := badge{Label: label, Value: value, Color: color, LeftW: lw + 10, RightW: vw + 10}
+	b := badge{Label: label, Value: value, Color: color, LeftW: lw + 10, RightW: vw + 10, Square: square}
 	b.Width = b.LeftW + b.RightW
 	b.LabelX, b.LabelLen = b.LeftW*5, lw*10
 	b.ValueX, b.ValueLen = (b.LeftW*2+b.RightW)*5, vw*10

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -23,6 +24,10 @@ type consolePage struct {
 	Path  string // under /operator/
 	Title string // the navigation entry and the heading
 	Name  string // the template
+	// Permission is what the page needs of the operator's role
+	// (auth.Allow, the rule the API applies); the navigation shows only
+	// the pages a role may open.
+	Permission auth.Permission
 	// Load gathers the page's data for the signed-in operator. A
 	// badRequest error is shown as such (400, with its words).
 	Load func(p *Pages, r *http.Request, s session) (any, error)
@@ -31,11 +36,13 @@ type consolePage struct {
 // consolePages are the console's pages, in navigation order; the first is
 // where sign-in lands.
 var consolePages = []consolePage{
-	{Path: "/operator/ingest", Title: "Ingest activity", Name: "ingest", Load: (*Pages).loadIngest},
-	{Path: "/operator/agents", Title: "Agents", Name: "agents", Load: (*Pages).loadAgents},
-	{Path: "/operator/signals", Title: "Gaming flags", Name: "signals", Load: (*Pages).loadSignals},
-	{Path: "/operator/appeals", Title: "Appeals", Name: "appeals", Load: (*Pages).loadAppeals},
-	{Path: "/operator/keys", Title: "Signing keys", Name: "keys", Load: (*Pages).loadKeys},
+	{Path: "/operator/ingest", Title: "Ingest activity", Name: "ingest", Permission: auth.ReadOperator, Load: (*Pages).loadIngest},
+	{Path: "/operator/agents", Title: "Agents", Name: "agents", Permission: auth.ReadOperator, Load: (*Pages).loadAgents},
+	{Path: "/operator/signals", Title: "Gaming flags", Name: "signals", Permission: auth.ReadOperator, Load: (*Pages).loadSignals},
+	{Path: "/operator/appeals", Title: "Appeals", Name: "appeals", Permission: auth.ReadOperator, Load: (*Pages).loadAppeals},
+	{Path: "/operator/keys", Title: "Signing keys", Name: "keys", Permission: auth.ReadOperator, Load: (*Pages).loadKeys},
+	{Path: "/operator/actions", Title: "Action log", Name: "actions", Permission: auth.ReadActions, Load: (*Pages).loadActions},
+	{Path: "/operator/sessions", Title: "Sessions", Name: "sessions", Permission: auth.ManageSessions, Load: (*Pages).loadSessions},
 }
 
 // badRequest is a console query that makes no sense, in words for the
@@ -46,6 +53,7 @@ func (e badRequest) Error() string { return string(e) }
 
 type consoleView struct {
 	Operator string
+	Role     auth.Role
 	CSRF     string
 	Nav      []navEntry
 }
@@ -75,9 +83,11 @@ func (p *Pages) consolePage(cp consolePage) func(http.ResponseWriter, *http.Requ
 // with the navigation entry of path marked current (a sub-page marks its
 // page's).
 func (p *Pages) renderConsole(w http.ResponseWriter, r *http.Request, s session, status int, path, name, title string, data any) {
-	cv := &consoleView{Operator: s.operator, CSRF: s.csrf}
+	cv := &consoleView{Operator: s.Operator, Role: s.Role, CSRF: s.csrf}
 	for _, e := range consolePages {
-		cv.Nav = append(cv.Nav, navEntry{e.Path, e.Title, e.Path == path})
+		if s.Role.May(e.Permission) {
+			cv.Nav = append(cv.Nav, navEntry{e.Path, e.Title, e.Path == path})
+		}
 	}
 	p.render(w, r, status, name, view{Title: title + " · SwarmScore console", Section: "operator", Console: cv, Data: data})
 }
@@ -88,15 +98,18 @@ func (p *Pages) renderConsole(w http.ResponseWriter, r *http.Request, s session,
 // bound.
 type consoleAction struct {
 	Pattern string // a ServeMux pattern under /operator/
-	Handle  func(p *Pages, w http.ResponseWriter, r *http.Request, s session)
+	// Permission is what the route needs of the operator's role.
+	Permission auth.Permission
+	Handle     func(p *Pages, w http.ResponseWriter, r *http.Request, s session)
 }
 
 // consoleActions are the console's sub-pages and form actions.
 var consoleActions = []consoleAction{
-	{Pattern: "GET /operator/appeals/{id}", Handle: (*Pages).appealPage},
-	{Pattern: "POST /operator/appeals/{id}/{action}", Handle: (*Pages).actOnAppeal},
-	{Pattern: "GET /operator/keys/rotate", Handle: (*Pages).rotateKeyForm},
-	{Pattern: "POST /operator/keys/rotate", Handle: (*Pages).rotateKey},
+	{Pattern: "GET /operator/appeals/{id}", Permission: auth.ReadOperator, Handle: (*Pages).appealPage},
+	{Pattern: "POST /operator/appeals/{id}/{action}", Permission: auth.DecideAppeals, Handle: (*Pages).actOnAppeal},
+	{Pattern: "GET /operator/keys/rotate", Permission: auth.ManageKeys, Handle: (*Pages).rotateKeyForm},
+	{Pattern: "POST /operator/keys/rotate", Permission: auth.ManageKeys, Handle: (*Pages).rotateKey},
+	{Pattern: "POST /operator/sessions/{ref}/revoke", Permission: auth.ManageSessions, Handle: (*Pages).revokeSession},
 }
 
 type ingestView struct {

@@ -169,7 +169,7 @@ func (p *Pages) rotateKey(w http.ResponseWriter, r *http.Request, s session) {
 		p.fail(w, r, err, "")
 		return
 	}
-	p.log.Info("signing key rotated", "operator", s.operator, "kid", rec.ID, "alg", rec.Alg, "previous", st.ActiveID)
+	p.log.Info("signing key rotated", "operator", s.Operator, "kid", rec.ID, "alg", rec.Alg, "previous", st.ActiveID)
 	rep, err := p.svc.Keys.ReissuePassports(r.Context(), reissueBatch, nil)
 	q := url.Values{"rotated": {rec.ID}, "reissued": {strconv.Itoa(rep.Reissued)}}
 	if err != nil {

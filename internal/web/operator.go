@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,23 +15,25 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
+	"github.com/swarmscore/swarmscore/internal/service"
 )
 
 // The operator console: an operator signs in with an API token (checked by
-// Service.Authenticate, never stored here), and gets a session: a random
-// id in an HttpOnly, SameSite=Strict cookie (Secure over HTTPS) naming a
-// session held in memory, with its own CSRF token for every form. The
-// token itself never reaches a cookie, a page or a log.
+// Console.SignIn, never stored here), and gets a session: a random id in
+// an HttpOnly, SameSite=Strict cookie (Secure over HTTPS) naming a session
+// the database holds by the id's SHA-256 (so every process of a deployment
+// knows it, an admin can revoke it, and revoking its token ends it), with
+// a CSRF token derived from the id for every form. The token itself never
+// reaches a cookie, a page or a log.
 const (
 	sessionCookie = "swarmscore_operator"
 	signinCookie  = "swarmscore_signin"
-	// maxSessions and maxThrottled bound the memory a flood of sign-ins
-	// can take.
-	maxSessions  = 10_000
+	// maxThrottled bounds the memory a flood of sign-ins can take.
 	maxThrottled = 10_000
 	// A client may fail signinBurst sign-ins in a row, then one more every
-	// signinRefill.
+	// signinRefill before its failures are answered 429 (throttle).
 	signinBurst  = 5
 	signinRefill = time.Minute
 	// maxTokenLen bounds what is hashed and looked up, as the API does.
@@ -44,24 +45,25 @@ const (
 	maxActionForm = 64 << 10
 )
 
-// session is one signed-in operator.
+// session is one signed-in operator: the stored session, its cookie (to
+// sign out with) and its forms' CSRF token.
 type session struct {
-	operator      string
-	csrf          string
-	created, seen time.Time
+	auth.Session
+	id   string
+	csrf string
 }
 
-// sessionStore keeps sessions by the SHA-256 of their id, so the map holds
-// no bearer secret and a lookup's timing says nothing about the ids.
-type sessionStore struct {
-	mu             sync.Mutex
-	m              map[[sha256.Size]byte]*session
-	idle, lifetime time.Duration
-	max            int
+// caller is the session's operator as the use cases take it.
+func (s session) caller() service.Caller {
+	return service.Caller{Operator: s.Operator, TokenID: s.TokenID, Role: s.Role}
 }
 
-func newSessionStore(idle, lifetime time.Duration, max int) *sessionStore {
-	return &sessionStore{m: map[[sha256.Size]byte]*session{}, idle: idle, lifetime: lifetime, max: max}
+// sessionCSRF is the CSRF token of the session whose cookie is id: a hash
+// of the id under a label of its own, so it can be checked without being
+// stored, and no page that shows it reveals the cookie.
+func sessionCSRF(id string) string {
+	sum := sha256.Sum256([]byte("swarmscore console csrf\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func randomToken() string {
@@ -70,79 +72,12 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// create starts a session and returns its id.
-func (s *sessionStore) create(operator string, now time.Time) (string, session) {
-	id := randomToken()
-	sess := &session{operator: operator, csrf: randomToken(), created: now, seen: now}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.m) >= s.max {
-		s.evict(now)
-	}
-	s.m[sha256.Sum256([]byte(id))] = sess
-	return id, *sess
-}
-
-// evict drops expired sessions, and the least recently seen one if none
-// was. It scans every session, which only a full store pays for.
-func (s *sessionStore) evict(now time.Time) {
-	var oldest [sha256.Size]byte
-	var seen time.Time
-	for k, v := range s.m {
-		if s.expired(v, now) {
-			delete(s.m, k)
-			continue
-		}
-		if seen.IsZero() || v.seen.Before(seen) {
-			oldest, seen = k, v.seen
-		}
-	}
-	if len(s.m) >= s.max {
-		delete(s.m, oldest)
-	}
-}
-
-func (s *sessionStore) expired(v *session, now time.Time) bool {
-	return now.Sub(v.seen) >= s.idle || now.Sub(v.created) >= s.lifetime
-}
-
-// get returns the live session with this id and marks it used now; an
-// expired one is dropped.
-func (s *sessionStore) get(id string, now time.Time) (session, bool) {
-	if id == "" {
-		return session{}, false
-	}
-	k := sha256.Sum256([]byte(id))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[k]
-	if !ok {
-		return session{}, false
-	}
-	if s.expired(v, now) {
-		delete(s.m, k)
-		return session{}, false
-	}
-	v.seen = now
-	return *v, true
-}
-
-func (s *sessionStore) delete(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, sha256.Sum256([]byte(id)))
-}
-
-func (s *sessionStore) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
-
-// throttle counts failed sign-ins per client in a token bucket; a client
-// whose bucket is empty is refused before its token is even looked up.
-// The clients tracked are bounded: past max the least recently seen is
-// forgotten.
+// throttle counts failed sign-ins per client in a token bucket. Every
+// token presented is checked, so the right one always signs in (a lockout
+// that anyone on an operator's address could trigger would be a denial of
+// service: docs/ERRATA.md E49); a client past its allowance is answered
+// 429 with the wait, not 401. The clients tracked are bounded: past max
+// the least recently seen is forgotten.
 type throttle struct {
 	burst int
 	every time.Duration
@@ -177,20 +112,17 @@ func (t *throttle) limiter(client string) *rate.Limiter {
 	return lim
 }
 
-// attempt takes one of client's failed sign-ins before its token is
-// looked up, so that parallel attempts cannot overrun the bucket; ok is
-// false, with the wait until one is due, when none is left. The sign-in
-// gives it back (Reservation.CancelAt) when it succeeds or its token could
-// not be judged.
-func (t *throttle) attempt(client string, now time.Time) (r *rate.Reservation, ok bool, wait time.Duration) {
+// failed counts one failed sign-in of client and reports whether its
+// allowance still covered it; when not, how long until one is due.
+func (t *throttle) failed(client string, now time.Time) (ok bool, wait time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	r = t.limiter(client).ReserveN(now, 1)
+	r := t.limiter(client).ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return nil, false, d
+		return false, d
 	}
-	return r, true, 0
+	return true, 0
 }
 
 // signinCSRF is the sign-in form's CSRF token for the browser holding the
@@ -244,13 +176,20 @@ type signInView struct {
 	Idle, Lifetime string
 }
 
+// sessionPolicy is when the pages' sessions end.
+func (p *Pages) sessionPolicy() service.SessionPolicy {
+	return service.SessionPolicy{Idle: p.idle, Lifetime: p.lifetime}
+}
+
 // signInPage is /operator: the console's first page for a signed-in
 // operator, the sign-in form for anyone else.
 func (p *Pages) signInPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if _, ok := p.sessions.get(cookieValue(r, sessionCookie), p.now()); ok {
-		http.Redirect(w, r, consolePages[0].Path, http.StatusSeeOther)
-		return
+	if id := cookieValue(r, sessionCookie); id != "" {
+		if _, err := p.svc.Console.Session(r.Context(), id, p.sessionPolicy()); err == nil {
+			http.Redirect(w, r, consolePages[0].Path, http.StatusSeeOther)
+			return
+		}
 	}
 	v := signInView{}
 	switch {
@@ -271,7 +210,7 @@ func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int,
 		p.setCookie(w, r, signinCookie, c, time.Hour)
 	}
 	v.CSRF = p.signinCSRF(c)
-	v.Idle, v.Lifetime = duration(p.sessions.idle), duration(p.sessions.lifetime)
+	v.Idle, v.Lifetime = duration(p.idle), duration(p.lifetime)
 	for _, cp := range consolePages {
 		v.Consoles = append(v.Consoles, cp.Title)
 	}
@@ -279,9 +218,10 @@ func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int,
 	p.render(w, r, status, "signin", view{Title: "Operator sign-in · SwarmScore", Section: "operator", Data: v})
 }
 
-// signIn checks the form's CSRF token, the client's throttle, then the
-// token; on success it starts a session (a new id, whatever the browser
-// held before) and opens the console.
+// signIn checks the form's CSRF token, then the token (Console.SignIn,
+// which records the attempt); on success it starts a session (a new id,
+// whatever the browser held before) and opens the console. A failure is
+// counted against the client (throttle).
 func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 	now := p.now()
 	client := p.host.ClientIP(r)
@@ -295,52 +235,51 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 		p.renderSignIn(w, r, http.StatusForbidden, signInView{Error: "The sign-in form had expired. Sign in again."})
 		return
 	}
-	try, ok, wait := p.throttle.attempt(client, now)
-	if !ok {
-		secs := int64((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", itoa(secs))
-		p.log.Warn("operator sign-in throttled", "client", client)
-		p.renderSignIn(w, r, http.StatusTooManyRequests, signInView{Error: "Too many failed sign-ins from this address. Try again in " + plural(secs, "second") + "."})
-		return
-	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	var op string
-	var err error
-	if token == "" || len(token) > maxTokenLen {
-		err = fmt.Errorf("%w: empty or oversized token", errkind.ErrUnauthorized)
-	} else {
-		op, err = p.svc.Tokens.Authenticate(r.Context(), token)
+	if len(token) > maxTokenLen {
+		token = "" // refused unseen, as an empty one is
 	}
-	switch {
+	ns, err := p.svc.Console.SignIn(r.Context(), token, client, r.UserAgent(), p.sessionPolicy())
+	switch k := errkind.Of(err); {
 	case err == nil:
-		try.CancelAt(now)
-	case errors.Is(err, errkind.ErrUnauthorized):
+	case k == errkind.Unauthorized || k == errkind.Forbidden:
+		msg := "That token is not valid: it is unknown or was revoked."
+		if k == errkind.Forbidden {
+			msg = "That is an agent's token; the console takes an operator's."
+		}
+		if ok, wait := p.throttle.failed(client, now); !ok {
+			secs := int64((wait + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", itoa(secs))
+			p.log.Warn("operator sign-in throttled", "client", client)
+			p.renderSignIn(w, r, http.StatusTooManyRequests, signInView{Error: "Too many failed sign-ins from this address. Try again in " + plural(secs, "second") + "."})
+			return
+		}
 		p.log.Warn("operator sign-in failed", "client", client)
-		p.renderSignIn(w, r, http.StatusUnauthorized, signInView{Error: "That token is not valid: it is unknown or was revoked."})
+		p.renderSignIn(w, r, http.StatusUnauthorized, signInView{Error: msg})
 		return
 	default:
 		// The token was not judged (the database is down): no failure
 		// is counted against the client.
-		try.CancelAt(now)
 		p.fail(w, r, err, "")
 		return
 	}
-	id, _ := p.sessions.create(op, now)
-	p.setCookie(w, r, sessionCookie, id, p.sessions.lifetime)
+	p.setCookie(w, r, sessionCookie, ns.ID, p.lifetime)
 	p.setCookie(w, r, signinCookie, "", -1)
-	p.log.Info("operator signed in", "operator", op, "client", client)
+	p.log.Info("operator signed in", "operator", ns.Session.Operator, "role", string(ns.Session.Role), "client", client)
 	http.Redirect(w, r, consolePages[0].Path, http.StatusSeeOther)
 }
 
-// signedIn runs h for a live session; anyone else is sent to sign in. A
-// POST must carry the session's CSRF token. Console pages are never
-// cached.
-func (p *Pages) signedIn(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// signedIn runs h for a live session whose role may do perm, in one of
+// the server's database slots; anyone else is sent to sign in, and a role
+// without perm gets a 403 page (recorded in the action log). A POST must
+// carry the session's CSRF token. Console pages are never cached.
+func (p *Pages) signedIn(perm auth.Permission, h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
+	return p.bounded(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		id := cookieValue(r, sessionCookie)
-		s, ok := p.sessions.get(id, p.now())
-		if !ok {
+		st, err := p.svc.Console.Session(r.Context(), id, p.sessionPolicy())
+		switch {
+		case errors.Is(err, errkind.ErrUnauthorized):
 			target := "/operator"
 			if id != "" {
 				target += "?expired=1"
@@ -348,7 +287,12 @@ func (p *Pages) signedIn(h func(http.ResponseWriter, *http.Request, session)) ht
 			}
 			http.Redirect(w, r, target, http.StatusSeeOther)
 			return
+		case err != nil:
+			p.fail(w, r, err, "")
+			return
 		}
+		s := session{Session: st, id: id, csrf: sessionCSRF(id)}
+		r = r.WithContext(service.WithActor(r.Context(), service.ActorOf(s.caller(), auth.ViaConsole, p.host.ClientIP(r))))
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxActionForm)
 			err := r.ParseForm()
@@ -366,13 +310,25 @@ func (p *Pages) signedIn(h func(http.ResponseWriter, *http.Request, session)) ht
 				return
 			}
 		}
+		if err := auth.Allow(s.Role, perm); err != nil {
+			p.svc.Console.RecordDenied(r.Context(), r.Method+" "+r.URL.Path, err)
+			p.renderConsole(w, r, s, http.StatusForbidden, "", "error", "Not allowed", errorView{
+				Status: http.StatusForbidden, Heading: "Not allowed for your role",
+				Message:   "Your token's role (" + string(s.Role) + ") may not do this: it needs the " + string(auth.Needs(perm)) + " role.",
+				RequestID: w.Header().Get("X-Request-Id"),
+			})
+			return
+		}
 		h(w, r, s)
-	}
+	})
 }
 
 func (p *Pages) signOut(w http.ResponseWriter, r *http.Request, s session) {
-	p.sessions.delete(cookieValue(r, sessionCookie))
+	if err := p.svc.Console.SignOut(r.Context(), s.id); err != nil {
+		p.fail(w, r, err, "")
+		return
+	}
 	p.setCookie(w, r, sessionCookie, "", -1)
-	p.log.Info("operator signed out", "operator", s.operator)
+	p.log.Info("operator signed out", "operator", s.Operator)
 	http.Redirect(w, r, "/operator?signed_out=1", http.StatusSeeOther)
 }

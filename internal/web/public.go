@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -259,55 +262,198 @@ func (p *Pages) baseURL(r *http.Request) string {
 
 // badgeVersion changes when the badge's drawing does, so that a cached
 // badge of an unchanged certificate is not served across the change.
-const badgeVersion = "1"
+const badgeVersion = "2"
 
-// badge serves /badge/{agent_id}.svg: the agent's score and tier as a
-// two-part badge. Its freshness follows the certificate's (the score it
-// shows is the certificate's): the route's caching headers
-// (Host.CertificateCaching) and an ETag that changes exactly when a new
-// certificate is issued. An agent without a public score gets a grey "not
-// found" badge with status 404, so a README shows something.
+// badgeLabel is the badge's left half unless ?label= says otherwise;
+// maxBadgeLabel bounds what it may say, in characters.
+const (
+	badgeLabel    = "SwarmScore"
+	maxBadgeLabel = 32
+)
+
+// badgeOptions are a badge URL's shields.io-style options.
+type badgeOptions struct {
+	Label  string
+	Square bool // ?style=flat-square
+}
+
+// parseBadgeOptions reads ?style=flat|flat-square and ?label=TEXT: the
+// label's control characters are dropped, its white space collapsed, and
+// it is cut to maxBadgeLabel characters (with an ellipsis); an empty one
+// is the default. The template escapes what is left. An unknown style,
+// or an option given twice, is an error in words for the badge itself.
+func parseBadgeOptions(q url.Values) (badgeOptions, string) {
+	o := badgeOptions{Label: badgeLabel}
+	for k, v := range q {
+		if len(v) > 1 {
+			return o, "repeated " + k
+		}
+	}
+	switch q.Get("style") {
+	case "", "flat":
+	case "flat-square":
+		o.Square = true
+	default:
+		return o, "unknown style"
+	}
+	if l := cleanLabel(q.Get("label")); l != "" {
+		o.Label = l
+	}
+	return o, ""
+}
+
+func cleanLabel(s string) string {
+	s = strings.ToValidUTF8(s, "")
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	if r := []rune(s); len(r) > maxBadgeLabel {
+		s = string(r[:maxBadgeLabel-1]) + "…"
+	}
+	return s
+}
+
+// badgeFace is what a badge says of a profile as of now: the score and
+// tier in the tier's colour, or, once the passport has expired or no
+// longer verifies, the same words marked stale in grey, so that a README
+// never shows an old score as if it were current.
+func badgeFace(prof service.Profile, now time.Time) (message, color string, stale bool) {
+	message = strconv.Itoa(prof.Result.Score) + " " + prof.Result.Tier.String()
+	if !prof.Valid || !now.Before(prof.Certificate.ExpiresAt) {
+		return message + " (stale)", staleColor, true
+	}
+	return message, tierColor(prof.Result.Tier), false
+}
+
+// badge serves everything under /badge/: {agent_id}.svg, the agent's
+// score and tier as a two-part badge, and {agent_id}.json, the same in
+// the shields.io endpoint-badge schema. Every other path, an id that is
+// not one and an unknown option answer a grey badge of the same format
+// saying so (404 or 400), never an HTML page, so that a README shows what
+// is wrong rather than a broken image. A badge's freshness follows the
+// certificate's (the score it shows is the certificate's): the route's
+// caching headers (Host.CertificateCaching) and an ETag that changes
+// exactly when a new certificate is issued.
 func (p *Pages) badge(w http.ResponseWriter, r *http.Request) {
-	id, ok := strings.CutSuffix(r.PathValue("file"), ".svg")
-	if !ok || !ledger.ValidID(id) {
-		p.errorPage(w, r, http.StatusNotFound, "Badge not found", "Badges are at /badge/{agent_id}.svg.")
+	file := strings.TrimPrefix(r.URL.Path, "/badge/")
+	id, asJSON := strings.CutSuffix(file, ".json")
+	if !asJSON {
+		id, _ = strings.CutSuffix(file, ".svg")
+	}
+	opt, optErr := parseBadgeOptions(r.URL.Query())
+	h := w.Header()
+	if ok, wait := p.host.AllowPublic(r); !ok {
+		h.Set("Retry-After", itoa(int64((wait+time.Second-1)/time.Second)))
+		h.Set("Cache-Control", "no-store")
+		p.writeBadge(w, r, asJSON, http.StatusTooManyRequests, opt, "rate limited", tierColor(score.TierNone))
 		return
 	}
+	switch {
+	case id == file || !ledger.ValidID(id):
+		h.Set("Cache-Control", "public, max-age=300")
+		p.writeBadge(w, r, asJSON, http.StatusNotFound, opt, "not found", tierColor(score.TierNone))
+		return
+	case optErr != "":
+		h.Set("Cache-Control", "no-store")
+		p.writeBadge(w, r, asJSON, http.StatusBadRequest, opt, optErr, tierColor(score.TierNone))
+		return
+	}
+	r2, done, err := p.host.EnterDB(r)
+	if err != nil {
+		p.badgeFailed(w, r, asJSON, opt, err)
+		return
+	}
+	defer done()
+	r = r2
 	prof, err := p.svc.Certificates.PublicProfile(r.Context(), id, false)
-	h := w.Header()
-	var b badge
-	status := http.StatusOK
 	switch {
 	case err == nil:
-		c := &prof.Certificate
-		b = newBadge(strconv.Itoa(prof.Result.Score)+" "+prof.Result.Tier.String(), tierColor(prof.Result.Tier))
-		etag := badgeETag(c.Digest)
-		h.Set("ETag", etag)
-		p.host.CertificateCaching(h, c)
-		if etagMatch(r.Header.Get("If-None-Match"), etag) {
-			w.WriteHeader(http.StatusNotModified)
+	case statusOf(err) == http.StatusNotFound:
+		h.Set("Cache-Control", "public, max-age=300")
+		p.writeBadge(w, r, asJSON, http.StatusNotFound, opt, "not found", tierColor(score.TierNone))
+		return
+	default:
+		p.badgeFailed(w, r, asJSON, opt, err)
+		return
+	}
+	c := &prof.Certificate
+	etag := badgeETag(c.Digest, asJSON, opt)
+	h.Set("ETag", etag)
+	p.host.CertificateCaching(h, c)
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	message, color, _ := badgeFace(prof, p.now())
+	p.writeBadge(w, r, asJSON, http.StatusOK, opt, message, color)
+}
+
+// badgeFailed answers a badge whose profile could not be read: a client
+// that went away as the pages do, anything else as an "unavailable" or
+// "error" badge with the page's status, logged and counted as a page's.
+func (p *Pages) badgeFailed(w http.ResponseWriter, r *http.Request, asJSON bool, opt badgeOptions, err error) {
+	if p.host.ClientGone(w, r, err) {
+		return
+	}
+	status := statusOf(err)
+	message := "error"
+	switch status {
+	case http.StatusServiceUnavailable:
+		p.host.PageUnavailable(w, r, err)
+		w.Header().Set("Retry-After", "2")
+		message = "unavailable"
+	case http.StatusInternalServerError:
+		p.log.Error("internal error", "request_id", w.Header().Get("X-Request-Id"), "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.writeBadge(w, r, asJSON, status, opt, message, tierColor(score.TierNone))
+}
+
+// shieldsEndpoint is the shields.io endpoint-badge schema
+// (https://shields.io/badges/endpoint-badge): schemaVersion is always 1;
+// color is a hex colour without its "#", which shields accepts.
+type shieldsEndpoint struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Label         string `json:"label"`
+	Message       string `json:"message"`
+	Color         string `json:"color"`
+	Style         string `json:"style,omitempty"`
+	IsError       bool   `json:"isError,omitempty"`
+	CacheSeconds  int    `json:"cacheSeconds,omitempty"`
+}
+
+// writeBadge writes one badge as SVG, or as shields.io JSON.
+func (p *Pages) writeBadge(w http.ResponseWriter, r *http.Request, asJSON bool, status int, opt badgeOptions, message, color string) {
+	h := w.Header()
+	var body []byte
+	if asJSON {
+		e := shieldsEndpoint{SchemaVersion: 1, Label: opt.Label, Message: message, Color: strings.TrimPrefix(color, "#"),
+			IsError: status != http.StatusOK, CacheSeconds: 300}
+		if opt.Square {
+			e.Style = "flat-square"
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			p.fail(w, r, err, "")
 			return
 		}
-	case http.StatusNotFound == statusOf(err):
-		b = newBadge("not found", tierColor(score.TierNone))
-		status = http.StatusNotFound
-		h.Set("Cache-Control", "public, max-age=300")
-	default:
-		p.fail(w, r, err, "")
-		return
+		body = append(b, '\n')
+		h.Set("Content-Type", "application/json")
+		// shields.io's servers fetch it; so may a page of any origin.
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		buf := bufs.Get().(*bytes.Buffer)
+		buf.Reset()
+		defer bufs.Put(buf)
+		if err := templates["badge"].Execute(buf, newBadge(opt.Label, message, color, opt.Square)); err != nil {
+			p.fail(w, r, err, "")
+			return
+		}
+		body = buf.Bytes()
+		h.Set("Content-Type", "image/svg+xml")
 	}
-	buf := bufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufs.Put(buf)
-	if err := templates["badge"].Execute(buf, b); err != nil {
-		p.fail(w, r, err, "")
-		return
-	}
-	h.Set("Content-Type", "image/svg+xml")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		w.Write(buf.Bytes())
+		w.Write(body)
 	}
 }
 
@@ -316,8 +462,14 @@ func statusOf(err error) int {
 	return s
 }
 
-func badgeETag(digest [sha256.Size]byte) string {
-	return `"badge` + badgeVersion + "-" + hex.EncodeToString(digest[:16]) + `"`
+// badgeETag names one rendering of a certificate: its digest, the
+// drawing's version, the format and the options.
+func badgeETag(digest [sha256.Size]byte, asJSON bool, opt badgeOptions) string {
+	var v [sha256.Size]byte
+	if asJSON || opt != (badgeOptions{Label: badgeLabel}) {
+		v = sha256.Sum256([]byte(fmt.Sprintf("%t\x00%t\x00%s", asJSON, opt.Square, opt.Label)))
+	}
+	return `"badge` + badgeVersion + "-" + hex.EncodeToString(digest[:16]) + "-" + hex.EncodeToString(v[:4]) + `"`
 }
 
 // etagMatch is If-None-Match's weak comparison for one ETag.

@@ -70,7 +70,7 @@ func (p *Pages) loadSignals(r *http.Request, s session) (any, error) {
 			return nil, badRequest("An agent id is 1 to 128 letters, digits and . _ : - characters.")
 		}
 		v.Searched = true
-		a, err := p.svc.Signals.Signals(r.Context(), service.OperatorCaller(s.operator), v.Query, time.Time{})
+		a, err := p.svc.Signals.Signals(r.Context(), s.caller(), v.Query, time.Time{})
 		if errors.Is(err, errkind.ErrNotFound) {
 			return v, nil
 		}

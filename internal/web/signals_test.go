@@ -30,18 +30,19 @@ func TestGamingFlagsPage(t *testing.T) {
 		"<code>ap2_buyer_diversity</code><br><span class=\"muted\">below 10%</span>",
 		"<code>report_lag</code><br><span class=\"muted\">above 24.0 h</span>",
 		"<code>conduit_burst</code><br><span class=\"muted\">above 20</span>",
-		`<th scope="row"><a href="/operator/signals?q=agent-7">agent-7</a></th><td class="num">0%</td><td class="num"><strong>100% flagged</strong></td><td class="num"><strong>2% flagged</strong></td>`,
+		`<th scope="row" class="id-cell"><a href="/operator/signals?q=agent-7" title="agent-7">agent-7</a></th><td class="num" data-label="`,
+		`<td class="num" data-label="ap2_top5_buyer_share"><strong>100% flagged</strong></td><td class="num" data-label="ap2_buyer_diversity"><strong>2% flagged</strong></td>`,
 		"none by this server since it started")
 	if _, err := s.u.Signals.VerifyLedger(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	body = get("/operator/signals?q=agent-7", 200)
 	mustContain(t, body, `<caption id="found-caption">Signals of agent-7</caption>`,
-		`<tr><th scope="row"><code>conduit_top_buyer_share</code></th><td class="num">0%</td><td>above 50%</td><td>no</td></tr>`,
-		`<tr><th scope="row"><code>ap2_top5_buyer_share</code></th><td class="num"><strong>100%</strong></td><td>above 70%</td><td><strong>flagged</strong></td></tr>`,
-		`<tr><th scope="row"><code>chain_break</code></th><td class="num">intact</td><td>any break</td><td>no</td></tr>`,
-		`<tr><th scope="row"><code>acceptance_rate</code></th><td class="num">0%</td><td>below 30%</td><td>no <span class="muted">(no task offers reported)</span></td></tr>`,
-		`<tr><th scope="row"><code>conduit_burst</code></th><td class="num">`,
+		`<tr><th scope="row"><code>conduit_top_buyer_share</code></th><td class="num" data-label="Figure">0%</td><td data-label="Flagged when">above 50%</td><td data-label="Flagged">no</td></tr>`,
+		`<tr><th scope="row"><code>ap2_top5_buyer_share</code></th><td class="num" data-label="Figure"><strong>100%</strong></td><td data-label="Flagged when">above 70%</td><td data-label="Flagged"><strong>flagged</strong></td></tr>`,
+		`<tr><th scope="row"><code>chain_break</code></th><td class="num" data-label="Figure">intact</td><td data-label="Flagged when">any break</td><td data-label="Flagged">no</td></tr>`,
+		`<tr><th scope="row"><code>acceptance_rate</code></th><td class="num" data-label="Figure">0%</td><td data-label="Flagged when">below 30%</td><td data-label="Flagged">no <span class="muted">(no task offers reported)</span></td></tr>`,
+		`<tr><th scope="row"><code>conduit_burst</code></th><td class="num" data-label="Figure">`,
 		"this server's, 2026-06-15 12:00 UTC")
 	// The thresholds are the deployment's.
 	th := s.u.Signals.Thresholds()
@@ -49,7 +50,7 @@ func TestGamingFlagsPage(t *testing.T) {
 	cfg := s.cfg
 	cfg.SignalThresholds = th
 	s.pages.svc.Signals = service.New(s.store, cfg).Signals
-	mustContain(t, get("/operator/signals?q=agent-7", 200), `<td class="num">100%</td><td>above 100%</td><td>no</td>`)
+	mustContain(t, get("/operator/signals?q=agent-7", 200), `<td class="num" data-label="Figure">100%</td><td data-label="Flagged when">above 100%</td><td data-label="Flagged">no</td>`)
 	mustContain(t, get("/operator/signals?q=ghost", 200), "No agent has the id “ghost”.")
 	mustContain(t, get("/operator/signals?q=a+b", 400), "An agent id is")
 }

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
@@ -35,7 +36,7 @@ import (
 type Services struct {
 	Certificates ScoreService
 	Verifier     VerifyService
-	Tokens       TokenService
+	Console      ConsoleService // sign-in, sessions and the action log (operator.go, sessions.go)
 	Ingest       ActivityService
 	Signals      SignalsService // the gaming flags page (signals.go)
 	Corrections  AppealsService // the appeals pages (appeals.go)
@@ -44,7 +45,7 @@ type Services struct {
 
 // ServicesOf is the groups of u that the pages call.
 func ServicesOf(u *service.UseCases) Services {
-	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Tokens: u.Tokens, Ingest: u.Ingest,
+	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Console: u.Console, Ingest: u.Ingest,
 		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys}
 }
 
@@ -68,11 +69,25 @@ type VerifyService interface {
 	Verify(ctx context.Context, doc []byte, agentID string) (service.Verification, error)
 }
 
-// TokenService signs operators in (service.Tokens).
-type TokenService interface {
-	// Authenticate returns the operator owning an API token, or
-	// ErrUnauthorized.
-	Authenticate(ctx context.Context, token string) (operator string, err error)
+// ConsoleService signs operators in and out, keeps their sessions and
+// reads the action log (service.Console).
+type ConsoleService interface {
+	// SignIn checks an operator's token and starts a session, recording
+	// the attempt; ErrUnauthorized or ErrForbidden for a token that may
+	// not sign in.
+	SignIn(ctx context.Context, token, client, browser string, p service.SessionPolicy) (service.NewSession, error)
+	// Session is the live session of a cookie, marked used; ErrUnauthorized
+	// when it has ended.
+	Session(ctx context.Context, id string, p service.SessionPolicy) (auth.Session, error)
+	// SignOut ends the session of a cookie.
+	SignOut(ctx context.Context, id string) error
+	// Sessions lists the live sessions; RevokeSession ends one by its Ref.
+	Sessions(ctx context.Context, p service.SessionPolicy) ([]auth.Session, error)
+	RevokeSession(ctx context.Context, ref string) error
+	// Actions reads the action log, newest first.
+	Actions(ctx context.Context, q auth.ActionQuery) ([]auth.Action, error)
+	// RecordDenied records a refusal for the actor's role.
+	RecordDenied(ctx context.Context, what string, err error)
 }
 
 // ActivityService is what the console shows of ingests
@@ -123,15 +138,16 @@ type Options struct {
 	SessionIdle, SessionLifetime time.Duration
 }
 
-// Pages is the mounted site. It holds the operator sessions and the
-// sign-in throttle in memory: a restart signs every operator out.
+// Pages is the mounted site. The operator sessions are in the database;
+// the sign-in throttle is in memory.
 type Pages struct {
-	svc      Services
-	host     Host
-	log      *slog.Logger
-	now      func() time.Time
-	sessions *sessionStore
-	throttle *throttle
+	svc  Services
+	host Host
+	log  *slog.Logger
+	now  func() time.Time
+	// idle and lifetime end sessions (Options.SessionIdle, SessionLifetime).
+	idle, lifetime time.Duration
+	throttle       *throttle
 	// signinKey keys the sign-in form's CSRF token (operator.go); it
 	// never leaves the process.
 	signinKey [32]byte
@@ -142,7 +158,8 @@ type Pages struct {
 //	GET  /                        leaderboard, agent search (?agent=)
 //	GET  /agents/{agent_id}       an agent's score, history, escrow and passport
 //	GET  /verify, POST /verify    passport verification
-//	GET  /badge/{agent_id}.svg    README badge
+//	GET  /badge/{agent_id}.svg    README badge (?style=flat|flat-square, ?label=)
+//	GET  /badge/{agent_id}.json   the same for shields.io's endpoint badge
 //	GET  /assets/{name}           the stylesheet and script
 //	GET  /operator                sign-in, or the console
 //	POST /operator/sign-in, POST /operator/sign-out
@@ -162,7 +179,7 @@ func Mount(host Host, svc Services, opt Options) *Pages {
 	if opt.SessionLifetime <= 0 {
 		opt.SessionLifetime = 12 * time.Hour
 	}
-	p.sessions = newSessionStore(opt.SessionIdle, opt.SessionLifetime, maxSessions)
+	p.idle, p.lifetime = opt.SessionIdle, opt.SessionLifetime
 	p.throttle = newThrottle(signinBurst, signinRefill, maxThrottled)
 	rand.Read(p.signinKey[:])
 
@@ -171,16 +188,16 @@ func Mount(host Host, svc Services, opt Options) *Pages {
 	handle("GET /agents/{agent_id}", p.public(p.bounded(p.agent)))
 	handle("GET /verify", p.public(p.verifyForm))
 	handle("POST /verify", p.public(p.bounded(p.verify)))
-	handle("GET /badge/{file}", p.public(p.bounded(p.badge)))
+	handle("GET /badge/", p.badge) // rate limited, but always answered as a badge
 	handle("GET /assets/{name}", p.asset)
 	handle("GET /operator", p.signInPage)
 	handle("POST /operator/sign-in", p.bounded(p.signIn))
-	handle("POST /operator/sign-out", p.signedIn(p.signOut))
+	handle("POST /operator/sign-out", p.signedIn(auth.ReadOperator, p.signOut))
 	for _, cp := range consolePages {
-		handle("GET "+cp.Path, p.signedIn(p.boundedConsole(p.consolePage(cp))))
+		handle("GET "+cp.Path, p.signedIn(cp.Permission, p.consolePage(cp)))
 	}
 	for _, a := range consoleActions {
-		handle(a.Pattern, p.signedIn(p.boundedConsole(func(w http.ResponseWriter, r *http.Request, s session) { a.Handle(p, w, r, s) })))
+		handle(a.Pattern, p.signedIn(a.Permission, func(w http.ResponseWriter, r *http.Request, s session) { a.Handle(p, w, r, s) }))
 	}
 	// Anything else under /operator/ is a page that does not exist, shown
 	// as one rather than as an API problem.
@@ -204,14 +221,6 @@ func (p *Pages) bounded(h http.HandlerFunc) http.HandlerFunc {
 		}
 		defer done()
 		h(w, r2)
-	}
-}
-
-// boundedConsole is bounded for a console handler, after its session
-// check (which needs no database).
-func (p *Pages) boundedConsole(h func(http.ResponseWriter, *http.Request, session)) func(http.ResponseWriter, *http.Request, session) {
-	return func(w http.ResponseWriter, r *http.Request, s session) {
-		p.bounded(func(w http.ResponseWriter, r *http.Request) { h(w, r, s) })(w, r)
 	}
 }
 

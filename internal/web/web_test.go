@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -118,7 +119,7 @@ func mustNotContain(t *testing.T, body string, bad ...string) {
 // rows returns the agent ids of a table's rows, in order.
 func rows(body string) []string {
 	var ids []string
-	for _, m := range regexp.MustCompile(`<th scope="row"><a href="/agents/([^"]+)">`).FindAllStringSubmatch(body, -1) {
+	for _, m := range regexp.MustCompile(`<th scope="row" class="id-cell"><a href="/agents/([^"]+)" title="[^"]*">`).FindAllStringSubmatch(body, -1) {
 		ids = append(ids, m[1])
 	}
 	return ids
@@ -133,15 +134,15 @@ func TestHome(t *testing.T) {
 		`<a href="https://datatracker.ietf.org/doc/draft-stone-swarmscore-v1/">draft-stone-swarmscore-v1</a>`,
 		"400 × rate × min(1, sessions/100)", "1 − score/1250",
 		disclaimer,
-		`<td class="num">983</td><td><span class="tier tier-elite">ELITE</span></td>`,
-		`<td class="num">760</td><td><span class="tier tier-standard">STANDARD</span></td>`,
-		`<td class="num">39.2%</td>`)
+		`<td class="num" data-label="Score">983</td><td data-label="Tier"><span class="tier tier-elite">ELITE</span></td>`,
+		`<td class="num" data-label="Score">760</td><td data-label="Tier"><span class="tier tier-standard">STANDARD</span></td>`,
+		`<td class="num" data-label="Escrow hold">39.2%</td>`)
 	mustNotContain(t, body, "shy-agent")
 	first := rows(body)
 	if len(first) != leaderboardSize || first[0] != "elite-1" || first[1] != "agent-7" {
 		t.Fatalf("first page %v", first)
 	}
-	if !strings.Contains(body, "<tr><td>1</td><th scope=\"row\"><a href=\"/agents/elite-1\">") {
+	if !strings.Contains(body, "<tr><td data-label=\"#\">1</td><th scope=\"row\" class=\"id-cell\"><a href=\"/agents/elite-1\"") {
 		t.Fatal("ranks do not start at 1")
 	}
 	next := regexp.MustCompile(`<a href="([^"]+)" rel="next">Next page</a>`).FindStringSubmatch(body)
@@ -155,7 +156,7 @@ func TestHome(t *testing.T) {
 	if len(first)+len(second) != 31 || strings.Contains(body, "Next page") || !strings.Contains(body, `<a href="/">First page</a>`) {
 		t.Fatalf("second page %v", second)
 	}
-	if !strings.Contains(body, fmt.Sprintf("<tr><td>%d</td>", leaderboardSize+1)) {
+	if !strings.Contains(body, fmt.Sprintf("<tr><td data-label=\"#\">%d</td>", leaderboardSize+1)) {
 		t.Fatal("ranks do not continue on the second page")
 	}
 	for _, id := range second {
@@ -278,7 +279,7 @@ func TestBadge(t *testing.T) {
 		t.Fatal("the badge has no Cache-Control")
 	}
 	etag := r.header.Get("ETag")
-	if !strings.HasPrefix(etag, `"badge1-`) || !strings.Contains(etag, strings.Trim(cert.header.Get("ETag"), `"`)) {
+	if !strings.HasPrefix(etag, `"badge2-`) || !strings.Contains(etag, strings.Trim(cert.header.Get("ETag"), `"`)) {
 		t.Fatalf("ETag %q, certificate's %q", etag, cert.header.Get("ETag"))
 	}
 	if nm := s.get("/badge/agent-7.svg", "If-None-Match", etag); nm.code != http.StatusNotModified || nm.body != "" {
@@ -301,7 +302,74 @@ func TestBadge(t *testing.T) {
 			t.Fatalf("%s: %d %s", id, nf.code, nf.body)
 		}
 	}
-	s.get("/badge/agent-7.png").page(t, 404)
+	// Every other URL under /badge/ is a badge too, never a page.
+	for _, path := range []string{"/badge/agent-7.png", "/badge/", "/badge/a/b.svg", "/badge/bad%20id.svg", "/badge/" + strings.Repeat("x", 129) + ".svg"} {
+		nf := s.get(path)
+		if nf.code != 404 || nf.header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(nf.body, ">not found</text>") {
+			t.Fatalf("%s: %d %q %s", path, nf.code, nf.header.Get("Content-Type"), nf.body)
+		}
+		checkSecurityHeaders(t, nf.header)
+	}
+
+	// Options: flat-square has square corners and no gradient; a label is
+	// escaped, stripped of control characters and bounded; an unknown
+	// style is a badge saying so.
+	sq := s.get("/badge/agent-7.svg?style=flat-square&label=" + url.QueryEscape("<b>Trust\x00 me</b>"))
+	if sq.code != 200 || strings.Contains(sq.body, `rx="3"`) || strings.Contains(sq.body, "linearGradient") ||
+		!strings.Contains(sq.body, ">&lt;b&gt;Trust me&lt;/b&gt;</text>") || sq.header.Get("ETag") == etag {
+		t.Fatalf("flat-square with a label: %d %q\n%s", sq.code, sq.header.Get("ETag"), sq.body)
+	}
+	if err := xml.Unmarshal([]byte(sq.body), new(struct{})); err != nil {
+		t.Fatalf("not well-formed: %v", err)
+	}
+	long := s.get("/badge/agent-7.svg?label=" + strings.Repeat("L", 100))
+	mustContain(t, long.body, ">"+strings.Repeat("L", 31)+"…</text>")
+	if flat := s.get("/badge/agent-7.svg?style=flat"); !strings.Contains(flat.body, `rx="3"`) {
+		t.Fatalf("flat: %s", flat.body)
+	}
+	bad := s.get("/badge/agent-7.svg?style=plastic")
+	if bad.code != 400 || bad.header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(bad.body, ">unknown style</text>") {
+		t.Fatalf("unknown style: %d %s", bad.code, bad.body)
+	}
+
+	// The shields.io endpoint.
+	js := s.get("/badge/elite-1.json?label=score")
+	var e map[string]any
+	if err := json.Unmarshal([]byte(js.body), &e); err != nil || js.code != 200 || js.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("endpoint: %d %v %s", js.code, err, js.body)
+	}
+	want := map[string]any{"schemaVersion": 1.0, "label": "score", "message": "983 ELITE", "color": "1a7f37", "cacheSeconds": 300.0}
+	if !reflect.DeepEqual(e, want) {
+		t.Fatalf("endpoint %v, want %v", e, want)
+	}
+	checkSecurityHeaders(t, js.header)
+	if js.header.Get("ETag") == "" || js.header.Get("ETag") == s.get("/badge/elite-1.svg?label=score").header.Get("ETag") {
+		t.Fatal("the JSON and the SVG share an ETag")
+	}
+	for path, code := range map[string]int{"/badge/ghost.json": 404, "/badge/bad%20id.json": 404, "/badge/elite-1.json?style=x": 400} {
+		r := s.get(path)
+		var e shieldsEndpoint
+		if r.code != code || json.Unmarshal([]byte(r.body), &e) != nil || e.SchemaVersion != 1 || !e.IsError {
+			t.Fatalf("%s: %d %s", path, r.code, r.body)
+		}
+	}
+}
+
+// A badge whose passport has expired, or no longer verifies, says so in
+// grey.
+func TestBadgeStale(t *testing.T) {
+	prof := service.Profile{Valid: true, Certificate: service.Certificate{ExpiresAt: testNow.Add(time.Hour)},
+		Result: score.Result{Score: 760, Tier: score.TierStandard}}
+	if m, c, stale := badgeFace(prof, testNow); m != "760 STANDARD" || c != "#0969da" || stale {
+		t.Fatalf("fresh: %q %q %v", m, c, stale)
+	}
+	if m, c, stale := badgeFace(prof, testNow.Add(time.Hour)); m != "760 STANDARD (stale)" || c != staleColor || !stale {
+		t.Fatalf("expired: %q %q %v", m, c, stale)
+	}
+	prof.Valid = false
+	if _, _, stale := badgeFace(prof, testNow); !stale {
+		t.Fatal("a passport that does not verify is not stale")
+	}
 }
 
 // certificate returns agent's current passport from the API.
@@ -463,7 +531,7 @@ func TestPublicRateLimit(t *testing.T) {
 // back ends do, naming their internals.
 type unavailable struct {
 	ScoreService
-	TokenService
+	ConsoleService
 }
 
 func (unavailable) err() error {
@@ -475,7 +543,9 @@ func (u unavailable) Ranking(context.Context, service.RankingQuery) (service.Ran
 func (u unavailable) PublicProfile(context.Context, string, bool) (service.Profile, error) {
 	return service.Profile{}, u.err()
 }
-func (u unavailable) Authenticate(context.Context, string) (string, error) { return "", u.err() }
+func (u unavailable) SignIn(context.Context, string, string, string, service.SessionPolicy) (service.NewSession, error) {
+	return service.NewSession{}, u.err()
+}
 
 func TestErrorPages(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
@@ -484,8 +554,8 @@ func TestErrorPages(t *testing.T) {
 	api := httpapi.New(httpapi.ServicesOf(s.u), httpapi.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	defer api.Close()
 	svc := ServicesOf(s.u)
-	down := unavailable{svc.Certificates, svc.Tokens}
-	svc.Certificates, svc.Tokens = down, down
+	down := unavailable{svc.Certificates, svc.Console}
+	svc.Certificates, svc.Console = down, down
 	Mount(api, svc, Options{})
 	s.handler = api
 	for _, path := range []string{"/", "/agents/agent-7"} {

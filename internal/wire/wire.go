@@ -12,6 +12,7 @@ import (
 
 	"github.com/swarmscore/swarmscore/api"
 	"github.com/swarmscore/swarmscore/internal/audit"
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
@@ -219,4 +220,25 @@ func VerificationOf(v *service.Verification) api.Verification {
 		resp.ChangedSinceIssue = append(resp.ChangedSinceIssue, api.EventRef{Type: string(k.Type), ID: k.ID})
 	}
 	return resp
+}
+
+// ActionOf is an action log entry's wire shape.
+func ActionOf(a *auth.Action) api.Action {
+	return api.Action{Seq: a.Seq, At: a.At.UTC(), Operator: a.Operator, TokenID: a.TokenID, Role: string(a.Role), Via: string(a.Via),
+		Client: a.Client, Action: string(a.Kind), AgentID: a.AgentID, Target: a.Target, Detail: a.Detail, Outcome: string(a.Outcome),
+		Code: a.Code}
+}
+
+// ActionsOf is a page of the action log; limit is the page size asked
+// for: a full page has a next one to ask for.
+func ActionsOf(as []auth.Action, limit int) api.Actions {
+	out := api.Actions{Actions: make([]api.Action, 0, len(as))}
+	for i := range as {
+		out.Actions = append(out.Actions, ActionOf(&as[i]))
+	}
+	if len(as) > 0 && len(as) == limit {
+		next := as[len(as)-1].Seq
+		out.Next = &next
+	}
+	return out
 }

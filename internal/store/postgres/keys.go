@@ -15,19 +15,21 @@ import (
 
 // Keys returns every signing key; see service.KeyStore.
 func (s *Store) Keys(ctx context.Context) ([]keyring.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, alg, environment, state, created_at, state_changed_at, public_key, sealed_key
+	rows, err := s.pool.Query(ctx, `SELECT id, alg, environment, state, created_at, state_changed_at, active_from, active_until, public_key, sealed_key
 		FROM signing_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read keys: %w", classify(err))
 	}
 	var (
-		r     keyring.Record
-		state string
-		out   []keyring.Record
+		r           keyring.Record
+		state       string
+		from, until *time.Time
+		out         []keyring.Record
 	)
-	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Alg, &r.Environment, &state, &r.CreatedAt, &r.StateChangedAt, &r.Public, &r.Sealed}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Alg, &r.Environment, &state, &r.CreatedAt, &r.StateChangedAt, &from, &until, &r.Public, &r.Sealed}, func() error {
 		c := r
 		c.State, c.CreatedAt, c.StateChangedAt = keyring.State(state), utc(r.CreatedAt), utc(r.StateChangedAt)
+		c.ActiveFrom, c.ActiveUntil = timeOrZero(from), timeOrZero(until)
 		out = append(out, c)
 		return nil
 	})
@@ -44,6 +46,10 @@ func (s *Store) AddKey(ctx context.Context, r keyring.Record) error {
 		return err
 	}
 	created := r.CreatedAt.UTC().Truncate(ledger.Resolution)
+	from, until := nullable(r.ActiveFrom.UTC().Truncate(ledger.Resolution)), nullable(r.ActiveUntil.UTC().Truncate(ledger.Resolution))
+	if r.State == keyring.Active {
+		from = &created
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Rotations are rare: two at once serialise on the table, and the
 		// second demotes the first's new key (a row lock would not show the
@@ -52,13 +58,16 @@ func (s *Store) AddKey(ctx context.Context, r keyring.Record) error {
 			return err
 		}
 		if r.State == keyring.Active {
-			if _, err := tx.Exec(ctx, `UPDATE signing_keys SET state = 'verify-only', state_changed_at = $1 WHERE state = 'active'`, created); err != nil {
+			// The active key's interval ends as the new one's starts (never
+			// before its own start: two rotations may commit out of the
+			// order of their clocks).
+			if _, err := tx.Exec(ctx, `UPDATE signing_keys SET state = 'verify-only', state_changed_at = $1, active_until = GREATEST($1, active_from) WHERE state = 'active'`, created); err != nil {
 				return err
 			}
 		}
-		ct, err := tx.Exec(ctx, `INSERT INTO signing_keys (id, alg, environment, state, created_at, state_changed_at, public_key, sealed_key)
-			VALUES ($1, $2, $3, $4, $5, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-			r.ID, r.Alg, r.Environment, string(r.State), created, r.Public, r.Sealed)
+		ct, err := tx.Exec(ctx, `INSERT INTO signing_keys (id, alg, environment, state, created_at, state_changed_at, active_from, active_until, public_key, sealed_key)
+			VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.Alg, r.Environment, string(r.State), created, from, until, r.Public, r.Sealed)
 		if err != nil {
 			return err
 		}

@@ -77,3 +77,23 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	}
 	storetest.MigrateSlimChainRecords(t, &legacyDB{s: s, p: p})
 }
+
+// TestMigrateKeyIntervals is storetest.MigrateKeyIntervals, from version
+// 17, before migration 00018 gave keys their active intervals.
+func TestMigrateKeyIntervals(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	p, db, err := newMigrator(s.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := p.UpTo(ctx, 17); err != nil {
+		t.Fatal(err)
+	}
+	storetest.MigrateKeyIntervals(t, &legacyDB{s: s, p: p})
+}

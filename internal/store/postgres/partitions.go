@@ -12,7 +12,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 )
 
-// Partitions (migration 00018). The event tables and ledger_records are
+// Partitions (migration 00020). The event tables and ledger_records are
 // partitioned by period: rows go to the current partition (the columns'
 // default), and RotatePartitions opens the next one. Retention (Prune)
 // then works in two steps:

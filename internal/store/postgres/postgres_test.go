@@ -62,6 +62,13 @@ func (tamperer) Exec(t *testing.T, s service.Backend, sql string) {
 	}
 }
 
+// Guarded implements storetest.Tamperer.
+func (tamperer) Guarded(t *testing.T, s service.Backend, sql string) error {
+	t.Helper()
+	_, err := s.(*Store).pool.Exec(context.Background(), sql)
+	return err
+}
+
 // Time implements storetest.Tamperer.
 func (tamperer) Time(at time.Time) string {
 	return "'" + at.UTC().Format(time.RFC3339Nano) + "'::timestamptz"

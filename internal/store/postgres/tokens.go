@@ -30,17 +30,21 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if t.CreatedAt.IsZero() {
 		return fmt.Errorf("postgres: create token: %w: created_at is required", errkind.ErrInvalid)
 	}
+	role, err := auth.StoredRole(t)
+	if err != nil {
+		return fmt.Errorf("postgres: create token: %w", err)
+	}
 	var agent *string
 	if t.AgentID != "" {
 		agent = &t.AgentID
 	}
 	created := t.CreatedAt.UTC().Truncate(ledger.Resolution)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO operators (id) VALUES ($1) ON CONFLICT DO NOTHING`, t.Operator); err != nil {
 			return err
 		}
-		ct, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at, agent_id)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, t.ID, t.Operator, t.SHA256[:], created, agent)
+		ct, err := tx.Exec(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at, agent_id, role)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, t.ID, t.Operator, t.SHA256[:], created, agent, string(role))
 		if err != nil {
 			return err
 		}
@@ -50,7 +54,7 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 		// Either key was taken: a no-op only if it is this very token.
 		var same bool
 		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND operator_id = $2 AND token_sha256 = $3
-			AND coalesce(agent_id, '') = $4)`, t.ID, t.Operator, t.SHA256[:], t.AgentID).Scan(&same)
+			AND coalesce(agent_id, '') = $4 AND role = $5)`, t.ID, t.Operator, t.SHA256[:], t.AgentID, string(role)).Scan(&same)
 		if err != nil {
 			return err
 		}
@@ -68,8 +72,8 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 // Authenticate maps a token hash to its operator; see service.TokenStore.
 func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (auth.Token, error) {
 	var t auth.Token
-	err := s.pool.QueryRow(ctx, `SELECT id, operator_id, coalesce(agent_id, ''), created_at FROM api_tokens
-		WHERE token_sha256 = $1 AND revoked_at IS NULL`, sum[:]).Scan(&t.ID, &t.Operator, &t.AgentID, &t.CreatedAt)
+	err := s.pool.QueryRow(ctx, `SELECT id, operator_id, coalesce(agent_id, ''), created_at, role FROM api_tokens
+		WHERE token_sha256 = $1 AND revoked_at IS NULL`, sum[:]).Scan(&t.ID, &t.Operator, &t.AgentID, &t.CreatedAt, &t.Role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return auth.Token{}, fmt.Errorf("%w: unknown or revoked token", errkind.ErrUnauthorized)
 	}
@@ -77,6 +81,9 @@ func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (auth.Token, err
 		return auth.Token{}, fmt.Errorf("postgres: authenticate: %w", classify(err))
 	}
 	t.CreatedAt = t.CreatedAt.UTC()
+	if t.AgentID != "" {
+		t.Role = ""
+	}
 	return t, nil
 }
 
@@ -95,7 +102,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 
 // ListTokens lists tokens without their hashes; see service.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, operator_id, coalesce(agent_id, ''), created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
+	rows, err := s.pool.Query(ctx, `SELECT id, operator_id, coalesce(agent_id, ''), created_at, revoked_at, role FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tokens: %w", classify(err))
 	}
@@ -103,8 +110,11 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	var t auth.Token
 	var created time.Time
 	var revoked *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Operator, &t.AgentID, &created, &revoked}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&t.ID, &t.Operator, &t.AgentID, &created, &revoked, &t.Role}, func() error {
 		t.CreatedAt, t.RevokedAt = created.UTC(), timeOrZero(revoked)
+		if t.AgentID != "" {
+			t.Role = ""
+		}
 		out = append(out, t)
 		return nil
 	})

@@ -13,7 +13,7 @@ import (
 
 // Keys implements service.KeyStore.
 func (s *Store) Keys(ctx context.Context) ([]keyring.Record, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, alg, environment, state, created_at, state_changed_at, public_key, sealed_key
+	rows, err := s.r.QueryContext(ctx, `SELECT id, alg, environment, state, created_at, state_changed_at, active_from, active_until, public_key, sealed_key
 	  FROM signing_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, dbErr("read keys", err)
@@ -24,10 +24,12 @@ func (s *Store) Keys(ctx context.Context) ([]keyring.Record, error) {
 		var r keyring.Record
 		var state string
 		var created, changed int64
-		if err := rows.Scan(&r.ID, &r.Alg, &r.Environment, &state, &created, &changed, &r.Public, &r.Sealed); err != nil {
+		var from, until sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.Alg, &r.Environment, &state, &created, &changed, &from, &until, &r.Public, &r.Sealed); err != nil {
 			return nil, dbErr("read keys", err)
 		}
 		r.State, r.CreatedAt, r.StateChangedAt = keyring.State(state), fromMicros(created), fromMicros(changed)
+		r.ActiveFrom, r.ActiveUntil = nullMicros(from), nullMicros(until)
 		out = append(out, r)
 	}
 	return out, dbErr("read keys", rows.Err())
@@ -51,13 +53,18 @@ func (s *Store) AddKey(ctx context.Context, r keyring.Record) error {
 		return fmt.Errorf("%w: key id %q is already in use", errkind.ErrConflict, r.ID)
 	}
 	created := micros(r.CreatedAt)
+	from, until := r.ActiveFrom, r.ActiveUntil
 	if r.State == keyring.Active {
-		if _, err := tx.ExecContext(ctx, `UPDATE signing_keys SET state = 'verify-only', state_changed_at = ? WHERE state = 'active'`, created); err != nil {
+		// The active key's interval ends as the new one's starts (never
+		// before its own start: two rotations may commit out of the order
+		// of their clocks).
+		if _, err := tx.ExecContext(ctx, `UPDATE signing_keys SET state = 'verify-only', state_changed_at = ?1, active_until = MAX(?1, COALESCE(active_from, ?1)) WHERE state = 'active'`, created); err != nil {
 			return dbErr("demote the active key", err)
 		}
+		from = r.CreatedAt
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO signing_keys (id, alg, environment, state, created_at, state_changed_at, public_key, sealed_key)
-	  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Alg, r.Environment, string(r.State), created, created, r.Public, r.Sealed); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO signing_keys (id, alg, environment, state, created_at, state_changed_at, active_from, active_until, public_key, sealed_key)
+	  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Alg, r.Environment, string(r.State), created, created, nullTime(from), nullTime(until), r.Public, r.Sealed); err != nil {
 		return dbErr("add key", err)
 	}
 	return dbErr("commit add key", tx.Commit())

@@ -85,3 +85,29 @@ func TestMigrateSlimChainRecords(t *testing.T) {
 	}
 	storetest.MigrateSlimChainRecords(t, &legacyDB{s: s, db: db, p: p})
 }
+
+// TestMigrateKeyIntervals is storetest.MigrateKeyIntervals, from version
+// 15, before migration 00016 gave keys their active intervals.
+func TestMigrateKeyIntervals(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	s, err := Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	p, err := s.migrator(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	storetest.MigrateKeyIntervals(t, &legacyDB{s: s, db: db, p: p})
+}

@@ -67,10 +67,18 @@ func (h *harness) Exec(t *testing.T, s service.Backend, query string) {
 	db := h.raw(t, s)
 	db.SetMaxOpenConns(1)
 	guards := "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; " +
-		"DROP TRIGGER IF EXISTS ledger_records_no_update; DROP TRIGGER IF EXISTS ledger_records_no_delete; "
+		"DROP TRIGGER IF EXISTS ledger_records_no_update; DROP TRIGGER IF EXISTS ledger_records_no_delete; " +
+		"DROP TRIGGER IF EXISTS operator_actions_no_update; DROP TRIGGER IF EXISTS operator_actions_no_delete; "
 	if _, err := db.ExecContext(context.Background(), guards+query); err != nil {
 		t.Fatalf("tamper %q: %v", query, err)
 	}
+}
+
+// Guarded implements storetest.Tamperer.
+func (h *harness) Guarded(t *testing.T, s service.Backend, query string) error {
+	t.Helper()
+	_, err := h.raw(t, s).ExecContext(context.Background(), query)
+	return err
 }
 
 // Time implements storetest.Tamperer: times are unix microseconds.

@@ -26,17 +26,21 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 			return err
 		}
 	}
+	role, err := auth.StoredRole(t)
+	if err != nil {
+		return err
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return dbErr("begin create token", err)
 	}
 	defer tx.Rollback()
-	var op, agent string
+	var op, agent, have string
 	var sum []byte
-	err = tx.QueryRowContext(ctx, `SELECT operator_id, COALESCE(agent_id, ''), token_sha256 FROM api_tokens WHERE id = ?`, t.ID).Scan(&op, &agent, &sum)
+	err = tx.QueryRowContext(ctx, `SELECT operator_id, COALESCE(agent_id, ''), token_sha256, role FROM api_tokens WHERE id = ?`, t.ID).Scan(&op, &agent, &sum, &have)
 	switch {
 	case err == nil:
-		if op == t.Operator && agent == t.AgentID && subtle.ConstantTimeCompare(sum, t.SHA256[:]) == 1 {
+		if op == t.Operator && agent == t.AgentID && have == string(role) && subtle.ConstantTimeCompare(sum, t.SHA256[:]) == 1 {
 			return nil
 		}
 		return fmt.Errorf("%w: token id %q is already in use", errkind.ErrConflict, t.ID)
@@ -54,8 +58,8 @@ func (s *Store) CreateToken(ctx context.Context, t auth.Token) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO operators (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`, t.Operator, created); err != nil {
 		return dbErr("register operator", err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at, agent_id) VALUES (?, ?, ?, ?, ?)`,
-		t.ID, t.Operator, t.SHA256[:], created, nullString(t.AgentID)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, operator_id, token_sha256, created_at, agent_id, role) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Operator, t.SHA256[:], created, nullString(t.AgentID), role); err != nil {
 		return dbErr("create token", err)
 	}
 	return dbErr("commit create token", tx.Commit())
@@ -67,8 +71,8 @@ func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (auth.Token, err
 	var t auth.Token
 	var created int64
 	var revoked sql.NullInt64
-	err := s.rp.QueryRowContext(ctx, `SELECT id, operator_id, COALESCE(agent_id, ''), created_at, revoked_at FROM api_tokens WHERE token_sha256 = ?`,
-		sum[:]).Scan(&t.ID, &t.Operator, &t.AgentID, &created, &revoked)
+	err := s.rp.QueryRowContext(ctx, `SELECT id, operator_id, COALESCE(agent_id, ''), created_at, revoked_at, role FROM api_tokens WHERE token_sha256 = ?`,
+		sum[:]).Scan(&t.ID, &t.Operator, &t.AgentID, &created, &revoked, &t.Role)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && revoked.Valid) {
 		return auth.Token{}, fmt.Errorf("%w: unknown or revoked token", errkind.ErrUnauthorized)
 	}
@@ -76,6 +80,9 @@ func (s *Store) Authenticate(ctx context.Context, sum [32]byte) (auth.Token, err
 		return auth.Token{}, dbErr("authenticate", err)
 	}
 	t.CreatedAt = fromMicros(created)
+	if t.AgentID != "" {
+		t.Role = ""
+	}
 	return t, nil
 }
 
@@ -93,7 +100,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 
 // ListTokens implements service.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, operator_id, COALESCE(agent_id, ''), created_at, revoked_at FROM api_tokens ORDER BY created_at, id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, operator_id, COALESCE(agent_id, ''), created_at, revoked_at, role FROM api_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, dbErr("list tokens", err)
 	}
@@ -103,8 +110,11 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 		var t auth.Token
 		var created int64
 		var revoked sql.NullInt64
-		if err := rows.Scan(&t.ID, &t.Operator, &t.AgentID, &created, &revoked); err != nil {
+		if err := rows.Scan(&t.ID, &t.Operator, &t.AgentID, &created, &revoked, &t.Role); err != nil {
 			return nil, dbErr("list tokens", err)
+		}
+		if t.AgentID != "" {
+			t.Role = ""
 		}
 		t.CreatedAt, t.RevokedAt = fromMicros(created), nullMicros(revoked)
 		out = append(out, t)

@@ -156,6 +156,16 @@ func victimLedger(t *testing.T, s service.Backend) victimFixture {
 	if err := s.AddCheckpoint(ctx(t), f.checkpoint, []byte(`{"checkpoint":1}`), f.heads); err != nil {
 		t.Fatal(err)
 	}
+	for _, a := range []auth.Action{
+		{At: base, Operator: "op-a", Via: auth.ViaAPI, Kind: auth.ActCorrection, AgentID: victim, Target: "cor-1",
+			Detail: "moved c2 from " + victim + " to seller", Outcome: auth.OK},
+		{At: base, Operator: "op-a", Via: auth.ViaConsole, Kind: auth.ActAppealAck, AgentID: "seller", Target: "apl-0",
+			Detail: "about " + victim + "'s appeal", Outcome: auth.Failed, Code: "conflict"},
+	} {
+		if _, err := s.AppendAction(ctx(t), a); err != nil {
+			t.Fatal(err)
+		}
+	}
 	broken := []ledger.BrokenLink{{AgentID: victim, Seq: 1, Reason: "a test break of " + victim}}
 	for _, b := range [][]ledger.BrokenLink{broken, nil, broken} {
 		if err := s.SetChainBreaks(ctx(t), base, b); err != nil {
@@ -207,6 +217,12 @@ func checkErased(t *testing.T, h Harness, s service.Backend, f victimFixture, e 
 	}
 	if got, err := s.Appeal(ctx(t), "apl-1"); err != nil || got.AgentID != pseudonym || got.Statement != "c2 is not "+pseudonym+"'s session" {
 		t.Errorf("the appeal %+v %v", got, err)
+	}
+	// The action log keeps its entries, the agent renamed in them.
+	acts, err := s.Actions(ctx(t), auth.ActionQuery{})
+	if err != nil || len(acts) != 2 || acts[1].AgentID != pseudonym || acts[1].Detail != "moved c2 from "+pseudonym+" to seller" ||
+		acts[0].AgentID != "seller" || acts[0].Detail != "about "+pseudonym+"'s appeal" || acts[0].Outcome != auth.Failed {
+		t.Errorf("the action log after the erasure: %+v %v", acts, err)
 	}
 	leaves, err := s.CheckpointLeaves(ctx(t), 1)
 	if err != nil {

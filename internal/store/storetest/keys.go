@@ -39,6 +39,11 @@ func testKeys(t *testing.T, h Harness) {
 		ks[1].Environment != "production" || !ks[1].StateChangedAt.Equal(ed.CreatedAt) {
 		t.Fatalf("after a rotation: %+v", ks)
 	}
+	// The rotation ends k1's active interval as it starts k2's.
+	if !ks[0].ActiveFrom.Equal(base) || !ks[0].ActiveUntil.Equal(ed.CreatedAt) ||
+		!ks[1].ActiveFrom.Equal(ed.CreatedAt) || !ks[1].ActiveUntil.IsZero() {
+		t.Fatalf("active intervals after a rotation: k1 %v..%v, k2 %v..%v", ks[0].ActiveFrom, ks[0].ActiveUntil, ks[1].ActiveFrom, ks[1].ActiveUntil)
+	}
 	wantKind(t, s.AddKey(ctx(t), key("k1", keyring.VerifyOnly, base)), errkind.Conflict)
 	bad := key("bad id", keyring.Active, base)
 	wantKind(t, s.AddKey(ctx(t), bad), errkind.Invalid)
@@ -60,9 +65,27 @@ func testKeys(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	ks, _ = s.Keys(ctx(t))
-	if ks[0].State != keyring.Revoked || !ks[0].StateChangedAt.Equal(later.Add(time.Hour)) {
+	if ks[0].State != keyring.Revoked || !ks[0].StateChangedAt.Equal(later.Add(time.Hour)) || !ks[0].RevokedAt().Equal(later.Add(time.Hour)) {
 		t.Errorf("after revoking: %+v", ks[0])
 	}
+	// Retiring and revoking keep the interval the key signed in.
+	if !ks[0].ActiveFrom.Equal(base) || !ks[0].ActiveUntil.Equal(ed.CreatedAt) {
+		t.Errorf("k1's active interval after it was revoked: %v..%v", ks[0].ActiveFrom, ks[0].ActiveUntil)
+	}
+	// A key stored as never active has no interval.
+	never := key("k4", keyring.VerifyOnly, base)
+	if err := s.AddKey(ctx(t), never); err != nil {
+		t.Fatal(err)
+	}
+	ks, _ = s.Keys(ctx(t))
+	for _, k := range ks {
+		if k.ID == "k4" && (!k.ActiveFrom.IsZero() || !k.ActiveUntil.IsZero()) {
+			t.Errorf("a key never active has an interval: %v..%v", k.ActiveFrom, k.ActiveUntil)
+		}
+	}
+	wrong := key("k5", keyring.Active, base)
+	wrong.ActiveUntil = base
+	wantKind(t, s.AddKey(ctx(t), wrong), errkind.Invalid)
 
 	// Rotations racing each other leave exactly one active key.
 	var wg sync.WaitGroup
@@ -77,7 +100,63 @@ func testKeys(t *testing.T, h Harness) {
 	}
 	wg.Wait()
 	ks, _ = s.Keys(ctx(t))
-	if _, err := keyring.ActiveOf(ks); err != nil || len(ks) != 8 {
+	if _, err := keyring.ActiveOf(ks); err != nil || len(ks) != 9 {
 		t.Errorf("after racing rotations: %v (%d keys)", err, len(ks))
+	}
+	// Each rotation ended the interval of the key it demoted: exactly one
+	// interval is open, and every other starts before it ends.
+	open := 0
+	for _, k := range ks {
+		switch {
+		case k.ActiveFrom.IsZero():
+		case k.ActiveUntil.IsZero():
+			open++
+		case k.ActiveUntil.Before(k.ActiveFrom):
+			t.Errorf("key %s: interval %v..%v", k.ID, k.ActiveFrom, k.ActiveUntil)
+		}
+	}
+	if open != 1 {
+		t.Errorf("%d open intervals after racing rotations", open)
+	}
+}
+
+// MigrateKeyIntervals checks the migration that gives every key the
+// interval it signed in, on a database at the version before it: keys made
+// active one after another, then retired and revoked by hand, end their
+// intervals when the next key was created, whatever happened to them
+// later; the active key's interval is open.
+func MigrateKeyIntervals(t *testing.T, db LegacyDB) {
+	at := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
+	rows := []struct {
+		id, state        string
+		created, changed time.Time
+	}{
+		{"k1", "revoked", at(0), at(30)},      // demoted at 10, retired at 20, revoked at 30
+		{"k2", "retired", at(10), at(25)},     // demoted at 12, retired at 25
+		{"k3", "verify-only", at(12), at(40)}, // demoted at 40
+		{"k4", "active", at(40), at(40)},
+	}
+	for _, r := range rows {
+		if err := db.Exec(fmt.Sprintf(`INSERT INTO signing_keys (id, alg, environment, state, created_at, state_changed_at, public_key, sealed_key)
+			VALUES ('%s', 'HS256', 'production', '%s', %s, %s, NULL, %s)`, r.id, r.state, db.Time(r.created), db.Time(r.changed), db.Bytes([]byte("sealed")))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := db.Store()
+	if _, err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := s.Keys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]time.Time{"k1": {at(0), at(10)}, "k2": {at(10), at(12)}, "k3": {at(12), at(40)}, "k4": {at(40), {}}}
+	if len(ks) != len(want) {
+		t.Fatalf("%d keys after the migration, want %d", len(ks), len(want))
+	}
+	for _, k := range ks {
+		if w := want[k.ID]; !k.ActiveFrom.Equal(w[0]) || !k.ActiveUntil.Equal(w[1]) {
+			t.Errorf("key %s (%s): interval %v..%v, want %v..%v", k.ID, k.State, k.ActiveFrom, k.ActiveUntil, w[0], w[1])
+		}
 	}
 }

@@ -38,6 +38,10 @@ type Tamperer interface {
 	// constraints. The statements use only SQL both dialects share, with
 	// time and byte literals written by Time and Bytes.
 	Exec(t *testing.T, s service.Backend, sql string)
+	// Guarded runs SQL statements on s's database with its guards in
+	// place, as a client of the database that is not this program would,
+	// and returns the database's error.
+	Guarded(t *testing.T, s service.Backend, sql string) error
 	// Time renders an instant as a literal of the back end's timestamp
 	// columns.
 	Time(at time.Time) string
@@ -93,6 +97,9 @@ func Run(t *testing.T, h Harness) {
 		{"Corrections", testCorrections},
 		{"VerifyCorrectionTampering", testVerifyCorrectionTampering},
 		{"Tokens", testTokens},
+		{"Roles", testRoles},
+		{"Actions", testActions},
+		{"Sessions", testSessions},
 		{"Keys", testKeys},
 		{"Passports", testPassports},
 		{"Credentials", testCredentials},

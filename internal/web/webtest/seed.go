@@ -113,3 +113,60 @@ func SeedAppeal(ctx context.Context, u *service.UseCases) (service.AppealStatus,
 		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "agent-7-c19"}, {Type: ledger.AP2Transaction, ID: "agent-7-t19"}},
 	})
 }
+
+// LongID is an agent id as long as the id rules allow (128 bytes), which
+// SeedLong gives an agent: the pages must show it without pushing their
+// figures out of sight.
+var LongID = "agent-" + strings.Repeat("0123456789abcdef", 7) + "0123456789"
+
+// LongStatement is a statement as long as an appeal's may be (appeal.MaxTextLen),
+// with a long unbroken word in it.
+var LongStatement = func() string {
+	s := "The buyer's logs at https://logs.example/" + strings.Repeat("x", 180) + " show the session verified. "
+	for len(s) < appeal.MaxTextLen-80 {
+		s += "Every line of this statement is a reason the ledger is wrong about the session. "
+	}
+	return s
+}()
+
+// SeedLong gives LongID 60 sessions (57 verified) and 30 transactions (29
+// settled) ending before now, and files an appeal of its passport with
+// LongStatement.
+func SeedLong(ctx context.Context, u *service.UseCases, now time.Time) (service.AppealStatus, error) {
+	var b strings.Builder
+	for i := range 60 {
+		st := "VERIFIED"
+		if i%20 == 19 {
+			st = "FAILED"
+		}
+		end := now.Add(-time.Duration(i+1) * time.Hour)
+		fmt.Fprintf(&b, `{"type":"conduit_session","id":"long-c%d","agent_id":%q,"status":%q,"started_at":%q,"completed_at":%q}`+"\n",
+			i, LongID, st, end.Add(-time.Hour).Format(time.RFC3339), end.Format(time.RFC3339))
+	}
+	for i := range 30 {
+		st := "SETTLED"
+		if i == 29 {
+			st = "DISPUTED"
+		}
+		end := now.Add(-time.Duration(i+1) * time.Hour)
+		fmt.Fprintf(&b, `{"type":"ap2_transaction","id":"long-t%d","provider_id":%q,"buyer_id":"buyer-1","status":%q,"escrow_amount_cents":125000,"started_at":%q,"settled_at":%q}`+"\n",
+			i, LongID, st, end.Add(-time.Hour).Format(time.RFC3339), end.Format(time.RFC3339))
+	}
+	if _, err := u.Ingest.IngestEvents(ctx, Operator, strings.NewReader(b.String())); err != nil {
+		return service.AppealStatus{}, err
+	}
+	c, err := u.Certificates.Certificate(ctx, LongID)
+	if err != nil {
+		return service.AppealStatus{}, err
+	}
+	var doc struct {
+		ID string `json:"agent_passport_id"`
+	}
+	if err := json.Unmarshal(c.Passport, &doc); err != nil {
+		return service.AppealStatus{}, fmt.Errorf("seed: reading %s's passport: %w", LongID, err)
+	}
+	return u.Corrections.FileAppeal(ctx, service.OperatorCaller(Operator), service.AppealFiling{
+		PassportID: doc.ID, Grounds: appeal.IncorrectStatus, Statement: LongStatement,
+		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "long-c19"}, {Type: ledger.AP2Transaction, ID: "long-t29"}},
+	})
+}
