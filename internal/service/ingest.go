@@ -341,8 +341,8 @@ func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Read
 		return IngestReport{}, err
 	}
 	// The next batch is read and parsed while the database writes this
-	// one: on a loaded machine the two together took a third longer one
-	// after the other (docs/BENCHMARKS.md).
+	// one, on another core (docs/BENCHMARKS.md, "CLI ingest on a fresh
+	// database").
 	chunks := make(chan chunk, 1)
 	stop := make(chan struct{})
 	defer close(stop)

@@ -4,7 +4,7 @@
 -- for the life of the connection, and a transition table's size is known
 -- only at that run: a first update of one agent (an HTTP request of one
 -- event) planned a nested loop, which each later bulk batch of 1000 agents
--- then ran as a million comparisons (1.4 s per batch, measured; issue 25).
+-- then ran as a million comparisons (issue 25; docs/BENCHMARKS.md).
 -- Ingest also prices hash and merge joins out (postgres/ingest.go,
 -- keyPlans), which made every first plan a nested loop. EXCEPT has no
 -- nested-loop plan: it hashes or sorts, whatever the sizes. The two forms
