@@ -326,10 +326,8 @@ type Progress struct {
 // started at. After a stream that accepted AnalyzeAfter events or more,
 // a back end that keeps planner statistics (PostgreSQL) refreshes them
 // before IngestStream returns; if that fails, the error says the events
-// are recorded. The next batch is read from r while one is written; after
-// an early return, a read of r already under way finishes in the
-// background, and nothing more is read. Errors: ErrInvalid for a batch
-// size outside 1..api.MaxEvents or an invalid operator, Ingest's, and r's.
+// are recorded. Errors: ErrInvalid for a batch size outside
+// 1..api.MaxEvents or an invalid operator, Ingest's, and r's.
 func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
 	if batchSize == 0 {
 		batchSize = DefaultBatchSize
@@ -340,61 +338,24 @@ func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Read
 	if err := ledger.CheckID("operator", operator); err != nil {
 		return IngestReport{}, err
 	}
-	// The next batch is read and parsed while the database writes this
-	// one, on another core (docs/BENCHMARKS.md, "CLI ingest on a fresh
-	// database").
-	chunks := make(chan chunk, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	go readChunks(r, batchSize, chunks, stop)
 	var total IngestReport
-	for c := range chunks {
-		if c.err != nil {
-			return total, c.err
-		}
-		if len(c.items) == 0 {
-			continue
-		}
-		rep, err := u.IngestItems(ctx, operator, c.items)
-		if err != nil {
-			return total, fmt.Errorf("batch starting at line %d not recorded: %w", c.items[0].Line, err)
-		}
-		total.Add(rep)
-		if progress != nil {
-			progress(Progress{Lines: c.lines, IngestReport: total})
-		}
-	}
-	if a, ok := u.store.(analyzer); ok && total.Accepted >= AnalyzeAfter {
-		if err := a.Analyze(ctx); err != nil {
-			return total, fmt.Errorf("the events are recorded, but analysing the tables after them failed: %w", err)
-		}
-	}
-	return total, nil
-}
-
-// chunk is one batch of IngestStream's input, or the error that ended it.
-type chunk struct {
-	items []Item
-	lines int // input lines read up to the batch's end
-	err   error
-}
-
-// readChunks reads NDJSON events from r and sends them in batches of
-// batchSize (the last one possibly shorter or empty), or an error, and then
-// closes out. It stops early when stop is closed; a read of r already under
-// way finishes first.
-func readChunks(r io.Reader, batchSize int, out chan<- chunk, stop <-chan struct{}) {
-	defer close(out)
-	send := func(c chunk) bool {
-		select {
-		case out <- c:
-			return true
-		case <-stop:
-			return false
-		}
-	}
 	lr := ledger.NewLineReader(r)
 	batch := make([]Item, 0, batchSize)
+	flush := func(lines int) error {
+		if len(batch) == 0 {
+			return nil
+		}
+		rep, err := u.IngestItems(ctx, operator, batch)
+		if err != nil {
+			return fmt.Errorf("batch starting at line %d not recorded: %w", batch[0].Line, err)
+		}
+		total.Add(rep)
+		batch = batch[:0]
+		if progress != nil {
+			progress(Progress{Lines: lines, IngestReport: total})
+		}
+		return nil
+	}
 	last, n := 0, 0
 	for {
 		line, err := lr.Next()
@@ -402,20 +363,26 @@ func readChunks(r io.Reader, batchSize int, out chan<- chunk, stop <-chan struct
 			break
 		}
 		if err != nil {
-			send(chunk{err: fmt.Errorf("reading events after line %d: %w", last, err)})
-			return
+			return total, fmt.Errorf("reading events after line %d: %w", last, err)
 		}
 		last = line.Number
 		batch = append(batch, Item{Index: n, Line: line.Number, Event: line.Event, Err: line.Err})
 		n++
 		if len(batch) == batchSize {
-			if !send(chunk{items: batch, lines: last}) {
-				return
+			if err := flush(last); err != nil {
+				return total, err
 			}
-			batch = make([]Item, 0, batchSize)
 		}
 	}
-	send(chunk{items: batch, lines: last})
+	if err := flush(last); err != nil {
+		return total, err
+	}
+	if a, ok := u.store.(analyzer); ok && total.Accepted >= AnalyzeAfter {
+		if err := a.Analyze(ctx); err != nil {
+			return total, fmt.Errorf("the events are recorded, but analysing the tables after them failed: %w", err)
+		}
+	}
+	return total, nil
 }
 
 // AnalyzeAfter is how many events IngestStream must have accepted for it
