@@ -305,7 +305,10 @@ func (b *bench) pgHTTP(extra []string) time.Duration {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	var key [32]byte
+	rand.Read(key[:])
 	srv := exec.Command(b.bin, "serve", "--db", dsn, "--addr", addr, "--log-level", "error", "--rate-burst", "1000000")
+	srv.Env = append(os.Environ(), "SWARMSCORE_SIGNING_KEY="+hex.EncodeToString(key[:]))
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
 		fail(err)
