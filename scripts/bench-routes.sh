@@ -14,8 +14,9 @@
 #
 # Needs wrk (apt-get install -y wrk), curl, and psql for PostgreSQL.
 # RUNS (default 3), DURATION (default 5s) per wrk run, CONNS (32),
-# THREADS (2) and ROUTES (default "cert score verify page") may be set in
-# the environment. Every wrk run is bounded by DURATION and by timeout(1).
+# THREADS (2), ROUTES (default "cert score verify page") and SERVE_BIN (a
+# swarmscore binary to measure instead of this tree's, e.g. an earlier
+# build) may be set in the environment. Every wrk run is bounded by DURATION and by timeout(1).
 # The server runs as `serve` does by default (access log on, to a file),
 # with --rate-limit 0.
 set -euo pipefail
@@ -39,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/swarmscore" ./cmd/swarmscore
+if [ -n "${SERVE_BIN:-}" ]; then cp "$SERVE_BIN" "$work/swarmscore"; else go build -o "$work/swarmscore" ./cmd/swarmscore; fi
 go build -o "$work/bare" ./internal/httpapi/testdata/bare
 export SWARMSCORE_SIGNING_KEY=bench-signing-key-0123456789abcdefghijklmnop
 export SWARMSCORE_ADMIN_TOKEN=bench-admin-token-0123456789abcdefghijklmnop
