@@ -57,13 +57,21 @@ url() { # url ROUTE BASE
   esac
 }
 
-run() { # run BACKEND ROUTE WHICH BASE: one wrk run; prints "BACKEND ROUTE WHICH req/s"
+cpu() { # cpu PID: the process's user + system CPU time so far, in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+run() { # run BACKEND ROUTE WHICH BASE PID: one wrk run; prints "BACKEND ROUTE WHICH req/s CPU-µs/request"
   local args=()
   [ "$2" = verify ] && args=(-s "$work/post.lua")
-  local out
+  local out before after
+  before=$(cpu "$5")
   out=$(timeout 120 wrk -t"$threads" -c"$conns" -d"$dur" "${args[@]}" "$(url "$2" "$4")")
+  after=$(cpu "$5")
   if grep -q 'Non-2xx' <<<"$out"; then echo "$1 $2 $3: non-2xx answers" >&2; echo "$out" >&2; exit 1; fi
-  echo "$1 $2 $3 $(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+  echo "$1 $2 $3 $(awk -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" '
+    / requests in / {n = $1} /Requests\/sec/ {rate = $2}
+    END {printf "%s %.1f", rate, ticks / hz * 1e6 / n}' <<<"$out")"
 }
 
 bench() { # bench BACKEND DB
@@ -103,9 +111,9 @@ LUA
   for r in $(seq 1 "$runs"); do
     for route in $routes; do
       if [ $((r % 2)) = 1 ]; then
-        run "$backend" "$route" serve "$serve"; run "$backend" "$route" bare "$bare"
+        run "$backend" "$route" serve "$serve" "$serve_pid"; run "$backend" "$route" bare "$bare" "$bare_pid"
       else
-        run "$backend" "$route" bare "$bare"; run "$backend" "$route" serve "$serve"
+        run "$backend" "$route" bare "$bare" "$bare_pid"; run "$backend" "$route" serve "$serve" "$serve_pid"
       fi
     done
   done
@@ -130,9 +138,13 @@ LUA
 } | tee "$work/runs.txt"
 
 # Per route: each pair's ratio (the serve run and the bare run next to it),
-# then the median of the pairs; and the median req/s of each side.
-echo "# backend route: serve req/s (median) / bare req/s (median) = ratio per pair -> median ratio"
-awk '!/^#/ {k = $1 " " $2; if ($3 == "serve") s[k] = s[k] " " $4; else b[k] = b[k] " " $4; keys[k] = 1}
+# then the median of the pairs; and the median req/s of each side. The same
+# for the server's CPU time per request, bare over serve: what the
+# throughput ratio would be if the server alone had the cores (wrk and
+# other load left out), which a loaded machine disturbs less.
+echo "# backend route: serve req/s (median) / bare req/s (median) = ratio per pair -> median ratio;"
+echo "#   CPU µs/request serve / bare (medians): bare/serve per pair -> median"
+awk '!/^#/ {k = $1 " " $2; if ($3 == "serve") {s[k] = s[k] " " $4; sc[k] = sc[k] " " $5} else {b[k] = b[k] " " $4; bc[k] = bc[k] " " $5}; keys[k] = 1}
   function median(str,   a, n, i, j, t) {
     n = split(str, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -143,5 +155,8 @@ awk '!/^#/ {k = $1 " " $2; if ($3 == "serve") s[k] = s[k] " " $4; else b[k] = b[
       n = split(s[k], sv, " "); split(b[k], bv, " "); rs = ""
       for (i = 1; i <= n; i++) rs = rs " " sprintf("%.2f", sv[i] / bv[i])
       printf "%s: %.0f / %.0f =%s -> %.2f\n", k, median(s[k]), median(b[k]), rs, median(rs)
+      split(sc[k], sv, " "); split(bc[k], bv, " "); rs = ""
+      for (i = 1; i <= n; i++) rs = rs " " sprintf("%.2f", bv[i] / sv[i])
+      printf "%s:   CPU %.1f / %.1f µs:%s -> %.2f\n", k, median(sc[k]), median(bc[k]), rs, median(rs)
     }
   }' "$work/runs.txt" | sort
