@@ -35,7 +35,8 @@ func (s *Server) webhookRoutes() {
 	}
 	s.route("POST /swarmscore/webhooks", operator, maxSmallBody, s.addWebhook)
 	s.route("GET /swarmscore/webhooks", operator, maxNoBody, s.listWebhooks)
-	s.route("GET /swarmscore/webhooks/{id}", operator, maxNoBody, s.getWebhook)
+	// GET /swarmscore/webhooks/{id} is served through items
+	// (correctionRoutes), as GET /swarmscore/appeals/{id} is.
 	s.route("DELETE /swarmscore/webhooks/{id}", operator, maxNoBody, s.deleteWebhook)
 	s.route("GET /swarmscore/webhooks/{id}/deliveries", operator, maxNoBody, s.webhookDeliveries)
 }
@@ -82,6 +83,9 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 // than a few dozen characters.
 func webhookID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
+	if id == "" {
+		id = r.PathValue("item") // through items
+	}
 	if len(id) == 0 || len(id) > 64 {
 		return "", errorf(ptNotFound, "no webhook with id %q", id)
 	}
