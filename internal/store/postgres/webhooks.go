@@ -282,10 +282,11 @@ func emitWebhook(ctx context.Context, tx pgx.Tx, ev webhook.Event) error {
 // last score and tier announced for its agent (score 0, NONE when none
 // was), records it as announced and emits score.changed and tier.changed
 // for what differs (ERRATA E60), and passport.issued when the entry
-// carries a newly recorded passport. The announced row is locked first,
+// carries a newly recorded passport. The events are dated at the entry's
+// computed_at, the instant the use case computed it as of. The announced row is locked first,
 // so that two replicas computing the same change announce it once.
 func announceScore(ctx context.Context, tx pgx.Tx, e *ledger.ScoreEntry) error {
-	at := time.Now().UTC()
+	at := e.ComputedAt
 	if _, err := tx.Exec(ctx, `INSERT INTO webhook_scores (agent_id, score, tier) VALUES ($1, 0, 'NONE') ON CONFLICT (agent_id) DO NOTHING`, e.AgentID); err != nil {
 		return err
 	}

@@ -293,9 +293,10 @@ func emitWebhook(ctx context.Context, tx *sql.Tx, ev webhook.Event) error {
 // last score and tier announced for its agent (score 0, NONE when none
 // was), records it as announced and emits score.changed and tier.changed
 // for what differs (ERRATA E60), and passport.issued when the entry
-// carries a newly recorded passport.
+// carries a newly recorded passport. The events are dated at the entry's
+// computed_at, the instant the use case computed it as of.
 func announceScore(ctx context.Context, tx *sql.Tx, e *ledger.ScoreEntry) error {
-	at := time.Now().UTC()
+	at := e.ComputedAt
 	prevScore, prevTier := 0, "NONE"
 	err := tx.QueryRowContext(ctx, `SELECT score, tier FROM webhook_scores WHERE agent_id = ?`, e.AgentID).Scan(&prevScore, &prevTier)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
