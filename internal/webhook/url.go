@@ -43,6 +43,9 @@ func (p URLPolicy) CheckURL(raw string) (*url.URL, error) {
 		return nil, urlErr("%q is not an absolute URL", raw)
 	}
 	host := u.Hostname()
+	// "localhost." is localhost: the trailing dot only says the name is
+	// absolute.
+	name := strings.TrimSuffix(host, ".")
 	switch {
 	case host == "":
 		return nil, urlErr("%q has no host", raw)
@@ -51,7 +54,7 @@ func (p URLPolicy) CheckURL(raw string) (*url.URL, error) {
 	case u.Fragment != "" || strings.Contains(raw, "#"):
 		return nil, urlErr("a fragment is not allowed in a webhook URL")
 	}
-	loop := isLoopbackHost(host)
+	loop := isLoopbackHost(name)
 	switch u.Scheme {
 	case "https":
 	case "http":
@@ -61,7 +64,7 @@ func (p URLPolicy) CheckURL(raw string) (*url.URL, error) {
 	default:
 		return nil, urlErr("%q: the scheme must be https", raw)
 	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+	if strings.EqualFold(name, "localhost") || strings.HasSuffix(strings.ToLower(name), ".localhost") {
 		if !p.AllowHTTPLoopback {
 			return nil, urlErr("%q: a loopback host is refused (allowed only with serve --webhook-allow-http-loopback)", raw)
 		}
