@@ -350,6 +350,15 @@ func (cfg *serveConfig) checkLimits() (keep time.Duration, err error) {
 	if cfg.dbTimeout <= 0 || cfg.dbMax < 1 {
 		return 0, usageErrorf("--db-timeout must be positive and --db-max-requests at least 1")
 	}
+	if cfg.webhookWorkers < 1 || cfg.webhookWorkers > 256 {
+		return 0, usageErrorf("--webhook-workers %d is not in 1..256", cfg.webhookWorkers)
+	}
+	if cfg.webhookTimeout < 100*time.Millisecond || cfg.webhookTimeout > 5*time.Minute {
+		return 0, usageErrorf("--webhook-timeout %s is not between 100ms and 5m", cfg.webhookTimeout)
+	}
+	if cfg.webhookRetryBase < 10*time.Millisecond || cfg.webhookRetryBase > time.Hour {
+		return 0, usageErrorf("--webhook-retry-base %s is not between 10ms and 1h", cfg.webhookRetryBase)
+	}
 	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
 		return 0, usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
 	}
