@@ -41,7 +41,7 @@ type receiver struct {
 	answer func(n int) (status int, wait time.Duration)
 }
 
-func newReceiver(t *testing.T, answer func(n int) (int, time.Duration)) *receiver {
+func newReceiver(t testing.TB, answer func(n int) (int, time.Duration)) *receiver {
 	r := &receiver{answer: answer}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
@@ -75,7 +75,7 @@ func outboxStore(t *testing.T, pg bool) Backend {
 }
 
 // outboxStoreDSN is outboxStore with the DSN of its database.
-func outboxStoreDSN(t *testing.T, pg bool) (Backend, string) {
+func outboxStoreDSN(t testing.TB, pg bool) (Backend, string) {
 	t.Helper()
 	var st Backend
 	var err error
