@@ -133,7 +133,7 @@ func newWebhookListCmd(db *string) *cobra.Command {
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tURL\tEVENTS\tCREATED\tBY")
 				for _, e := range list {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.URL, strings.TrimSpace(strings.ReplaceAll(webhook.JoinEvents(e.Events), " ", ",")[1:]),
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.URL, strings.Join(strings.Fields(webhook.JoinEvents(e.Events)), ","),
 						e.CreatedAt.UTC().Format(time.RFC3339), e.CreatedBy)
 				}
 				return w.Flush()
