@@ -163,12 +163,11 @@ func verifyWithNode(t *testing.T, ds []delivery, secret webhook.Secret) {
 			t.Errorf("delivery %d does not verify in Go", i)
 		}
 	}
-	in, _ := json.Marshal(ds)
 	// A tampered copy of the first must be refused by the library.
 	bad := append([]delivery(nil), ds...)
 	bad = append(bad, ds[0])
 	bad[len(bad)-1].Body = strings.Replace(ds[0].Body, `"score"`, `"scorf"`, 1)
-	in, _ = json.Marshal(bad)
+	in, _ := json.Marshal(bad)
 	var res []struct {
 		OK    bool   `json:"ok"`
 		Error string `json:"error"`
