@@ -194,7 +194,15 @@ func testWebhookOutbox(t *testing.T, h Harness) {
 	if again, _ := s.ClaimWebhookMessages(ctx(t), base.Add(2*time.Second), lease, 10); len(again) != 0 {
 		t.Fatalf("claimed again within the lease: %d", len(again))
 	}
-	c := claimed[0]
+	// The message attempted is one of ep_all's, so that ep_tier's stays
+	// pending until its endpoint is deleted.
+	var c webhook.Claimed
+	for _, x := range append(claimed, more...) {
+		if x.EndpointID == "ep_all" {
+			c = x
+			break
+		}
+	}
 	retryAt := base.Add(10 * time.Second)
 	fail := webhook.Result{MessageID: c.ID, Attempt: webhook.Attempt{N: 1, At: base, Status: 503, Error: "answered 503", Duration: 1500 * time.Microsecond},
 		State: webhook.Pending, NextAttemptAt: retryAt}
