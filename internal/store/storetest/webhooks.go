@@ -355,3 +355,47 @@ func testWebhookAppeals(t *testing.T, h Harness) {
 		t.Errorf("appeal messages:\n%s %s\n%s %s", ms[0].CreatedAt, ms[0].Payload, ms[1].CreatedAt, ms[1].Payload)
 	}
 }
+
+// testWebhookErasure: an erased agent's messages are renamed with it, its
+// announced score deleted: its id is nowhere in the database after.
+func testWebhookErasure(t *testing.T, h Harness) {
+	s := h.Open(t)
+	if err := s.CreateWebhook(ctx(t), endpoint("ep_e", webhook.ScoreChanged, webhook.PassportIssued)); err != nil {
+		t.Fatal(err)
+	}
+	start, end := base.Add(-2*time.Hour), base.Add(-time.Hour)
+	ingest(t, s, "op-a", conduit("c-v", victim, ledger.Verified, start, end), conduit("c-o", "other", ledger.Verified, start, end))
+	iss := &issuer{}
+	for i, a := range []string{victim, "other"} {
+		if _, err := s.RefreshScore(ctx(t), a, base, func(e *ledger.ScoreEntry) ([]byte, string, error) {
+			e.PassportID = fmt.Sprintf("p-%d", i)
+			return iss.issue(e)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ms := messages(t, s, "ep_e"); len(ms) != 4 || !strings.Contains(h.Tamper.Dump(t, s), victim) {
+		t.Fatalf("%d messages before the erasure", len(ms))
+	}
+	const pseudonym = "erased-77aa01"
+	if _, err := s.Erase(ctx(t), ledger.ErasureRequest{AgentID: victim, Pseudonym: pseudonym, Identity: identity, ID: "era-w", By: "op-a",
+		At: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.Tamper.Dump(t, s); strings.Contains(d, victim) {
+		for _, line := range strings.Split(d, "\n") {
+			if strings.Contains(line, victim) {
+				t.Errorf("left behind: %.200s", line)
+			}
+		}
+	}
+	renamed := 0
+	for _, m := range messages(t, s, "ep_e") {
+		if m.AgentID == pseudonym && strings.Contains(string(m.Payload), `"agent_id":"`+pseudonym+`"`) {
+			renamed++
+		}
+	}
+	if renamed != 2 {
+		t.Errorf("%d of the agent's 2 messages renamed", renamed)
+	}
+}
