@@ -573,8 +573,9 @@ func parseNetworks(flag string, vals []string) ([]netip.Prefix, error) {
 }
 
 // startDispatcher sets the webhook URL policy and starts delivering the
-// outbox until ctx ends; the function it returns waits for the attempts
-// under way to be recorded.
+// outbox until ctx ends; the function it returns stops it (serve may
+// return on an error before ctx ends) and waits for the attempts under
+// way to be recorded.
 func (cfg *serveConfig) startDispatcher(ctx context.Context, u *service.UseCases, out service.WebhookOutbox, log *slog.Logger) func() {
 	policy := webhook.URLPolicy{AllowHTTPLoopback: cfg.webhookLoopback}
 	u.Webhooks.Policy = policy
@@ -582,10 +583,14 @@ func (cfg *serveConfig) startDispatcher(ctx context.Context, u *service.UseCases
 	retry.Base = cfg.webhookRetryBase
 	d := service.NewDispatcher(out, service.DispatchConfig{Policy: policy, Retry: retry, Timeout: cfg.webhookTimeout,
 		Workers: cfg.webhookWorkers, Logger: log})
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		d.Run(ctx)
 	}()
-	return func() { <-done }
+	return func() {
+		cancel()
+		<-done
+	}
 }
