@@ -212,4 +212,6 @@ type Backend interface {
 	ActionStore
 	SessionStore
 	CredentialStore
+	WebhookStore
+	WebhookOutbox
 }

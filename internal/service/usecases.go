@@ -88,6 +88,7 @@ type UseCases struct {
 	Audit        *Audit
 	Console      *Console
 	Credentials  *Credentials
+	Webhooks     *Webhooks
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -127,6 +128,7 @@ func New(st Backend, cfg Config) *UseCases {
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
+		Webhooks:    &Webhooks{store: st, clock: clk, actions: acts},
 		store:       st,
 		cfg:         cfg,
 	}
