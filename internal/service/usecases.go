@@ -57,6 +57,14 @@ type Config struct {
 	// PseudonymKey keys the buyer pseudonyms an agent sees in its own
 	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
 	PseudonymKey []byte
+	// PlatformFeeBPS is the platform's fee on a hold's release when the
+	// request names none (serve --platform-fee-bps): basis points of the
+	// payment's amount, rounded down, never more than the hold. It must
+	// be in [0, 10000].
+	PlatformFeeBPS int
+	// RequireProof refuses a VERIFIED Conduit session reported without a
+	// proof_hash (code proof_required; serve and ingest --require-proof).
+	RequireProof bool
 }
 
 // UseCases are SwarmScore's use cases over one storage back end, in groups
@@ -88,6 +96,7 @@ type UseCases struct {
 	Audit        *Audit
 	Console      *Console
 	Credentials  *Credentials
+	Holds        *Holds
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -127,6 +136,7 @@ func New(st Backend, cfg Config) *UseCases {
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
+		Holds:       &Holds{store: st, certs: cs, memo: certs, clock: clk, horizon: hz, actions: acts, feeBPS: cfg.PlatformFeeBPS},
 		store:       st,
 		cfg:         cfg,
 	}

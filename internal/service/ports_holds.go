@@ -1,0 +1,53 @@
+package service
+
+import (
+	"context"
+
+	"github.com/swarmscore/swarmscore/internal/ledger"
+)
+
+// HoldDecider decides a change of a hold from the stored one (nil when
+// there is none): ledger.DecideHold with the request bound.
+type HoldDecider func(cur *ledger.Hold) (ledger.HoldChange, error)
+
+// HoldQuery filters a listing of holds: by state and by provider ("" for
+// any).
+type HoldQuery struct {
+	State      ledger.HoldState
+	ProviderID string
+}
+
+// HoldStats are the holds' figures for /metrics and the console.
+type HoldStats struct {
+	// ByState counts the holds in each state (every state present).
+	ByState map[ledger.HoldState]int64
+	// HeldCents is what the open holds hold.
+	HeldCents int64
+}
+
+// HoldStore keeps escrow holds (ledger.Hold) and their chains.
+type HoldStore interface {
+	// ApplyHold changes hold id in one write transaction: it reads the
+	// stored hold (locking it against concurrent changes), calls decide
+	// with it, and writes what decide returns: the hold, its step and,
+	// when the change has one, its ap2_transaction event, recorded
+	// exactly as Ingest records b with that one event (the chain record,
+	// the event row with the hold's escrow modifier, the cache
+	// invalidation). An event the ledger rejects rolls the whole change
+	// back and is returned as its error (ErrConflict or ErrInvalid); a
+	// duplicate or superseded one is a no-op beside the hold's change.
+	// Nothing is written when decide fails or returns an Unchanged change.
+	// Two concurrent calls for one hold are decided one after the other.
+	// Errors: decide's, the event's, ErrUnavailable.
+	ApplyHold(ctx context.Context, id string, b ledger.Batch, decide HoldDecider) (ledger.HoldChange, error)
+	// Hold returns a hold (ErrNotFound for an unknown id).
+	Hold(ctx context.Context, id string) (ledger.Hold, error)
+	// Holds lists the holds q selects, oldest first.
+	Holds(ctx context.Context, q HoldQuery) ([]ledger.Hold, error)
+	// HoldSteps returns a hold's steps in seq order (none for an unknown
+	// id).
+	HoldSteps(ctx context.Context, id string) ([]ledger.HoldStep, error)
+	// HoldStats counts the holds by state and adds up what is held, in
+	// one query.
+	HoldStats(ctx context.Context) (HoldStats, error)
+}
