@@ -114,6 +114,8 @@ func Run(t *testing.T, h Harness) {
 		{"Signals", testSignals},
 		{"SignalsProperty", testSignalsProperty},
 		{"Concurrent", testConcurrent},
+		{"Holds", testHolds},
+		{"HoldsConcurrent", testHoldsConcurrent},
 		{"Property", testProperty},
 	}
 	for _, tc := range tests {
