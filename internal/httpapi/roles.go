@@ -31,4 +31,13 @@ var routePermissions = map[string]auth.Permission{
 	"GET /swarmscore/{agent_id}/signals":     auth.ReadOperator,
 	"GET /swarmscore/signals":                auth.ReadOperator,
 	"GET /swarmscore/actions":                auth.ReadActions,
+	// A hold records the transaction in the ledger: who may ingest may
+	// hold.
+	"POST /swarmscore/escrow/holds":                          auth.Ingest,
+	"GET /swarmscore/escrow/holds":                           auth.ReadOperator,
+	"GET /swarmscore/escrow/holds/{transaction_id}":          auth.ReadOperator,
+	"POST /swarmscore/escrow/holds/{transaction_id}/release": auth.Ingest,
+	"POST /swarmscore/escrow/holds/{transaction_id}/dispute": auth.Ingest,
+	"POST /swarmscore/escrow/holds/{transaction_id}/resolve": auth.Ingest,
+	"POST /swarmscore/escrow/holds/{transaction_id}/cancel":  auth.Ingest,
 }

@@ -53,13 +53,16 @@ type Services struct {
 	// Credentials serves the W3C credential routes (agents.go); nil
 	// leaves them out.
 	Credentials CredentialService
+	// Holds serves the escrow hold routes and gauges (holds.go); nil
+	// leaves them out.
+	Holds HoldService
 }
 
 // ServicesOf is the groups of u that the handlers call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
-		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console}
+		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console, Holds: u.Holds}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking
@@ -286,6 +289,7 @@ func New(svc Services, opt Options) *Server {
 	s.rightsRoutes()
 	s.erasureRoutes()
 	s.actionRoutes()
+	s.holdRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)

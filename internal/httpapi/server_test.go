@@ -94,6 +94,9 @@ func every(v everyService) Services {
 	if c, ok := v.(CredentialService); ok {
 		s.Credentials = c
 	}
+	if h, ok := v.(HoldService); ok {
+		s.Holds = h
+	}
 	return s
 }
 

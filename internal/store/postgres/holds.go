@@ -101,6 +101,11 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 			st.TransactionID, st.Seq, string(st.Action), string(st.State), st.At, st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason, st.Hash[:])
 		return err
 	})
+	switch errkind.Of(err) {
+	case errkind.Invalid, errkind.Conflict, errkind.NotFound:
+		// The rules' and the ledger's refusals, worded for the caller.
+		return ledger.HoldChange{}, err
+	}
 	if err != nil {
 		return ledger.HoldChange{}, fmt.Errorf("postgres: hold %s: %w", id, err)
 	}
