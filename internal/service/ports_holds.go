@@ -31,7 +31,8 @@ type HoldStore interface {
 	// stored hold (locking it against concurrent changes), calls decide
 	// with it, and writes what decide returns: the hold, its step and,
 	// when the change has one, its ap2_transaction event, recorded
-	// exactly as Ingest records b with that one event (the chain record,
+	// exactly as Ingest records b with that one event, reported as the
+	// hold's operator (ledger.Hold.Operator; the chain record,
 	// the event row with the hold's escrow modifier, the cache
 	// invalidation). An event the ledger rejects rolls the whole change
 	// back and is returned as its error (ErrConflict or ErrInvalid); a

@@ -59,7 +59,10 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 			return err
 		}
 		if ch.Event != nil {
-			b.Events = []ledger.Event{*ch.Event}
+			// The transaction is the hold's operator's: whoever acts on the
+			// hold, the event is reported as the operator that placed it
+			// (the ledger lets only an event's reporter move it).
+			b.Operator, b.Events = ch.Hold.Operator, []ledger.Event{*ch.Event}
 			p, err := ledger.Prepare(b)
 			if err != nil {
 				return err
