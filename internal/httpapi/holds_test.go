@@ -27,7 +27,9 @@ func (f *fake) ChangeHold(ctx context.Context, c service.Caller, id string, a se
 func (f *fake) Hold(ctx context.Context, id string) (ledger.Hold, error) {
 	return ledger.Hold{}, fmt.Errorf("%w: no holds in this fake", errkind.ErrNotFound)
 }
-func (f *fake) Holds(ctx context.Context, q service.HoldQuery) ([]ledger.Hold, error) { return nil, nil }
+func (f *fake) Holds(ctx context.Context, q service.HoldQuery) ([]ledger.Hold, error) {
+	return nil, nil
+}
 func (f *fake) HoldStats(ctx context.Context) (service.HoldStats, error) {
 	return service.HoldStats{ByState: map[ledger.HoldState]int64{}}, nil
 }

@@ -523,3 +523,22 @@ func (t *HoldTotals) Add(h *Hold) {
 
 // Balanced reports whether Held = Open + Payouts + Fees + Refunds.
 func (t *HoldTotals) Balanced() bool { return t.Held == t.Open+t.Payouts+t.Fees+t.Refunds }
+
+// HoldDecider decides a change of a hold from the stored one (nil when
+// there is none): DecideHold with the request bound.
+type HoldDecider func(cur *Hold) (HoldChange, error)
+
+// HoldQuery filters a listing of holds: by state and by provider ("" for
+// any).
+type HoldQuery struct {
+	State      HoldState
+	ProviderID string
+}
+
+// HoldStats are the holds' figures for /metrics and the console.
+type HoldStats struct {
+	// ByState counts the holds in each state (every state present).
+	ByState map[HoldState]int64
+	// HeldCents is what the open holds hold.
+	HeldCents int64
+}

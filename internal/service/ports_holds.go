@@ -6,24 +6,12 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 )
 
-// HoldDecider decides a change of a hold from the stored one (nil when
-// there is none): ledger.DecideHold with the request bound.
-type HoldDecider func(cur *ledger.Hold) (ledger.HoldChange, error)
-
-// HoldQuery filters a listing of holds: by state and by provider ("" for
-// any).
-type HoldQuery struct {
-	State      ledger.HoldState
-	ProviderID string
-}
-
-// HoldStats are the holds' figures for /metrics and the console.
-type HoldStats struct {
-	// ByState counts the holds in each state (every state present).
-	ByState map[ledger.HoldState]int64
-	// HeldCents is what the open holds hold.
-	HeldCents int64
-}
+// HoldDecider, HoldQuery and HoldStats are the ledger's.
+type (
+	HoldDecider = ledger.HoldDecider
+	HoldQuery   = ledger.HoldQuery
+	HoldStats   = ledger.HoldStats
+)
 
 // HoldStore keeps escrow holds (ledger.Hold) and their chains.
 type HoldStore interface {

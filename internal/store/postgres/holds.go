@@ -10,7 +10,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -41,7 +40,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 // lock on the hold's id serializes every change of one hold, its creation
 // included (a row lock cannot: there is no row yet), so the second of two
 // concurrent changes reads the first's result.
-func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide service.HoldDecider) (ledger.HoldChange, error) {
+func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide ledger.HoldDecider) (ledger.HoldChange, error) {
 	var ch ledger.HoldChange
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('escrow_hold:' || $1, 0))`, id); err != nil {
@@ -128,7 +127,7 @@ func (s *Store) Hold(ctx context.Context, id string) (ledger.Hold, error) {
 }
 
 // Holds implements service.HoldStore.
-func (s *Store) Holds(ctx context.Context, q service.HoldQuery) ([]ledger.Hold, error) {
+func (s *Store) Holds(ctx context.Context, q ledger.HoldQuery) ([]ledger.Hold, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+store.HoldColumns+` FROM escrow_holds
 	  WHERE ($1 = '' OR state = $1) AND ($2 = '' OR provider_id = $2) ORDER BY created_at, transaction_id`, string(q.State), q.ProviderID)
 	if err != nil {
@@ -166,8 +165,8 @@ func (s *Store) HoldSteps(ctx context.Context, id string) ([]ledger.HoldStep, er
 }
 
 // HoldStats implements service.HoldStore.
-func (s *Store) HoldStats(ctx context.Context) (service.HoldStats, error) {
-	out := service.HoldStats{ByState: map[ledger.HoldState]int64{}}
+func (s *Store) HoldStats(ctx context.Context) (ledger.HoldStats, error) {
+	out := ledger.HoldStats{ByState: map[ledger.HoldState]int64{}}
 	for _, st := range ledger.HoldStates {
 		out.ByState[st] = 0
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -37,7 +36,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 // ApplyHold implements service.HoldStore. BEGIN IMMEDIATE holds the write
 // lock from the read of the hold to the commit, so a second change of the
 // hold reads the first one's result.
-func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide service.HoldDecider) (ledger.HoldChange, error) {
+func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide ledger.HoldDecider) (ledger.HoldChange, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return ledger.HoldChange{}, dbErr("begin hold", err)
@@ -118,7 +117,7 @@ func (s *Store) Hold(ctx context.Context, id string) (ledger.Hold, error) {
 }
 
 // Holds implements service.HoldStore.
-func (s *Store) Holds(ctx context.Context, q service.HoldQuery) ([]ledger.Hold, error) {
+func (s *Store) Holds(ctx context.Context, q ledger.HoldQuery) ([]ledger.Hold, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+store.HoldColumns+` FROM escrow_holds
 	  WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR provider_id = ?2) ORDER BY created_at, transaction_id`, string(q.State), q.ProviderID)
 	if err != nil {
@@ -160,8 +159,8 @@ func (s *Store) HoldSteps(ctx context.Context, id string) ([]ledger.HoldStep, er
 }
 
 // HoldStats implements service.HoldStore.
-func (s *Store) HoldStats(ctx context.Context) (service.HoldStats, error) {
-	out := service.HoldStats{ByState: map[ledger.HoldState]int64{}}
+func (s *Store) HoldStats(ctx context.Context) (ledger.HoldStats, error) {
+	out := ledger.HoldStats{ByState: map[ledger.HoldState]int64{}}
 	for _, st := range ledger.HoldStates {
 		out.ByState[st] = 0
 	}
