@@ -213,4 +213,5 @@ type Backend interface {
 	SessionStore
 	CredentialStore
 	HoldStore
+	ProofStore
 }

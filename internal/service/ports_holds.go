@@ -40,3 +40,16 @@ type HoldStore interface {
 	// one query.
 	HoldStats(ctx context.Context) (HoldStats, error)
 }
+
+// ProofStore keeps the checks of Conduit proof bundles (ledger.ProofCheck).
+type ProofStore interface {
+	// RecordProof, in one write transaction, reads the proof_hash of the
+	// Conduit session eventID ("" for none) and its last check (nil for
+	// none), locking them against a concurrent check, calls decide (a
+	// bound ledger.DecideProof) and stores the check it returns.
+	// Errors: ErrNotFound for an unknown session, decide's,
+	// ErrUnavailable.
+	RecordProof(ctx context.Context, eventID string, decide func(expected string, prev *ledger.ProofCheck) (ledger.ProofCheck, error)) (ledger.ProofCheck, error)
+	// ProofChecks returns a session's checks in seq order.
+	ProofChecks(ctx context.Context, eventID string) ([]ledger.ProofCheck, error)
+}
