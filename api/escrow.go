@@ -81,3 +81,21 @@ type Reconciliation struct {
 	Broken      *string `json:"broken"`
 	Reason      string  `json:"reason,omitempty"`
 }
+
+// ProofCheck is the answer of POST
+// /swarmscore/events/conduit_session/{id}/proof and swarmscore proof check
+// --json: the bundle's SHA-256 and size, the session's recorded proof_hash
+// it was checked against (expected), the outcome (proof_matched or
+// proof_mismatch), and the check's place in the session's proof chain
+// (seq, hash).
+type ProofCheck struct {
+	EventID  string    `json:"event_id"`
+	Seq      int64     `json:"seq"`
+	Outcome  string    `json:"outcome"`
+	SHA256   string    `json:"sha256"`
+	Expected string    `json:"expected"`
+	Size     int64     `json:"size"`
+	Actor    string    `json:"actor"`
+	At       time.Time `json:"at"`
+	Hash     string    `json:"hash"`
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -32,6 +33,10 @@ func (f *fake) Holds(ctx context.Context, q service.HoldQuery) ([]ledger.Hold, e
 }
 func (f *fake) HoldStats(ctx context.Context) (service.HoldStats, error) {
 	return service.HoldStats{ByState: map[ledger.HoldState]int64{}}, nil
+}
+
+func (f *fake) CheckProof(ctx context.Context, c service.Caller, eventID string, bundle io.Reader) (ledger.ProofCheck, error) {
+	return ledger.ProofCheck{}, fmt.Errorf("%w: no sessions in this fake", errkind.ErrNotFound)
 }
 
 func decodeHold(t *testing.T, r response) api.Hold {

@@ -40,4 +40,5 @@ var routePermissions = map[string]auth.Permission{
 	"POST /swarmscore/escrow/holds/{transaction_id}/dispute": auth.Ingest,
 	"POST /swarmscore/escrow/holds/{transaction_id}/resolve": auth.Ingest,
 	"POST /swarmscore/escrow/holds/{transaction_id}/cancel":  auth.Ingest,
+	"POST /swarmscore/events/conduit_session/{id}/proof":     auth.Ingest,
 }

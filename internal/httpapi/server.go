@@ -56,13 +56,16 @@ type Services struct {
 	// Holds serves the escrow hold routes and gauges (holds.go); nil
 	// leaves them out.
 	Holds HoldService
+	// Proofs serves the Conduit proof route (proofs.go); nil leaves it
+	// out.
+	Proofs ProofService
 }
 
 // ServicesOf is the groups of u that the handlers call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
-		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console, Holds: u.Holds}
+		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console, Holds: u.Holds, Proofs: u.Proofs}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking
@@ -290,6 +293,7 @@ func New(svc Services, opt Options) *Server {
 	s.erasureRoutes()
 	s.actionRoutes()
 	s.holdRoutes()
+	s.proofRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)

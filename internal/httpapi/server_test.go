@@ -97,6 +97,9 @@ func every(v everyService) Services {
 	if h, ok := v.(HoldService); ok {
 		s.Holds = h
 	}
+	if p, ok := v.(ProofService); ok {
+		s.Proofs = p
+	}
 	return s
 }
 

@@ -97,6 +97,7 @@ type UseCases struct {
 	Console      *Console
 	Credentials  *Credentials
 	Holds        *Holds
+	Proofs       *Proofs
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -123,7 +124,7 @@ func New(st Backend, cfg Config) *UseCases {
 		histories: histories}
 	return &UseCases{
 		Schema:       &Schema{store: st},
-		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts},
+		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts, requireProof: cfg.RequireProof},
 		Certificates: cs,
 		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas},
 		Keys:         &Keys{store: st, clock: clk, keys: keys, actions: acts},
@@ -136,6 +137,7 @@ func New(st Backend, cfg Config) *UseCases {
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
+		Proofs:      &Proofs{store: st, clock: clk, actions: acts},
 		Holds:       &Holds{store: st, certs: cs, memo: certs, clock: clk, horizon: hz, actions: acts, feeBPS: cfg.PlatformFeeBPS},
 		store:       st,
 		cfg:         cfg,

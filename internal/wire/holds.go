@@ -40,3 +40,9 @@ func ReconciliationOf(r *service.Reconciliation) api.Reconciliation {
 	return api.Reconciliation{Holds: t.Holds, HeldCents: t.Held, OpenCents: t.Open, PayoutCents: t.Payouts, FeeCents: t.Fees,
 		RefundCents: t.Refunds, Sealed: r.Sealed, Balanced: r.Broken == "", Broken: optString(r.Broken), Reason: r.Reason}
 }
+
+// ProofCheckOf is c's shape.
+func ProofCheckOf(c *ledger.ProofCheck) api.ProofCheck {
+	return api.ProofCheck{EventID: c.EventID, Seq: c.Seq, Outcome: string(c.Outcome), SHA256: c.SHA256, Expected: c.Expected,
+		Size: c.Size, Actor: c.Actor, At: ledgerTime(c.At), Hash: hex.EncodeToString(c.Hash[:])}
+}

@@ -2,6 +2,7 @@ package openapitest_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -217,6 +218,23 @@ func TestConformance(t *testing.T) {
 	s.do(api, req{method: "GET", path: "/swarmscore/agents?limit=5&tier=STANDARD", header: admin()}, 200)
 	s.do(api, req{method: "GET", path: "/swarmscore/agents?limit=0", header: admin()}, 400)
 	s.do(api, req{method: "GET", path: "/swarmscore/agents", header: s.asAgent()}, 403)
+
+	// Conduit proofs.
+	proofDay := time.Now().UTC().Add(-24 * time.Hour).Format(time.DateOnly)
+	bundle := "the proof bundle of conf-proven"
+	sum := sha256.Sum256([]byte(bundle))
+	proven := fmt.Sprintf(`[{"type":"conduit_session","id":"conf-proven","agent_id":"agent-7","status":"VERIFIED","started_at":"%[1]sT10:00:00Z","completed_at":"%[1]sT10:05:00Z","proof_hash":"%[2]x"},`+
+		`{"type":"conduit_session","id":"conf-unproven","agent_id":"agent-7","status":"VERIFIED","started_at":"%[1]sT10:00:00Z","completed_at":"%[1]sT10:05:00Z"}]`, proofDay, sum)
+	s.do(api, req{method: "POST", path: "/swarmscore/events", header: admin(jsonBody()...), body: proven}, 200)
+	octet := func(more ...string) []string { return admin(append([]string{"Content-Type", "application/octet-stream"}, more...)...) }
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: bundle}, 201)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: bundle + "!"}, 201)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-unproven/proof", header: octet(), body: bundle}, 409)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/no-such-session/proof", header: octet(), body: bundle}, 404)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/a%20b/proof", header: octet(), body: bundle}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: admin(jsonBody()...), body: `{}`}, 415)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: s.asAgent("Content-Type", "application/octet-stream"), body: bundle}, 403)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: "x", length: 1 << 30}, 413)
 
 	// Escrow holds.
 	hold := `{"transaction_id":"conf-tx-1","provider_id":"agent-7","buyer_id":"buyer-x","amount_cents":125000,"currency":"USD"}`
