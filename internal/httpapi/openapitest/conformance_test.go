@@ -226,7 +226,9 @@ func TestConformance(t *testing.T) {
 	proven := fmt.Sprintf(`[{"type":"conduit_session","id":"conf-proven","agent_id":"agent-7","status":"VERIFIED","started_at":"%[1]sT10:00:00Z","completed_at":"%[1]sT10:05:00Z","proof_hash":"%[2]x"},`+
 		`{"type":"conduit_session","id":"conf-unproven","agent_id":"agent-7","status":"VERIFIED","started_at":"%[1]sT10:00:00Z","completed_at":"%[1]sT10:05:00Z"}]`, proofDay, sum)
 	s.do(api, req{method: "POST", path: "/swarmscore/events", header: admin(jsonBody()...), body: proven}, 200)
-	octet := func(more ...string) []string { return admin(append([]string{"Content-Type", "application/octet-stream"}, more...)...) }
+	octet := func(more ...string) []string {
+		return admin(append([]string{"Content-Type", "application/octet-stream"}, more...)...)
+	}
 	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: bundle}, 201)
 	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: bundle + "!"}, 201)
 	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-unproven/proof", header: octet(), body: bundle}, 409)

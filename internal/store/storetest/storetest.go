@@ -116,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrent", testConcurrent},
 		{"Holds", testHolds},
 		{"HoldsConcurrent", testHoldsConcurrent},
+		{"Proofs", testProofs},
 		{"Property", testProperty},
 	}
 	for _, tc := range tests {
