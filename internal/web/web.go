@@ -41,12 +41,13 @@ type Services struct {
 	Signals      SignalsService // the gaming flags page (signals.go)
 	Corrections  AppealsService // the appeals pages (appeals.go)
 	Keys         KeysService    // the signing keys pages (keys.go)
+	Holds        HoldsService   // the escrow holds page (escrow.go)
 }
 
 // ServicesOf is the groups of u that the pages call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Console: u.Console, Ingest: u.Ingest,
-		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys}
+		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys, Holds: u.Holds}
 }
 
 // ScoreService is what the public pages and the console's agent pages
