@@ -1,8 +1,12 @@
 package ledger
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gowebpki/jcs"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/score"
@@ -186,5 +190,35 @@ func TestVerifyHoldCatches(t *testing.T) {
 	h := ch2.Hold
 	if err := VerifyHold(&h, steps); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestHoldContentIsJCS: the contents the hold and proof chains hash are
+// RFC 8785 canonical JSON, as an independent implementation writes them,
+// for reasons with any text.
+func TestHoldContentIsJCS(t *testing.T) {
+	req := createReq(100000, 760)
+	ch, err := DecideHold(nil, &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{"", "plain", "quote \" backslash \\ <tag> & é ☃ 😀 \u2028", "tab\tand newline\n"} {
+		h := ch.Hold
+		h.Reason = reason
+		st := ch.Step
+		st.Reason = reason
+		got := HoldContent(&h, &st)
+		want, err := jcs.Transform(got)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("reason %q: %s\nJCS: %s (%v)", reason, got, want, err)
+		}
+	}
+	c, err := DecideProof("s-1", strings.Repeat("a", 64), strings.Repeat("b", 64), 10, "op <x>", holdAt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Content()
+	if want, err := jcs.Transform(got); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("proof check: %s\nJCS: %s (%v)", got, want, err)
 	}
 }
