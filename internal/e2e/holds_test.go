@@ -166,6 +166,23 @@ func TestEscrowHolds(t *testing.T) {
 		if code, out, errOut := run(t, env, "", "audit", "export", "agent-h", "--db", dsn); code != 0 || strings.Count(out, `"tx-h1"`) < 2 {
 			t.Errorf("audit export: %d %s", code, errOut)
 		}
+		// The public client does the same.
+		ph, err := op.PlaceHold(ctx, client.HoldRequest{TransactionID: "tx-h4", ProviderID: "agent-h", BuyerID: "buyer-2", AmountCents: 5000, Currency: "USD"})
+		if err != nil || !ph.Created || ph.State != "held" {
+			t.Fatalf("PlaceHold: %+v %v", ph, err)
+		}
+		if again, err := op.PlaceHold(ctx, client.HoldRequest{TransactionID: "tx-h4", ProviderID: "agent-h", BuyerID: "buyer-2", AmountCents: 5000, Currency: "USD"}); err != nil || again.Created {
+			t.Fatalf("PlaceHold again: %+v %v", again, err)
+		}
+		if c, err := op.ChangeHold(ctx, "tx-h4", "cancel", client.HoldChange{Reason: "the buyer withdrew"}); err != nil || c.State != "cancelled" || c.RefundCents != c.HoldCents {
+			t.Fatalf("ChangeHold: %+v %v", c, err)
+		}
+		if _, err := op.ChangeHold(ctx, "tx-h4", "release", client.HoldChange{}); !client.IsProblem(err, client.ProblemConflict) {
+			t.Fatalf("release of a cancelled hold: %v", err)
+		}
+		if g, err := op.GetHold(ctx, "tx-h4"); err != nil || g.State != "cancelled" || g.Seq != 2 {
+			t.Fatalf("GetHold: %+v %v", g, err)
+		}
 		// Someone with database access lowers a payout.
 		tp := newTamperer(t, dsn)
 		tp.exec(`UPDATE escrow_holds SET payout_cents = payout_cents - 100, fee_cents = fee_cents + 100 WHERE transaction_id = 'tx-h1'`)

@@ -67,8 +67,8 @@ func TestConduitProofs(t *testing.T) {
 		if code != 201 || json.Unmarshal(b, &c) != nil || c.Outcome != "proof_matched" || c.Seq != 1 || c.Size != int64(len(bundles["pr-1"])) {
 			t.Fatalf("upload pr-1: %d %s", code, b)
 		}
-		if code, b := uploadProof(t, s, "pr-2", "a forged bundle"); code != 201 || !strings.Contains(string(b), `"outcome":"proof_mismatch"`) {
-			t.Fatalf("upload pr-2: %d %s", code, b)
+		if pc, err := op.CheckProof(ctx, "pr-2", []byte("a forged bundle")); err != nil || pc.Outcome != "proof_mismatch" || pc.Seq != 1 {
+			t.Fatalf("CheckProof pr-2: %+v %v", pc, err)
 		}
 		if code, b := uploadProof(t, s, "no-such-session", "x"); code != 404 {
 			t.Fatalf("unknown session: %d %s", code, b)
