@@ -34,6 +34,9 @@ type Event struct {
 	CompletedAt       *time.Time `json:"completed_at,omitempty"`
 	SettledAt         *time.Time `json:"settled_at,omitempty"`
 	DecidedAt         *time.Time `json:"decided_at,omitempty"`
+	// ProofHash is a Conduit session's proof_hash: the SHA-256 of its
+	// proof bundle, 64 lowercase hex (§12.1, §8.2).
+	ProofHash string `json:"proof_hash,omitempty"`
 }
 
 // IngestResult says what the server did with a batch (POST

@@ -40,6 +40,11 @@ const (
 	ActSessionRevoke  ActionKind = "session_revoke"
 	ActWebhookCreate  ActionKind = "webhook_create"
 	ActWebhookDelete  ActionKind = "webhook_delete"
+	// ActEscrow is a change of an escrow hold: Target is its transaction
+	// id, Detail the action.
+	ActEscrow ActionKind = "escrow"
+	// ActProof is a proof bundle checked against a session's proof_hash.
+	ActProof ActionKind = "proof"
 	// ActDenied is a request refused for the caller's role: Target says
 	// what it asked for.
 	ActDenied ActionKind = "denied"

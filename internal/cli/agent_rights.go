@@ -362,4 +362,5 @@ func signalFlags(f *pflag.FlagSet, t *signal.Thresholds) {
 	f.Int64Var(&t.MinEvents, "signal-min-events", t.MinEvents, "judge the share and diversity signals only from this many events")
 	f.Int64Var(&t.ConduitBurst, "signal-conduit-burst", t.ConduitBurst, "flag an agent with more Conduit sessions than this from one buyer within --signal-burst-interval")
 	f.DurationVar(&t.BurstInterval, "signal-burst-interval", t.BurstInterval, "the sliding interval of the conduit_burst signal (1s..2160h)")
+	f.Float64Var(&t.UnprovenVerifiedShare, "signal-unproven-verified-share", t.UnprovenVerifiedShare, "flag an agent whose share of VERIFIED sessions without a matching proof is above this (0..1; judged once it reports a proof_hash)")
 }

@@ -108,7 +108,7 @@ func TestAgentRightsCommands(t *testing.T) {
 			Flagged   bool
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &sig); code != 0 || err != nil || len(sig.Signals) != 8 || sig.Signals[0].Name != "conduit_top_buyer_share" ||
+	if err := json.Unmarshal([]byte(out), &sig); code != 0 || err != nil || len(sig.Signals) != 9 || sig.Signals[0].Name != "conduit_top_buyer_share" ||
 		sig.Signals[0].Value != 0.75 || sig.Signals[0].Threshold != 0.5 || !sig.Signals[0].Flagged {
 		t.Fatalf("signals --json: %d %s", code, out)
 	}

@@ -19,13 +19,15 @@ func newEscrowCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "escrow",
-		Short: "Split a payment into escrow hold and released amount for a score",
+		Short: "Split a payment into escrow hold and released amount; place and settle holds",
 		Long: `Compute the escrow hold for a payment to an agent with the given score (§5):
 hold = amount × escrow modifier, rounded up to the cent (the buyer's side);
 released = amount − hold. The modifier is max(0.25, min(1, 1 − score/1250)).
 Amounts are integer cents.
 
-With --json, print {"score","escrow_modifier","hold_cents","released_cents"}.`,
+With --json, print {"score","escrow_modifier","hold_cents","released_cents"}.
+
+` + escrowHoldsLong,
 		Example: `  swarmscore escrow --score 760 --amount-cents 100000 --json`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,5 +59,6 @@ With --json, print {"score","escrow_modifier","hold_cents","released_cents"}.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	_ = cmd.MarkFlagRequired("score")
 	_ = cmd.MarkFlagRequired("amount-cents")
+	addHoldCommands(cmd)
 	return cmd
 }

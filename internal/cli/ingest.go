@@ -43,7 +43,9 @@ buyer, amount or start, a final status changed to another), is rejected on
 its own: the other lines are still recorded. A report of an earlier status
 than the one recorded (a re-sent export, or a final status that arrived
 first) is "superseded": a no-op, like a duplicate. The summary lists rejected
-lines by number; --json prints it as one JSON object.
+lines by number; --json prints it as one JSON object. A conduit_session may
+carry proof_hash, the SHA-256 of its proof bundle (see 'swarmscore proof');
+--require-proof rejects a VERIFIED session without one (proof_required).
 
 With --server URL the file is sent to a running 'swarmscore serve' instead of
 a database: in requests of --batch-size events (and at most 8 MiB), with the
@@ -68,6 +70,7 @@ type ingestConfig struct {
 func newIngestCmd() *cobra.Command {
 	var cfg ingestConfig
 	var skew = service.DefaultMaxClockSkew
+	var requireProof bool
 	cmd := &cobra.Command{
 		Use:   "ingest [FILE|-]",
 		Short: "Record events from an NDJSON file or standard input",
@@ -81,7 +84,7 @@ func newIngestCmd() *cobra.Command {
 				return usageErrorf("--max-clock-skew %s must be positive", skew)
 			}
 			remote := cfg.server != ""
-			for _, name := range []string{"db", "operator", "max-clock-skew"} {
+			for _, name := range []string{"db", "operator", "max-clock-skew", "require-proof"} {
 				if remote && cmd.Flags().Changed(name) {
 					return usageErrorf("--%s does not apply with --server: the server decides it", name)
 				}
@@ -117,12 +120,13 @@ func newIngestCmd() *cobra.Command {
 			return withUseCases(cmd, cfg.db, create, func(u *service.UseCases) error {
 				return ingest(cmd, u, in, name, cfg)
 			}, func(_ service.Backend, c *service.Config) error {
-				c.MaxClockSkew = skew
+				c.MaxClockSkew, c.RequireProof = skew, requireProof
 				return nil
 			})
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&requireProof, "require-proof", false, "reject a VERIFIED Conduit session without a proof_hash (code proof_required), as serve --require-proof does")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
 	f.StringVar(&cfg.operator, "operator", "local", "the operator (platform) reporting the events")
 	f.IntVar(&cfg.batch, "batch-size", service.DefaultBatchSize, fmt.Sprintf("events per transaction, or per request with --server (1..%d)", api.MaxEvents))

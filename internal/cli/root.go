@@ -37,7 +37,7 @@ func commands() []*cobra.Command {
 		newPassportCmd(),
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
-		newCorrectCmd(), newAppealCmd(),
+		newCorrectCmd(), newAppealCmd(), newProofCmd(),
 		newAuditCmd(), newActionsCmd(), newWebhookCmd(),
 		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
 	}
@@ -45,7 +45,9 @@ func commands() []*cobra.Command {
 
 const rootLong = `swarmscore computes SwarmScore V1 reputation scores for AI agents
 (draft-stone-swarmscore-v1), computes the escrow hold of a payment from a
-score, and issues and verifies signed Execution Passports.
+score, records holds on payments and what became of them (escrow hold,
+release, dispute, resolve, cancel), and issues and verifies signed Execution
+Passports.
 
 Exit status:
   0  success

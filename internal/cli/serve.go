@@ -73,6 +73,11 @@ then at that interval, but only when a chain head moved since the latest one,
 so that each published checkpoint commits to a new state of the ledger.
 Archive them elsewhere: that is the external notarisation.
 
+Escrow holds (POST /swarmscore/escrow/holds; 'swarmscore escrow --help'):
+--platform-fee-bps N is the fee a release keeps when the request names none,
+floor(amount × N / 10,000) and never more than the hold. --require-proof
+refuses a VERIFIED Conduit session without a proof_hash (proof_required).
+
 SIGTERM or SIGINT stops accepting connections, lets in-flight requests finish
 (up to --shutdown-timeout) and closes the database.
 
@@ -136,10 +141,14 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.webhookWorkers, "webhook-workers", 8, "webhook deliveries attempted at once by this process")
 	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", 10*time.Second, "longest a webhook attempt waits for its answer")
 	f.DurationVar(&cfg.webhookRetryBase, "webhook-retry-base", webhook.DefaultRetry.Base, "wait after a webhook's first failed attempt; each later wait doubles (up to 2h), for 24h")
+	f.IntVar(&cfg.feeBPS, "platform-fee-bps", 0, "the platform's fee on an escrow hold's release when the request names none: basis points of the payment, rounded down, never more than the hold (0..10000)")
+	f.BoolVar(&cfg.requireProof, "require-proof", false, "refuse a VERIFIED Conduit session reported without a proof_hash (code proof_required)")
 	return cmd
 }
 
 type serveConfig struct {
+	feeBPS             int  // --platform-fee-bps
+	requireProof       bool // --require-proof
 	addr, db, platform string
 	baseURL            string
 	dbRead             string
@@ -370,6 +379,9 @@ func (cfg *serveConfig) checkLimits() (keep time.Duration, err error) {
 	if cfg.webhookRetryBase < 10*time.Millisecond || cfg.webhookRetryBase > time.Hour {
 		return 0, usageErrorf("--webhook-retry-base %s is not between 10ms and 1h", cfg.webhookRetryBase)
 	}
+	if ledger.CheckFeeBPS(cfg.feeBPS) != nil {
+		return 0, usageErrorf("--platform-fee-bps %d is not between 0 and %d", cfg.feeBPS, ledger.MaxFeeBPS)
+	}
 	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
 		return 0, usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
 	}
@@ -440,7 +452,7 @@ func (cfg *serveConfig) useCases(ctx context.Context, cmd *cobra.Command, st ser
 		return nil, err
 	}
 	c := service.Config{Platform: cfg.platform, MaxClockSkew: cfg.skew, Environment: cfg.keys.env(cmd),
-		Now: process(cmd).Now, Formulas: formulas, Logger: log}
+		Now: process(cmd).Now, Formulas: formulas, Logger: log, PlatformFeeBPS: cfg.feeBPS, RequireProof: cfg.requireProof}
 	var err error
 	if c.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
 		return nil, err

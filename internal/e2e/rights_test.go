@@ -580,7 +580,10 @@ func TestGamingSignals(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for i, sg := range sig.Signals {
+			if len(sig.Signals) != len(names)+1 || sig.Signals[len(names)].Name != "unproven_verified_share" {
+				t.Fatalf("%s: signals %+v", agent, sig.Signals)
+			}
+			for i, sg := range sig.Signals[:len(names)] { // no proofs reported: unproven_verified_share is not judged
 				if sg.Name != names[i] {
 					t.Fatalf("%s: signal %d is %s", agent, i, sg.Name)
 				}

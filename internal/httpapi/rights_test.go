@@ -259,7 +259,7 @@ func TestSignalsRoutes(t *testing.T) {
 	for _, s := range own.Signals {
 		names = append(names, s.Name)
 	}
-	want := []string{"conduit_top_buyer_share", "ap2_top5_buyer_share", "ap2_buyer_diversity", "self_dealing", "acceptance_rate", "report_lag", "chain_break", "conduit_burst"}
+	want := []string{"conduit_top_buyer_share", "ap2_top5_buyer_share", "ap2_buyer_diversity", "self_dealing", "acceptance_rate", "report_lag", "chain_break", "conduit_burst", "unproven_verified_share"}
 	if own.AgentID != "agent-1" || own.AsOf != "2026-03-17T14:30:00Z" || !slices.Equal(names, want) {
 		t.Fatalf("signals %s", r.body)
 	}
@@ -274,7 +274,7 @@ func TestSignalsRoutes(t *testing.T) {
 	m := h.do("GET", "/swarmscore/signals?flagged=true", nil, bearer(h.opTok)...).ok(t)
 	agents := m["agents"].([]any)
 	if len(agents) != 2 || agents[0].(map[string]any)["agent_id"] != "agent-1" || m["as_of"] != "2026-03-17T14:30:00Z" ||
-		len(agents[1].(map[string]any)["signals"].([]any)) != 8 {
+		len(agents[1].(map[string]any)["signals"].([]any)) != 9 {
 		t.Fatalf("flagged %v", m)
 	}
 	if m := h.do("GET", "/swarmscore/signals?as_of=2026-03-16T00:00:00Z", nil, bearer(h.opTok)...).ok(t); len(m["agents"].([]any)) != 0 ||

@@ -36,4 +36,14 @@ var routePermissions = map[string]auth.Permission{
 	"GET /swarmscore/webhooks/{id}":            auth.ReadOperator,
 	"DELETE /swarmscore/webhooks/{id}":         auth.ManageWebhooks,
 	"GET /swarmscore/webhooks/{id}/deliveries": auth.ReadOperator,
+	// A hold records the transaction in the ledger: who may ingest may
+	// hold.
+	"POST /swarmscore/escrow/holds":                          auth.Ingest,
+	"GET /swarmscore/escrow/holds":                           auth.ReadOperator,
+	"GET /swarmscore/escrow/holds/{transaction_id}":          auth.ReadOperator,
+	"POST /swarmscore/escrow/holds/{transaction_id}/release": auth.Ingest,
+	"POST /swarmscore/escrow/holds/{transaction_id}/dispute": auth.Ingest,
+	"POST /swarmscore/escrow/holds/{transaction_id}/resolve": auth.Ingest,
+	"POST /swarmscore/escrow/holds/{transaction_id}/cancel":  auth.Ingest,
+	"POST /swarmscore/events/conduit_session/{id}/proof":     auth.Ingest,
 }

@@ -56,6 +56,12 @@ type Services struct {
 	// Webhooks serves the webhook routes (webhooks.go); nil leaves them
 	// out.
 	Webhooks WebhookService
+	// Holds serves the escrow hold routes and gauges (holds.go); nil
+	// leaves them out.
+	Holds HoldService
+	// Proofs serves the Conduit proof route (proofs.go); nil leaves it
+	// out.
+	Proofs ProofService
 }
 
 // ServicesOf is the groups of u that the handlers call.
@@ -63,7 +69,7 @@ func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
 		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console,
-		Webhooks: u.Webhooks}
+		Webhooks: u.Webhooks, Holds: u.Holds, Proofs: u.Proofs}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking
@@ -291,6 +297,8 @@ func New(svc Services, opt Options) *Server {
 	s.erasureRoutes()
 	s.actionRoutes()
 	s.webhookRoutes()
+	s.holdRoutes()
+	s.proofRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)

@@ -97,6 +97,12 @@ func every(v everyService) Services {
 	if c, ok := v.(CredentialService); ok {
 		s.Credentials = c
 	}
+	if h, ok := v.(HoldService); ok {
+		s.Holds = h
+	}
+	if p, ok := v.(ProofService); ok {
+		s.Proofs = p
+	}
 	return s
 }
 

@@ -215,6 +215,22 @@ var catalogue = []Table{
 	{Name: "appeal_events", Key: []string{"appeal_id", "event_type", "event_id"}, Columns: cols(Plain, "appeal_id", "event_type", "event_id")},
 	{Name: "appeal_actions", Key: []string{"appeal_id", "seq"},
 		Columns: join(cols(Plain, "appeal_id", "seq", "action"), cols(AgentText, "actor"), cols(Plain, "at"), cols(AgentText, "note"))},
+	// An escrow hold names its provider (its owner) and its buyer, and
+	// its reasons may name agents. The hold's chain hashes its parties
+	// (VerifyHold): after an erasure renames one, escrow reconcile
+	// reports the hold as sealed by that erasure instead of broken.
+	{Name: "escrow_holds", Key: []string{"transaction_id"}, Owner: "provider_id",
+		Columns: join(cols(Plain, "transaction_id"), cols(AgentRef, "provider_id", "buyer_id"),
+			cols(Plain, "operator_id", "amount_cents", "currency", "score", "tier", "escrow_modifier_bp", "passport_id", "kid",
+				"hold_cents", "released_cents", "state", "payout_cents", "fee_cents", "refund_cents"),
+			cols(AgentText, "reason"), cols(Plain, "created_at", "updated_at", "seq", "hash"))},
+	{Name: "escrow_hold_steps", Key: []string{"transaction_id", "seq"},
+		Columns: join(cols(Plain, "transaction_id", "seq", "action", "state", "at", "actor", "payout_cents", "fee_cents", "refund_cents"),
+			cols(AgentText, "reason"), cols(Plain, "hash"))},
+	// A proof check names a Conduit session by its event id and an
+	// operator: no agent.
+	{Name: "conduit_proofs", Key: []string{"event_id", "seq"},
+		Columns: cols(Plain, "event_id", "seq", "at", "actor", "size", "sha256", "expected", "outcome", "hash")},
 	{Name: "chain_breaks", Key: []string{"agent_id"}, Owner: "agent_id",
 		Columns: join(cols(AgentRef, "agent_id"), cols(Plain, "found_at", "seq"), cols(AgentText, "reason"))},
 	{Name: "chain_anchors", Key: []string{"agent_id"}, Owner: "agent_id", Columns: join(cols(AgentRef, "agent_id"), cols(Plain, "seq", "hash"))},

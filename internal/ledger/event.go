@@ -62,6 +62,13 @@ type Event struct {
 	// EndedAt is completed_at (Conduit) or settled_at (AP2): set exactly
 	// when the status is terminal.
 	EndedAt time.Time
+	// ProofHash is a Conduit session's proof_hash (§12.1: the SHA-256 of
+	// its proof bundle, 64 lowercase hex), "" when not reported. It is
+	// not part of the chain's content (whose bytes cannot change) and
+	// not an immutable field: the first report that carries one records
+	// it, later ones never replace it (docs/ERRATA.md E57). Proof checks
+	// (ProofCheck) chain the hash they were checked against.
+	ProofHash string
 }
 
 // Counted reports whether e enters the 90-day counts at all (a VERIFIED or
@@ -278,6 +285,7 @@ type wireEvent struct {
 	CompletedAt       string `json:"completed_at,omitempty"`
 	SettledAt         string `json:"settled_at,omitempty"`
 	DecidedAt         string `json:"decided_at,omitempty"`
+	ProofHash         string `json:"proof_hash,omitempty"`
 }
 
 // MarshalJSON renders the event in the wire format ParseEvent reads.
@@ -294,7 +302,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case TaskOffer:
 		w.AgentID, w.DecidedAt = e.AgentID, end
 	default:
-		w.AgentID, w.CompletedAt = e.AgentID, end
+		w.AgentID, w.CompletedAt, w.ProofHash = e.AgentID, end, e.ProofHash
 	}
 	return json.Marshal(w)
 }

@@ -17,7 +17,7 @@ const MaxLineBytes = 64 << 10
 
 // fields each type accepts; anything else is an unknown field.
 var allowed = map[Type]map[string]bool{
-	ConduitSession: {"type": true, "id": true, "agent_id": true, "buyer_id": true, "status": true, "started_at": true, "completed_at": true},
+	ConduitSession: {"type": true, "id": true, "agent_id": true, "buyer_id": true, "status": true, "started_at": true, "completed_at": true, "proof_hash": true},
 	AP2Transaction: {"type": true, "id": true, "provider_id": true, "buyer_id": true, "status": true, "escrow_amount_cents": true, "started_at": true, "settled_at": true},
 	TaskOffer:      {"type": true, "id": true, "agent_id": true, "buyer_id": true, "status": true, "started_at": true, "decided_at": true},
 }
@@ -108,10 +108,31 @@ func ParseEvent(data []byte) (Event, error) {
 	if e.EndedAt, err = timeField(raw, e.Type.endField(), false); err != nil {
 		return failed, err
 	}
+	if e.Type == ConduitSession {
+		if e.ProofHash, err = str(raw, "proof_hash", false); err != nil {
+			return failed, err
+		}
+		if e.ProofHash != "" && !ValidProofHash(e.ProofHash) {
+			return failed, fieldErr("proof_hash", "must be 64 lowercase hex digits (the SHA-256 of the proof bundle)")
+		}
+	}
 	if err := e.Validate(); err != nil {
 		return failed, err
 	}
 	return e, nil
+}
+
+// ValidProofHash reports whether s is 64 lowercase hex digits.
+func ValidProofHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func jsonReason(err error) string {

@@ -27,6 +27,9 @@ type Ingestion struct {
 	certs   *certMemo
 	ingests ingestLog
 	actions *actionLog
+	// requireProof refuses VERIFIED sessions without a proof_hash
+	// (Config.RequireProof).
+	requireProof bool
 }
 
 // DefaultBatchSize is the number of events written per transaction by
@@ -122,7 +125,9 @@ func tooManyEvents() error {
 // certificate request for any of them reads the store (read-your-writes
 // within the process) instead of waiting for the database to report the
 // commit; when the batch failed, whether it committed is unknown, and
-// every agent in it counts as written. Errors: an *InputError
+// every agent in it counts as written. Under Config.RequireProof a
+// VERIFIED Conduit session without a proof_hash is rejected on its own
+// (ErrInvalid, code proof_required) and the rest recorded. Errors: an *InputError
 // (ErrInvalid) for more than api.MaxEvents events, ErrInvalid for an
 // invalid operator, ErrUnavailable.
 func (u *Ingestion) Ingest(ctx context.Context, operator string, events []ledger.Event) ([]ledger.Outcome, error) {
@@ -131,6 +136,19 @@ func (u *Ingestion) Ingest(ctx context.Context, operator string, events []ledger
 	}
 	if u.horizon.skew < 0 {
 		return nil, fmt.Errorf("%w: the clock-skew allowance %s is negative", errkind.ErrInvalid, u.horizon.skew)
+	}
+	if u.requireProof {
+		if keep, pos, refused := requireProofs(events); len(refused) > 0 {
+			out := make([]ledger.Outcome, len(events))
+			for i, err := range refused {
+				out[i] = ledger.Outcome{Status: ledger.OutcomeRejected, Err: err}
+			}
+			kept, err := u.Ingest(ctx, operator, keep)
+			for k, o := range kept {
+				out[pos[k]] = o
+			}
+			return out, err
+		}
 	}
 	b := ledger.Batch{Operator: operator, Events: events, ReceivedAt: u.clock.exact(), MaxSkew: u.horizon.allowance()}
 	out, err := u.store.Ingest(ctx, b)

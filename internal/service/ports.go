@@ -214,4 +214,6 @@ type Backend interface {
 	CredentialStore
 	WebhookStore
 	WebhookOutbox
+	HoldStore
+	ProofStore
 }

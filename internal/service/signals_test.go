@@ -2,11 +2,14 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,8 +70,22 @@ func gaming(now time.Time) []ledger.Event {
 	add(ledger.ConduitSession, "l0", "report_lag-no", "b-1", ledger.Verified, end)
 	add(ledger.ConduitSession, "c1", "chain_break-yes", "b-1", ledger.Verified, end)
 	add(ledger.ConduitSession, "c0", "chain_break-no", "b-1", ledger.Verified, end)
+	// Proofs: two VERIFIED sessions each with a proof_hash; provenBundles
+	// names those whose bundle is checked (both of -no's, none of -yes's).
+	for _, id := range []string{"p1-0", "p1-1", "p0-0", "p0-1"} {
+		agent := "unproven_verified_share-yes"
+		if id[1] == '0' {
+			agent = "unproven_verified_share-no"
+		}
+		add(ledger.ConduitSession, id, agent, "b-1", ledger.Verified, end)
+		sum := sha256.Sum256([]byte("bundle of " + id))
+		evs[len(evs)-1].ProofHash = hex.EncodeToString(sum[:])
+	}
 	return evs
 }
+
+// provenBundles are the sessions of gaming whose proof bundles are checked.
+var provenBundles = []string{"p0-0", "p0-1"}
 
 // TestSignals: each history trips its own signal and no other; each
 // "-no" history trips none. chain_break follows the last walk.
@@ -86,6 +103,11 @@ func TestSignals(t *testing.T) {
 	c := &testClock{t0.Add(10 * 24 * time.Hour)}
 	a := New(st, Config{Now: c.now})
 	ingest(t, a, gaming(c.t))
+	for _, id := range provenBundles {
+		if ch, err := a.Proofs.CheckProof(ctx, OperatorCaller("op"), id, strings.NewReader("bundle of "+id)); err != nil || ch.Outcome != ledger.ProofMatched {
+			t.Fatalf("proof of %s: %+v %v", id, ch, err)
+		}
+	}
 
 	// Edit one row behind the ledger's back, then walk the chains.
 	raw, err := sql.Open("sqlite", path)

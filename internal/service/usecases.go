@@ -57,6 +57,14 @@ type Config struct {
 	// PseudonymKey keys the buyer pseudonyms an agent sees in its own
 	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
 	PseudonymKey []byte
+	// PlatformFeeBPS is the platform's fee on a hold's release when the
+	// request names none (serve --platform-fee-bps): basis points of the
+	// payment's amount, rounded down, never more than the hold. It must
+	// be in [0, 10000].
+	PlatformFeeBPS int
+	// RequireProof refuses a VERIFIED Conduit session reported without a
+	// proof_hash (code proof_required; serve and ingest --require-proof).
+	RequireProof bool
 }
 
 // UseCases are SwarmScore's use cases over one storage back end, in groups
@@ -89,6 +97,8 @@ type UseCases struct {
 	Console      *Console
 	Credentials  *Credentials
 	Webhooks     *Webhooks
+	Holds        *Holds
+	Proofs       *Proofs
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -115,7 +125,7 @@ func New(st Backend, cfg Config) *UseCases {
 		histories: histories}
 	return &UseCases{
 		Schema:       &Schema{store: st},
-		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts},
+		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts, requireProof: cfg.RequireProof},
 		Certificates: cs,
 		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas, certs: cs},
 		Keys:         &Keys{store: st, clock: clk, keys: keys, actions: acts},
@@ -129,6 +139,8 @@ func New(st Backend, cfg Config) *UseCases {
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
 		Webhooks:    &Webhooks{store: st, clock: clk, actions: acts},
+		Proofs:      &Proofs{store: st, clock: clk, actions: acts},
+		Holds:       &Holds{store: st, certs: cs, memo: certs, clock: clk, horizon: hz, actions: acts, feeBPS: cfg.PlatformFeeBPS},
 		store:       st,
 		cfg:         cfg,
 	}

@@ -43,6 +43,10 @@ type Figures struct {
 	MaxReportLag time.Duration
 	// ChainBroken is true when the last walk of its chain found a break.
 	ChainBroken bool
+	// VerifiedTotal counts its VERIFIED Conduit sessions in the window,
+	// VerifiedHashed those reported with a proof_hash, VerifiedProven
+	// those with a check that matched their proof_hash (spec §8.2).
+	VerifiedTotal, VerifiedHashed, VerifiedProven int64
 	// ConduitBurst is the largest number of its counted Conduit sessions
 	// from one buyer that ended within one burst interval
 	// (Thresholds.BurstInterval, half-open: [t, t+interval)); sessions
@@ -60,11 +64,15 @@ const (
 	ReportLag            = "report_lag"
 	ChainBreak           = "chain_break"
 	ConduitBurst         = "conduit_burst"
+	// UnprovenVerifiedShare is the share of its VERIFIED sessions without
+	// a proof check that matched their proof_hash (§8.2).
+	UnprovenVerifiedShare = "unproven_verified_share"
 )
 
 // Names lists the signals in the order they are reported.
 // Later signals are appended, so that a signal keeps its index.
-var Names = []string{ConduitTopBuyerShare, AP2Top5BuyerShare, AP2BuyerDiversity, SelfDealing, AcceptanceRate, ReportLag, ChainBreak, ConduitBurst}
+var Names = []string{ConduitTopBuyerShare, AP2Top5BuyerShare, AP2BuyerDiversity, SelfDealing, AcceptanceRate, ReportLag, ChainBreak, ConduitBurst,
+	UnprovenVerifiedShare}
 
 // Thresholds are a deployment's limits. A share or a count is flagged above
 // its threshold, a diversity or an acceptance rate below it.
@@ -85,19 +93,24 @@ type Thresholds struct {
 	// factor is full, from one buyer in one hour (ERRATA E41).
 	ConduitBurst  int64
 	BurstInterval time.Duration
+	// UnprovenVerifiedShare flags an agent whose share of VERIFIED
+	// sessions without a matching proof is above it, judged only when
+	// some of its VERIFIED sessions carry a proof_hash (docs/ERRATA.md
+	// E59). Default 0.5.
+	UnprovenVerifiedShare float64
 }
 
 // Defaults are the thresholds a deployment starts with.
 var Defaults = Thresholds{
 	ConduitTopBuyerShare: 0.5, AP2Top5BuyerShare: 0.7, AP2BuyerDiversity: 0.1, SelfDealing: 0,
 	AcceptanceRate: 0.3, ReportLag: 24 * time.Hour, MinEvents: 10,
-	ConduitBurst: 20, BurstInterval: time.Hour,
+	ConduitBurst: 20, BurstInterval: time.Hour, UnprovenVerifiedShare: 0.5,
 }
 
 // Validate checks thresholds (errkind.ErrInvalid naming the one at fault).
 func (t Thresholds) Validate() error {
 	for name, v := range map[string]float64{ConduitTopBuyerShare: t.ConduitTopBuyerShare, AP2Top5BuyerShare: t.AP2Top5BuyerShare,
-		AP2BuyerDiversity: t.AP2BuyerDiversity, AcceptanceRate: t.AcceptanceRate} {
+		AP2BuyerDiversity: t.AP2BuyerDiversity, AcceptanceRate: t.AcceptanceRate, UnprovenVerifiedShare: t.UnprovenVerifiedShare} {
 		if v < 0 || v > 1 {
 			return fmt.Errorf("%w: threshold %s %v is outside 0..1", errkind.ErrInvalid, name, v)
 		}
@@ -138,6 +151,7 @@ type Signal struct {
 // The notes of signals that were not judged (Signal.Note).
 const (
 	NoteNoOffers = "no task offers reported"
+	NoteNoProofs = "no proof_hash reported"
 )
 
 // fewEvents is the note of a share or diversity judged from too few events.
@@ -177,6 +191,10 @@ func Evaluate(f Figures, t Thresholds) []Signal {
 		{Name: ReportLag, Value: f.MaxReportLag.Hours(), Threshold: t.ReportLag.Hours(), Flagged: f.MaxReportLag > t.ReportLag},
 		{Name: ChainBreak, Value: broken, Flagged: f.ChainBroken},
 		{Name: ConduitBurst, Value: float64(f.ConduitBurst), Threshold: float64(t.ConduitBurst), Flagged: f.ConduitBurst > t.ConduitBurst},
+		// Like acceptance_rate: a deployment that collects no proofs must
+		// not see every agent flagged.
+		{Name: UnprovenVerifiedShare, Value: ratio(f.VerifiedTotal-f.VerifiedProven, f.VerifiedTotal), Threshold: t.UnprovenVerifiedShare,
+			Flagged: f.VerifiedHashed > 0 && ratio(f.VerifiedTotal-f.VerifiedProven, f.VerifiedTotal) > t.UnprovenVerifiedShare},
 	}
 	if f.ConduitTotal < t.MinEvents {
 		out[0].Note = fewEvents(f.ConduitTotal, t.MinEvents)
@@ -186,6 +204,9 @@ func Evaluate(f Figures, t Thresholds) []Signal {
 	}
 	if f.OffersDecided == 0 {
 		out[4].Note = NoteNoOffers
+	}
+	if f.VerifiedHashed == 0 {
+		out[8].Note = NoteNoProofs
 	}
 	return out
 }

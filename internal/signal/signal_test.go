@@ -19,7 +19,7 @@ func flags(ss []Signal) map[string]bool {
 
 func TestEvaluate(t *testing.T) {
 	quiet := Figures{AgentID: "a", ConduitTotal: 40, ConduitTopBuyer: 20, AP2Total: 20, AP2Top5: 14, AP2Buyers: 2,
-		OffersDecided: 10, OffersAccepted: 3, MaxReportLag: 24 * time.Hour, ConduitBurst: 20}
+		OffersDecided: 10, OffersAccepted: 3, MaxReportLag: 24 * time.Hour, ConduitBurst: 20, VerifiedTotal: 30, VerifiedHashed: 30, VerifiedProven: 15}
 	ss := Evaluate(quiet, Defaults)
 	if len(ss) != len(Names) {
 		t.Fatalf("%d signals", len(ss))
@@ -32,12 +32,13 @@ func TestEvaluate(t *testing.T) {
 	if f := flags(ss); len(f) != 0 || Flagged(ss) {
 		t.Errorf("figures at every threshold are flagged: %v", f)
 	}
-	if ss[0].Value != 0.5 || ss[1].Value != 0.7 || ss[2].Value != 0.1 || ss[4].Value != 0.3 || ss[5].Value != 24 {
+	if ss[0].Value != 0.5 || ss[1].Value != 0.7 || ss[2].Value != 0.1 || ss[4].Value != 0.3 || ss[5].Value != 24 || ss[8].Value != 0.5 {
 		t.Errorf("values %+v", ss)
 	}
 	loud := quiet
 	loud.ConduitTopBuyer, loud.AP2Top5, loud.AP2Buyers, loud.SelfDealt = 21, 15, 1, 1
 	loud.OffersAccepted, loud.MaxReportLag, loud.ChainBroken, loud.ConduitBurst = 2, 24*time.Hour+time.Second, true, 21
+	loud.VerifiedProven = 14
 	if f := flags(Evaluate(loud, Defaults)); len(f) != len(Names) {
 		t.Errorf("every signal should trip: %v", f)
 	}
@@ -45,6 +46,11 @@ func TestEvaluate(t *testing.T) {
 	few := Figures{ConduitTotal: 3, ConduitTopBuyer: 3, AP2Total: 2, AP2Top5: 2, AP2Buyers: 1}
 	if f := flags(Evaluate(few, Defaults)); len(f) != 0 {
 		t.Errorf("a handful of events is flagged: %v", f)
+	}
+	// No proof_hash reported: unproven sessions are not judged.
+	unhashed := Figures{VerifiedTotal: 50}
+	if ss := Evaluate(unhashed, Defaults); ss[8].Flagged || ss[8].Value != 1 || ss[8].Note != NoteNoProofs {
+		t.Errorf("sessions without proof hashes: %+v", ss[8])
 	}
 	recip := Figures{Reciprocal: 4}
 	if f := flags(Evaluate(recip, Defaults)); !f[SelfDealing] {
@@ -65,6 +71,7 @@ func TestThresholds(t *testing.T) {
 		"negative burst": func(x *Thresholds) { x.ConduitBurst = -1 },
 		"no interval":    func(x *Thresholds) { x.BurstInterval = 0 },
 		"interval > 90d": func(x *Thresholds) { x.BurstInterval = 91 * 24 * time.Hour },
+		"unproven > 1":   func(x *Thresholds) { x.UnprovenVerifiedShare = 1.1 },
 	} {
 		th := Defaults
 		mod(&th)

@@ -41,6 +41,8 @@ func TestErasureSQL(t *testing.T) {
 		{"UPDATE consent SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"INSERT INTO consent (agent_id, visibility, consented_at) VALUES (?1, 'unlisted', ?2) ON CONFLICT (agent_id) DO UPDATE SET visibility = 'unlisted'", []store.EraseArg{P, At}},
 		{"UPDATE appeals SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
+		{"UPDATE escrow_holds SET provider_id = ?1 WHERE provider_id = ?2", []store.EraseArg{P, X}},
+		{"UPDATE escrow_holds SET buyer_id = ?1 WHERE buyer_id = ?2", []store.EraseArg{P, X}},
 		{"UPDATE chain_breaks SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"UPDATE chain_anchors SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"UPDATE ledger_summaries SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
@@ -68,13 +70,15 @@ func TestErasureSQL(t *testing.T) {
 		"SELECT agent_id, reason FROM chain_breaks WHERE instr(COALESCE(reason, ''), ?1) > 0":                                                                                                  "UPDATE chain_breaks SET reason = ?1 WHERE agent_id = ?2",
 		"SELECT seq, detail FROM operator_actions WHERE instr(COALESCE(detail, ''), ?1) > 0":                                                                                                   "UPDATE operator_actions SET detail = ?1 WHERE seq = ?2",
 		"SELECT id, payload FROM webhook_messages WHERE instr(COALESCE(payload, ''), ?1) > 0":                                                                                                  "UPDATE webhook_messages SET payload = ?1 WHERE id = ?2",
+		"SELECT transaction_id, reason FROM escrow_holds WHERE instr(COALESCE(reason, ''), ?1) > 0":                                                                                            "UPDATE escrow_holds SET reason = ?1 WHERE transaction_id = ?2",
+		"SELECT transaction_id, seq, reason FROM escrow_hold_steps WHERE instr(COALESCE(reason, ''), ?1) > 0":                                                                                  "UPDATE escrow_hold_steps SET reason = ?1 WHERE transaction_id = ?2 AND seq = ?3",
 	} {
 		if got, ok := texts[sel]; !ok || got != upd {
 			t.Errorf("text rename %s: %q (%v), want %s", sel, got, ok, upd)
 		}
 	}
-	if len(e.Texts) != 7 {
-		t.Errorf("%d text renames, want 7", len(e.Texts))
+	if len(e.Texts) != 9 {
+		t.Errorf("%d text renames, want 9", len(e.Texts))
 	}
 	st := e.Updates[13]
 	if got := st.Values("p", "x", int64(7), "era"); !slices.Equal(got, []any{"p", int64(7), "x"}) {

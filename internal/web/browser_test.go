@@ -597,7 +597,7 @@ func TestBrowserEveryPage(t *testing.T) {
 		"/", "/?tier=ELITE", "/?agent=not%20an%20id", "/agents/" + lid, "/agents/agent-7", "/agents/newbie", "/agents/elite-1",
 		"/agents/ghost", "/verify", "/operator/ingest", "/operator/agents", "/operator/agents?q=" + lid, "/operator/signals",
 		"/operator/signals?q=" + lid, "/operator/appeals", "/operator/appeals/" + long.ID, "/operator/appeals/" + s.appeals[0].ID,
-		"/operator/keys", "/operator/keys/rotate", "/operator/actions", "/operator/sessions",
+		"/operator/keys", "/operator/keys/rotate", "/operator/actions", "/operator/sessions", "/operator/escrow",
 	}
 	for _, width := range []int64{390, 1280} {
 		opts := []chromedp.EmulateViewportOption{}

@@ -40,6 +40,7 @@ var consolePages = []consolePage{
 	{Path: "/operator/agents", Title: "Agents", Name: "agents", Permission: auth.ReadOperator, Load: (*Pages).loadAgents},
 	{Path: "/operator/signals", Title: "Gaming flags", Name: "signals", Permission: auth.ReadOperator, Load: (*Pages).loadSignals},
 	{Path: "/operator/appeals", Title: "Appeals", Name: "appeals", Permission: auth.ReadOperator, Load: (*Pages).loadAppeals},
+	{Path: "/operator/escrow", Title: "Escrow", Name: "escrow", Permission: auth.ReadOperator, Load: (*Pages).loadEscrow},
 	{Path: "/operator/keys", Title: "Signing keys", Name: "keys", Permission: auth.ReadOperator, Load: (*Pages).loadKeys},
 	{Path: "/operator/webhooks", Title: "Webhooks", Name: "webhooks", Permission: auth.ReadOperator, Load: (*Pages).loadWebhooks},
 	{Path: "/operator/actions", Title: "Action log", Name: "actions", Permission: auth.ReadActions, Load: (*Pages).loadActions},

@@ -20,6 +20,7 @@ var funcs = template.FuncMap{
 	"thousands":       func(n int) string { return thousands(int64(n)) },
 	"modifierPercent": modifierPercent,
 	"add":             func(a, b int) int { return a + b },
+	"dollars":         dollars,
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -42,12 +42,13 @@ type Services struct {
 	Corrections  AppealsService  // the appeals pages (appeals.go)
 	Keys         KeysService     // the signing keys pages (keys.go)
 	Webhooks     WebhooksService // the webhooks page (webhooks.go); nil shows none
+	Holds        HoldsService    // the escrow holds page (escrow.go)
 }
 
 // ServicesOf is the groups of u that the pages call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Console: u.Console, Ingest: u.Ingest,
-		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys, Webhooks: u.Webhooks}
+		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys, Webhooks: u.Webhooks, Holds: u.Holds}
 }
 
 // ScoreService is what the public pages and the console's agent pages

@@ -2,6 +2,7 @@ package openapitest_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -218,6 +219,65 @@ func TestConformance(t *testing.T) {
 	s.do(api, req{method: "GET", path: "/swarmscore/agents?limit=0", header: admin()}, 400)
 	s.do(api, req{method: "GET", path: "/swarmscore/agents", header: s.asAgent()}, 403)
 
+	// Conduit proofs.
+	proofDay := time.Now().UTC().Add(-24 * time.Hour).Format(time.DateOnly)
+	bundle := "the proof bundle of conf-proven"
+	sum := sha256.Sum256([]byte(bundle))
+	proven := fmt.Sprintf(`[{"type":"conduit_session","id":"conf-proven","agent_id":"agent-7","status":"VERIFIED","started_at":"%[1]sT10:00:00Z","completed_at":"%[1]sT10:05:00Z","proof_hash":"%[2]x"},`+
+		`{"type":"conduit_session","id":"conf-unproven","agent_id":"agent-7","status":"VERIFIED","started_at":"%[1]sT10:00:00Z","completed_at":"%[1]sT10:05:00Z"}]`, proofDay, sum)
+	s.do(api, req{method: "POST", path: "/swarmscore/events", header: admin(jsonBody()...), body: proven}, 200)
+	octet := func(more ...string) []string {
+		return admin(append([]string{"Content-Type", "application/octet-stream"}, more...)...)
+	}
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: bundle}, 201)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: bundle + "!"}, 201)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-unproven/proof", header: octet(), body: bundle}, 409)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/no-such-session/proof", header: octet(), body: bundle}, 404)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/a%20b/proof", header: octet(), body: bundle}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: admin(jsonBody()...), body: `{}`}, 415)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: s.asAgent("Content-Type", "application/octet-stream"), body: bundle}, 403)
+	s.do(api, req{method: "POST", path: "/swarmscore/events/conduit_session/conf-proven/proof", header: octet(), body: "x", length: 1 << 30}, 413)
+
+	// Escrow holds.
+	hold := `{"transaction_id":"conf-tx-1","provider_id":"agent-7","buyer_id":"buyer-x","amount_cents":125000,"currency":"USD"}`
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: admin(jsonBody()...), body: hold}, 201)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: admin(jsonBody()...), body: hold}, 200)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: admin(jsonBody()...), body: strings.Replace(hold, "125000", "1", 1)}, 409)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: admin(jsonBody()...), body: strings.Replace(hold, "USD", "EUR", 1)}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: s.asAgent(jsonBody()...), body: hold}, 403)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: admin(jsonBody()...), body: `{}`, length: 1 << 20}, 413)
+	for _, id := range []string{"conf-tx-2", "conf-tx-3"} {
+		s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds", header: admin(jsonBody()...), body: strings.Replace(hold, "conf-tx-1", id, 1)}, 201)
+	}
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds?state=held&provider_id=agent-7", header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds?state=lost", header: admin()}, 400)
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds", header: s.asAgent()}, 403)
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds/conf-tx-1", header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds/no-such-hold", header: admin()}, 404)
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds/a%20b", header: admin()}, 400)
+	s.do(api, req{method: "GET", path: "/swarmscore/escrow/holds/conf-tx-1", header: s.asAgent()}, 403)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-1/release", header: admin(jsonBody()...), body: `{"fee_cents":100}`}, 200)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-1/release", header: admin()}, 409)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/release", header: admin(jsonBody()...), body: `{"fee_cents":-1}`}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/dispute", header: admin(jsonBody()...), body: `{"reason":"not delivered"}`}, 200)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/dispute", header: admin()}, 409)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/dispute", header: admin(jsonBody()...), body: `{"reason":7}`}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/resolve", header: admin(jsonBody()...), body: `{"outcome":"won"}`}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/resolve", header: admin(jsonBody()...), body: `{"outcome":"refunded","reason":"the buyer wins"}`}, 200)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-2/resolve", header: admin(jsonBody()...), body: `{"outcome":"settled"}`}, 409)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-3/cancel", header: admin(jsonBody()...), body: `{"reason":7}`}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-3/cancel", header: admin()}, 200)
+	s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-3/cancel", header: admin()}, 409)
+	for _, act := range []string{"release", "dispute", "resolve", "cancel"} {
+		body := `{}`
+		if act == "resolve" {
+			body = `{"outcome":"settled"}`
+		}
+		s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/no-such-hold/" + act, header: admin(jsonBody()...), body: body}, 404)
+		s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-3/" + act, header: s.asAgent()}, 403)
+		s.do(api, req{method: "POST", path: "/swarmscore/escrow/holds/conf-tx-3/" + act, header: admin(jsonBody()...), body: `{}`, length: 1 << 20}, 413)
+	}
+
 	// The ledger.
 	day := time.Now().UTC().Add(-24 * time.Hour).Format(time.DateOnly)
 	pending := fmt.Sprintf(`[{"type":"conduit_session","id":"conf-pending","agent_id":"agent-7","status":"RUNNING","started_at":"%sT10:00:00Z"}]`, day)
@@ -404,7 +464,7 @@ func TestConformance(t *testing.T) {
 // requests from one client to the rate-limited server.
 func (s *stack) sweep() {
 	s.t.Helper()
-	sample := map[string]string{"{agent_id}": "agent-7", "{id}": "no-such-appeal", "{number}": "1"}
+	sample := map[string]string{"{agent_id}": "agent-7", "{id}": "no-such-appeal", "{number}": "1", "{transaction_id}": "conf-tx-1"}
 	concrete := func(op string) (method, path string) {
 		method, path, _ = strings.Cut(op, " ")
 		for k, v := range sample {

@@ -240,6 +240,16 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 				WHERE agent_id = ANY($1) AND valid_until <> computed_at
 				ORDER BY agent_id FOR UPDATE SKIP LOCKED)`, ids)
 	}
+	// The proof_hash of the Conduit sessions written that carry one,
+	// where the row has none yet (the first report that carries it wins:
+	// ledger.Event.ProofHash).
+	for _, ws := range [][]ledger.EventWrite{plan.Inserts, plan.Updates} {
+		for i := range ws {
+			if e := &ws[i].Event; e.Type == ledger.ConduitSession && e.ProofHash != "" {
+				b.Queue(`UPDATE conduit_sessions SET proof_hash = $1 WHERE id = $2 AND proof_hash IS NULL`, e.ProofHash, e.ID)
+			}
+		}
+	}
 	return tx.SendBatch(ctx, b).Close()
 }
 

@@ -54,15 +54,20 @@ burst AS (SELECT a, max(n) AS n FROM (
           WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN $1 AND $2 AND buyer_id IS NOT NULL
             AND ($3 = '' OR agent_id = $3)) x
         GROUP BY a),
+pv AS (SELECT s.agent_id AS a, count(*) AS verified, count(s.proof_hash) AS hashed,
+         count(*) FILTER (WHERE EXISTS (SELECT 1 FROM conduit_proofs p WHERE p.event_id = s.id AND p.outcome = 'proof_matched' AND p.expected = s.proof_hash)) AS proven
+       FROM conduit_sessions s
+       WHERE s.status = 'VERIFIED' AND s.voided_at IS NULL AND s.completed_at BETWEEN $1 AND $2 AND ($3 = '' OR s.agent_id = $3)
+       GROUP BY s.agent_id),
 who AS (SELECT a FROM c UNION SELECT a FROM ap UNION SELECT a FROM off)
 SELECT w.a, coalesce(c.total, 0)::bigint, coalesce(c.top, 0)::bigint, coalesce(ap.total, 0)::bigint, coalesce(ap.top5, 0)::bigint,
   coalesce(ap.buyers, 0)::bigint, coalesce(self.n, 0)::bigint, coalesce(recip.n, 0)::bigint, coalesce(off.decided, 0)::bigint,
   coalesce(off.accepted, 0)::bigint, coalesce((extract(epoch FROM lag.lag) * 1000000)::bigint, 0), k.agent_id IS NOT NULL,
-  coalesce(burst.n, 0)::bigint
+  coalesce(burst.n, 0)::bigint, coalesce(pv.verified, 0)::bigint, coalesce(pv.hashed, 0)::bigint, coalesce(pv.proven, 0)::bigint
 FROM who w
 LEFT JOIN c ON c.a = w.a LEFT JOIN ap ON ap.a = w.a LEFT JOIN self ON self.a = w.a LEFT JOIN recip ON recip.a = w.a
 LEFT JOIN off ON off.a = w.a LEFT JOIN lag ON lag.a = w.a LEFT JOIN chain_breaks k ON k.agent_id = w.a
-LEFT JOIN burst ON burst.a = w.a
+LEFT JOIN burst ON burst.a = w.a LEFT JOIN pv ON pv.a = w.a
 WHERE $3 = '' OR w.a = $3
 ORDER BY w.a COLLATE "C"`
 
@@ -80,7 +85,8 @@ func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID strin
 		lag int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&f.AgentID, &f.ConduitTotal, &f.ConduitTopBuyer, &f.AP2Total, &f.AP2Top5, &f.AP2Buyers,
-		&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken, &f.ConduitBurst}, func() error {
+		&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken, &f.ConduitBurst,
+		&f.VerifiedTotal, &f.VerifiedHashed, &f.VerifiedProven}, func() error {
 		g := f
 		g.MaxReportLag = time.Duration(max(lag, 0)) * time.Microsecond
 		out = append(out, g)

@@ -190,6 +190,9 @@ func (it *ingestTx) write(ctx context.Context, plan *ledger.Plan) error {
 	if err := it.update(ctx, plan.Updates); err != nil {
 		return err
 	}
+	if err := it.proofHashes(ctx, plan); err != nil {
+		return err
+	}
 	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at) VALUES `,
 		"(?, ?, ?, ?, ?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
 			r := &plan.Records[i]
@@ -335,4 +338,20 @@ func chunkSQL(head, tuple, tail string, shared, width, rows int) string {
 	}
 	q.WriteString(tail)
 	return q.String()
+}
+
+// proofHashes records the proof_hash of the Conduit sessions written that
+// carry one, where the row has none yet (the first report that carries it
+// wins: ledger.Event.ProofHash). A batch without proof hashes costs nothing.
+func (it *ingestTx) proofHashes(ctx context.Context, plan *ledger.Plan) error {
+	for _, ws := range [][]ledger.EventWrite{plan.Inserts, plan.Updates} {
+		for i := range ws {
+			if e := &ws[i].Event; e.Type == ledger.ConduitSession && e.ProofHash != "" {
+				if _, err := it.tx.ExecContext(ctx, `UPDATE conduit_sessions SET proof_hash = ? WHERE id = ? AND proof_hash IS NULL`, e.ProofHash, e.ID); err != nil {
+					return dbErr("record proof hash", err)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -51,14 +51,19 @@ burst AS (SELECT a, MAX(n) AS n FROM (
           WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN ?1 AND ?2 AND buyer_id IS NOT NULL
             AND (?3 = '' OR agent_id = ?3))
         GROUP BY a),
+pv AS (SELECT s.agent_id AS a, COUNT(*) AS verified, COUNT(s.proof_hash) AS hashed,
+         SUM(EXISTS (SELECT 1 FROM conduit_proofs p WHERE p.event_id = s.id AND p.outcome = 'proof_matched' AND p.expected = s.proof_hash)) AS proven
+       FROM conduit_sessions s
+       WHERE s.status = 'VERIFIED' AND s.voided_at IS NULL AND s.completed_at BETWEEN ?1 AND ?2 AND (?3 = '' OR s.agent_id = ?3)
+       GROUP BY s.agent_id),
 who AS (SELECT a FROM c UNION SELECT a FROM ap UNION SELECT a FROM off)
 SELECT w.a, COALESCE(c.total, 0), COALESCE(c.top, 0), COALESCE(ap.total, 0), COALESCE(ap.top5, 0), COALESCE(ap.buyers, 0),
   COALESCE(self.n, 0), COALESCE(recip.n, 0), COALESCE(off.decided, 0), COALESCE(off.accepted, 0), COALESCE(lag.lag, 0),
-  k.agent_id IS NOT NULL, COALESCE(burst.n, 0)
+  k.agent_id IS NOT NULL, COALESCE(burst.n, 0), COALESCE(pv.verified, 0), COALESCE(pv.hashed, 0), COALESCE(pv.proven, 0)
 FROM who w
 LEFT JOIN c ON c.a = w.a LEFT JOIN ap ON ap.a = w.a LEFT JOIN self ON self.a = w.a LEFT JOIN recip ON recip.a = w.a
 LEFT JOIN off ON off.a = w.a LEFT JOIN lag ON lag.a = w.a LEFT JOIN chain_breaks k ON k.agent_id = w.a
-LEFT JOIN burst ON burst.a = w.a
+LEFT JOIN burst ON burst.a = w.a LEFT JOIN pv ON pv.a = w.a
 WHERE ?3 = '' OR w.a = ?3
 ORDER BY w.a`
 
@@ -75,7 +80,8 @@ func (s *Store) SignalFigures(ctx context.Context, asOf time.Time, agentID strin
 		var f signal.Figures
 		var lag int64
 		if err := rows.Scan(&f.AgentID, &f.ConduitTotal, &f.ConduitTopBuyer, &f.AP2Total, &f.AP2Top5, &f.AP2Buyers,
-			&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken, &f.ConduitBurst); err != nil {
+			&f.SelfDealt, &f.Reciprocal, &f.OffersDecided, &f.OffersAccepted, &lag, &f.ChainBroken, &f.ConduitBurst,
+			&f.VerifiedTotal, &f.VerifiedHashed, &f.VerifiedProven); err != nil {
 			return nil, dbErr("compute signals", err)
 		}
 		f.MaxReportLag = time.Duration(max(lag, 0)) * time.Microsecond

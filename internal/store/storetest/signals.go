@@ -289,6 +289,9 @@ func bruteFigures(evs []ledger.Event, asOf time.Time) map[string]signal.Figures 
 			}
 			if e.Type == ledger.ConduitSession {
 				f.ConduitTotal++
+				if e.Status == ledger.Verified {
+					f.VerifiedTotal++
+				}
 				conduitBuyers[key{e.AgentID, e.BuyerID}]++
 				if e.BuyerID != "" {
 					ends[key{e.AgentID, e.BuyerID}] = append(ends[key{e.AgentID, e.BuyerID}], e.EndedAt)

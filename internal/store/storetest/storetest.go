@@ -119,6 +119,9 @@ func Run(t *testing.T, h Harness) {
 		{"Signals", testSignals},
 		{"SignalsProperty", testSignalsProperty},
 		{"Concurrent", testConcurrent},
+		{"Holds", testHolds},
+		{"HoldsConcurrent", testHoldsConcurrent},
+		{"Proofs", testProofs},
 		{"Property", testProperty},
 	}
 	for _, tc := range tests {
