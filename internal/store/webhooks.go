@@ -2,6 +2,7 @@ package store
 
 import (
 	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/webhook"
 )
 
@@ -18,6 +19,20 @@ func AppealEvent(a appeal.Appeal, from appeal.State) webhook.Event {
 	}
 	return webhook.AppealEvent(webhook.AppealData{AppealID: a.ID, AgentID: a.AgentID, PassportID: a.PassportID,
 		State: string(a.State), PreviousState: string(from)}, at.UTC())
+}
+
+// HoldEvent is the hold.updated event of a hold change ch, whose hold was
+// prev before (nil when ch creates it), as of the change: both back ends
+// emit it in the transaction that stores the change.
+func HoldEvent(prev *ledger.Hold, ch ledger.HoldChange) webhook.Event {
+	h := &ch.Hold
+	d := webhook.HoldData{TransactionID: h.TransactionID, ProviderID: h.ProviderID, BuyerID: h.BuyerID,
+		State: string(h.State), AmountCents: h.AmountCents, Currency: h.Currency, HoldCents: h.HoldCents,
+		ReleasedCents: h.ReleasedCents, Score: h.Score, Tier: h.Tier.String(), EscrowModifier: h.Modifier.String()}
+	if prev != nil {
+		d.PreviousState = string(prev.State)
+	}
+	return webhook.HoldEvent(d, ch.Step.At.UTC())
 }
 
 // MaxDeliveriesPage bounds one read of an endpoint's deliveries.

@@ -101,7 +101,10 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 		st := &ch.Step
 		_, err = tx.Exec(ctx, `INSERT INTO escrow_hold_steps (`+store.HoldStepColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			st.TransactionID, st.Seq, string(st.Action), string(st.State), st.At, st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason, st.Hash[:])
-		return err
+		if err != nil {
+			return err
+		}
+		return emitWebhook(ctx, tx, store.HoldEvent(cur, ch))
 	})
 	switch errkind.Of(err) {
 	case errkind.Invalid, errkind.Conflict, errkind.NotFound:

@@ -101,6 +101,9 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 		st.TransactionID, st.Seq, string(st.Action), string(st.State), micros(st.At), st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason, st.Hash[:]); err != nil {
 		return ledger.HoldChange{}, dbErr("record hold step", err)
 	}
+	if err := emitWebhook(ctx, tx, store.HoldEvent(cur, ch)); err != nil {
+		return ledger.HoldChange{}, err
+	}
 	if err := tx.Commit(); err != nil {
 		return ledger.HoldChange{}, dbErr("commit hold", err)
 	}

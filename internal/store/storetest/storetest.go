@@ -104,6 +104,7 @@ func Run(t *testing.T, h Harness) {
 		{"WebhookOutbox", testWebhookOutbox},
 		{"WebhookClaimsConcurrent", testWebhookClaimsConcurrent},
 		{"WebhookAppeals", testWebhookAppeals},
+		{"WebhookHolds", testWebhookHolds},
 		{"WebhookErasure", testWebhookErasure},
 		{"Keys", testKeys},
 		{"Passports", testPassports},

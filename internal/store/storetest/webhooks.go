@@ -399,3 +399,42 @@ func testWebhookErasure(t *testing.T, h Harness) {
 		t.Errorf("%d of the agent's 2 messages renamed", renamed)
 	}
 }
+
+// testWebhookHolds: placing a hold and each change of its state write
+// hold.updated in the same transaction, dated at the change; a repeat or
+// a refused change writes nothing.
+func testWebhookHolds(t *testing.T, h Harness) {
+	s := h.Open(t)
+	if err := s.CreateWebhook(ctx(t), endpoint("ep_hold", webhook.HoldUpdated)); err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(-time.Hour)
+	if _, err := applyHold(s, newHold("tx-w", "prov", 100000, 760, at)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyHold(s, newHold("tx-w", "prov", 100000, 760, at.Add(time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyHold(s, ledger.HoldRequest{Action: ledger.HoldDispute, TransactionID: "tx-w", Operator: "op-a", At: at.Add(2 * time.Minute), Reason: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyHold(s, ledger.HoldRequest{Action: ledger.HoldRelease, TransactionID: "tx-w", Operator: "op-a", At: at.Add(3 * time.Minute)}); errkind.Of(err) != errkind.Conflict {
+		t.Fatalf("release of a disputed hold: %v", err)
+	}
+	ms := messages(t, s, "ep_hold")
+	if got := types(ms); !slices.Equal(got, []webhook.EventType{webhook.HoldUpdated, webhook.HoldUpdated}) {
+		t.Fatalf("messages %v", got)
+	}
+	for i, want := range []string{`"state":"held"`, `"previous_state":"held"`} {
+		if !strings.Contains(string(ms[i].Payload), want) || ms[i].AgentID != "prov" || !strings.Contains(string(ms[i].Payload), `"transaction_id":"tx-w"`) {
+			t.Errorf("message %d: %s (agent %s), want %s", i, ms[i].Payload, ms[i].AgentID, want)
+		}
+	}
+	if strings.Contains(string(ms[0].Payload), "previous_state") || !strings.Contains(string(ms[1].Payload), `"state":"disputed"`) ||
+		!strings.Contains(string(ms[0].Payload), `"hold_cents":39200`) {
+		t.Errorf("payloads:\n%s\n%s", ms[0].Payload, ms[1].Payload)
+	}
+	if !ms[0].CreatedAt.Equal(at.UTC()) || !ms[1].CreatedAt.Equal(at.Add(2*time.Minute).UTC()) {
+		t.Errorf("dated %s, %s", ms[0].CreatedAt, ms[1].CreatedAt)
+	}
+}
