@@ -3,6 +3,7 @@ package web
 import (
 	"html"
 	"html/template"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ func (f frame) Y1() string      { return num(f.H - f.Bottom) }
 // LabelY is where the x axis's labels sit.
 func (f frame) LabelY() string { return num(f.H - f.Bottom + 18) }
 
+// TickY is where the x axis's tick marks end.
+func (f frame) TickY() string { return num(f.H - f.Bottom + 5) }
+
 // LabelX is where the y axis's labels end.
 func (f frame) LabelX() string { return num(f.Left - 6) }
 
@@ -87,7 +91,7 @@ func newEscrowChart(s int, m score.Modifier) escrowChart {
 	for v := 0; v <= score.MaxScore; v += 200 {
 		c.XTicks = append(c.XTicks, tick{num(x(float64(v))), strconv.Itoa(v)})
 	}
-	for bp := 2500; bp <= 10000; bp += 2500 {
+	for bp := 0; bp <= 10000; bp += 2500 {
 		c.YTicks = append(c.YTicks, tick{num(y(float64(bp))), strconv.Itoa(bp/100) + "%"})
 	}
 	// The two lines are close: STANDARD's label goes left of its line,
@@ -99,7 +103,8 @@ func newEscrowChart(s int, m score.Modifier) escrowChart {
 	return c
 }
 
-// historyChart is the score over the last days, one point a day.
+// historyChart is the score from the agent's first counted day to today,
+// one point a day.
 type historyChart struct {
 	frame
 	Line           string // polyline points
@@ -113,11 +118,32 @@ type historyChart struct {
 	Rows        template.HTML
 	First, Last service.DayScore
 	High, Low   int
+	// Days is how many days the chart shows; Trimmed is set when they
+	// start after the history's first day, at the agent's first counted
+	// event, rather than with days of nothing.
+	Days    int
+	Trimmed bool
 }
 
+// historyTickSteps are the spacings, in days, the x axis's ticks may take:
+// the first that gives at most maxHistoryTicks ticks is used.
+var historyTickSteps = []int{1, 2, 7, 14, 28}
+
+const maxHistoryTicks = 6
+
 func newHistoryChart(days []service.DayScore) historyChart {
-	f := frame{W: 640, H: 240, Left: 52, Right: 28, Top: 12, Bottom: 36}
-	c := historyChart{frame: f, Rows: dayRows(days)}
+	// The days before the first with anything counted are not a score of
+	// 0 but no history: the chart starts at the first event.
+	first := 0
+	for first < len(days)-1 && days[first].Result.Conduit().Total+days[first].Result.AP2().Total == 0 {
+		first++
+	}
+	trimmed := first > 0
+	days = days[first:]
+	// The tier labels sit right of the plot, so the line never runs
+	// through them at any width.
+	f := frame{W: 640, H: 240, Left: 52, Right: 108, Top: 12, Bottom: 36}
+	c := historyChart{frame: f, Rows: dayRows(days), Days: len(days), Trimmed: trimmed}
 	if len(days) == 0 {
 		return c
 	}
@@ -129,31 +155,41 @@ func newHistoryChart(days []service.DayScore) historyChart {
 	}
 	y := func(s int) float64 { return f.Top + float64(score.MaxScore-s)*f.plotH()/score.MaxScore }
 	var b strings.Builder
+	b.Grow(len(days) * 12)
 	c.High, c.Low = 0, score.MaxScore
 	for i, d := range days {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(num(x(i)) + "," + num(y(d.Result.Score)))
+		b.WriteString(num(x(i)))
+		b.WriteByte(',')
+		b.WriteString(num(y(d.Result.Score)))
 		c.High = max(c.High, d.Result.Score)
 		c.Low = min(c.Low, d.Result.Score)
 	}
 	c.Line = b.String()
 	c.First, c.Last = days[0], days[len(days)-1]
 	c.LastX, c.LastY = num(x(len(days)-1)), num(y(c.Last.Result.Score))
-	for _, v := range []int{0, 500, 1000} {
+	for _, v := range []int{0, 250, 500, 750, 1000} {
 		c.YTicks = append(c.YTicks, tick{num(y(v)), strconv.Itoa(v)})
 	}
+	x1 := num(f.W - f.Right + 6)
 	c.Tiers = []marker{
-		{num(y(score.StandardScore)), "STANDARD", "start", "4"},
-		{num(y(score.EliteScore)), "ELITE", "start", "4"},
+		{num(y(score.StandardScore)), "STANDARD", "start", x1},
+		{num(y(score.EliteScore)), "ELITE", "start", x1},
 	}
-	mid := len(days) / 2
-	c.XTicks = []tick{
-		{num(x(0)), days[0].Day.Format("Jan 2")},
-		{num(x(mid)), days[mid].Day.Format("Jan 2")},
-		{num(x(len(days) - 1)), "today"},
+	// Ticks at whole steps back from today, so that today always has one.
+	step := historyTickSteps[len(historyTickSteps)-1]
+	for _, s := range historyTickSteps {
+		if (len(days)-1)/s+1 <= maxHistoryTicks {
+			step = s
+			break
+		}
 	}
+	for i := len(days) - 1; i >= 0; i -= step {
+		c.XTicks = append(c.XTicks, tick{num(x(i)), days[i].Day.Format("Jan 2")})
+	}
+	slices.Reverse(c.XTicks)
 	return c
 }
 

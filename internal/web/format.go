@@ -20,6 +20,8 @@ var funcs = template.FuncMap{
 	"thousands":       func(n int) string { return thousands(int64(n)) },
 	"modifierPercent": modifierPercent,
 	"add":             func(a, b int) int { return a + b },
+	"add64":           func(a, b int64) int64 { return a + b },
+	"thousands64":     thousands,
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

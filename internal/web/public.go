@@ -137,6 +137,10 @@ func parseCursor(s string) (ledger.Cursor, bool) {
 type agentView struct {
 	ID         string
 	Result     score.Result
+	AsOf       time.Time // the certificate's computed_at: what the big number is as of
+	Change     changeView
+	Window     service.Window
+	Volume     volumeView
 	Dimensions []dimensionView
 	NextTier   string
 	Gaps       []string
@@ -147,12 +151,30 @@ type agentView struct {
 	Disclaimer string
 }
 
+// volumeView says whether the agent has the §4 volume STANDARD needs: a
+// NONE below it means "not enough history yet", not a low score.
+type volumeView struct {
+	Enough                     bool
+	MissingConduit, MissingAP2 string // "" when none is missing
+}
+
+// changeView is the score's change over the last 30 days.
+type changeView struct {
+	Known bool   // false when the agent has less than 30 days of history here
+	Words string // "+12", "−5", "no change"
+	Since time.Time
+	From  int
+}
+
 type dimensionView struct {
 	Name, Unit, SuccessWord string
 	Contribution, Max       int
 	Success, Total          int64
 	Rate, VolumeFactor      string
 	Bar                     bar
+	// Split is the AP2 card's settled / disputed / refunded, "" for
+	// Conduit.
+	Split string
 }
 
 type escrowView struct {
@@ -160,6 +182,9 @@ type escrowView struct {
 	Percent  string
 	Hold     string // of a $1,000 payment
 	Released string
+	// The calculator: the amount asked about (?amount=), its hold and
+	// release, or why it is not an amount.
+	Amount, CalcHold, CalcReleased, CalcError string
 }
 
 type passportView struct {
@@ -198,9 +223,21 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err, "")
 		return
 	}
+	// The window as of the certificate's instant: its totals are the
+	// counts behind the number shown.
+	win, err := p.svc.Certificates.Window(r.Context(), id, prof.Certificate.ComputedAt)
+	if err != nil {
+		p.fail(w, r, err, notFound)
+		return
+	}
+	status := http.StatusOK
 	v := agentView{
 		ID:         id,
 		Result:     res,
+		AsOf:       prof.Certificate.ComputedAt,
+		Window:     win,
+		Change:     newChange(prof.History),
+		Volume:     newVolume(res),
 		Escrow:     escrowView{Chart: newEscrowChart(res.Score, res.Escrow), Percent: modifierPercent(res.Escrow), Hold: dollars(hold), Released: dollars(released)},
 		History:    newHistoryChart(prof.History),
 		Disclaimer: disclaimer,
@@ -211,12 +248,25 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 			URL:       "/swarmscore/" + url.PathEscape(id) + "/certificate", FileName: id + "-passport.json",
 		},
 	}
+	if q := r.URL.Query(); q.Has("amount") {
+		v.Escrow.Amount = q.Get("amount")
+		cents, msg := parseDollars(v.Escrow.Amount)
+		if msg != "" {
+			v.Escrow.CalcError = msg
+			status = http.StatusBadRequest
+		} else {
+			h, rel, _ := score.HoldCents(cents, res.Score) // cents is never negative
+			v.Escrow.Amount, v.Escrow.CalcHold, v.Escrow.CalcReleased = dollars(cents), dollars(h), dollars(rel)
+		}
+	}
 	for _, d := range []struct {
 		dim                     score.Dimension
 		name, unit, successWord string
+		split                   string
 	}{
-		{res.Conduit(), "Conduit execution", "sessions", "verified"},
-		{res.AP2(), "AP2 reliability", "transactions", "settled"},
+		{res.Conduit(), "Conduit execution", "sessions", "verified", ""},
+		{res.AP2(), "AP2 reliability", "transactions", "settled",
+			thousands(win.Settled) + " settled, " + thousands(win.Disputed) + " disputed, " + thousands(win.Refunded) + " refunded"},
 	} {
 		v.Dimensions = append(v.Dimensions, dimensionView{
 			Name: d.name, Unit: d.unit, SuccessWord: d.successWord,
@@ -225,6 +275,7 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 			Rate:         percent(d.dim.Success, d.dim.Total),
 			VolumeFactor: strconv.FormatFloat(d.dim.VolumeFactor(), 'g', 4, 64),
 			Bar:          newBar(d.dim.Contribution, d.dim.MaxContribution),
+			Split:        d.split,
 		})
 	}
 	for _, g := range res.Gaps() {
@@ -237,7 +288,84 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		Alt: "SwarmScore " + strconv.Itoa(res.Score) + " " + res.Tier.String(),
 	}
 	v.Badge.Markdown = "[![SwarmScore](" + base + v.Badge.URL + ")](" + base + "/agents/" + url.PathEscape(id) + ")"
-	p.render(w, r, http.StatusOK, "agent", view{Title: id + " · SwarmScore", Section: "agent", Data: v})
+	p.render(w, r, status, "agent", view{Title: id + " · SwarmScore", Section: "agent", Data: v})
+}
+
+// newVolume compares the agent's volume with STANDARD's (§4.2): below
+// it, no score can give a tier, and the page says what is missing.
+func newVolume(res score.Result) volumeView {
+	v := volumeView{Enough: true}
+	if n := score.StandardConduit - res.Conduit().Total; n > 0 {
+		v.Enough, v.MissingConduit = false, thousands(n)+" more Conduit "+noun(n, "session")
+	}
+	if n := score.StandardAP2 - res.AP2().Total; n > 0 {
+		v.Enough, v.MissingAP2 = false, thousands(n)+" more AP2 "+noun(n, "transaction")
+	}
+	return v
+}
+
+// changeDays is how far back the page's change in score looks.
+const changeDays = 30
+
+// newChange is today's score against the score changeDays ago, when the
+// agent had events counted then; otherwise the change is not known.
+func newChange(days []service.DayScore) changeView {
+	if len(days) <= changeDays {
+		return changeView{}
+	}
+	then, now := days[len(days)-1-changeDays], days[len(days)-1]
+	if then.Result.Conduit().Total+then.Result.AP2().Total == 0 {
+		return changeView{}
+	}
+	d := now.Result.Score - then.Result.Score
+	cv := changeView{Known: true, Since: then.Day, From: then.Result.Score}
+	switch {
+	case d > 0:
+		cv.Words = "+" + strconv.Itoa(d)
+	case d < 0:
+		cv.Words = "−" + strconv.Itoa(-d)
+	default:
+		cv.Words = "no change"
+	}
+	return cv
+}
+
+// maxDollars bounds the calculator's amount: a trillion dollars, far
+// below what int64 cents hold.
+const maxDollars = 1_000_000_000_000
+
+// parseDollars reads the calculator's amount: dollars with an optional
+// "$", thousands commas and up to two decimals. It returns the amount in
+// cents, or what is wrong with it in words.
+func parseDollars(s string) (int64, string) {
+	const bad = "Give an amount in dollars, such as 250 or 1,249.99."
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "$")
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	whole = strings.ReplaceAll(whole, ",", "")
+	if whole == "" || len(whole) > 13 || (hasFrac && (len(frac) == 0 || len(frac) > 2)) {
+		return 0, bad
+	}
+	var d, c int64
+	for _, r := range whole {
+		if r < '0' || r > '9' {
+			return 0, bad
+		}
+		d = d*10 + int64(r-'0')
+	}
+	for i := 0; i < 2; i++ {
+		c *= 10
+		if i < len(frac) {
+			if frac[i] < '0' || frac[i] > '9' {
+				return 0, bad
+			}
+			c += int64(frac[i] - '0')
+		}
+	}
+	if d > maxDollars {
+		return 0, "The calculator takes amounts up to $1,000,000,000,000."
+	}
+	return d*100 + c, ""
 }
 
 // baseURL is this site's origin as the client reached it, for snippets

@@ -57,6 +57,9 @@ type ScoreService interface {
 	// PublicProfile is an agent's certificate, its score and history;
 	// unknown and unlisted agents are ErrNotFound alike.
 	PublicProfile(ctx context.Context, agentID string, history bool) (service.Profile, error)
+	// Window is the events behind an agent's score as of an instant, by
+	// status, with its corrections and open appeals.
+	Window(ctx context.Context, agentID string, asOf time.Time) (service.Window, error)
 	// Agent is what the ledger knows about an agent, unlisted ones too.
 	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
 	// Score is an agent's current score, unlisted ones too.
