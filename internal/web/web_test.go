@@ -21,8 +21,8 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/ledger"
-	"github.com/swarmscore/swarmscore/internal/web/webtest"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/web/webtest"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -315,11 +315,11 @@ func TestAgentPageStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold, released, _ := score.HoldCents(123456, res.Result.Score)
-	body = s.get("/agents/agent-7?amount=" + url.QueryEscape("$1,234.56")).page(t, 200)
+	body = s.get("/agents/agent-7?amount="+url.QueryEscape("$1,234.56")).page(t, 200)
 	mustContain(t, body, `value="$1,234.56"`, fmt.Sprintf("A $1,234.56 payment holds <strong>$%d.%02d</strong> in escrow and releases $%d.%02d at once.",
 		hold/100, hold%100, released/100, released%100))
 	for _, bad := range []string{"12.345", "-5", "abc", "1e9", "10000000000000", ""} {
-		body = s.get("/agents/agent-7?amount=" + url.QueryEscape(bad)).page(t, 400)
+		body = s.get("/agents/agent-7?amount="+url.QueryEscape(bad)).page(t, 400)
 		mustContain(t, body, `aria-invalid="true"`, `<p class="error" role="alert" id="amount-error">`)
 	}
 }

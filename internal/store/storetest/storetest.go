@@ -91,6 +91,7 @@ func Run(t *testing.T, h Harness) {
 		{"IssueInTransaction", testIssue},
 		{"RecomputeAll", testRecomputeAll},
 		{"ListScores", testListScores},
+		{"ListScoresBy", testListScoresBy},
 		{"Verify", testVerify},
 		{"VerifyTampering", testVerifyTampering},
 		{"VerifyTamperingLayout", testVerifyTamperingLayout},
