@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,10 @@ type homeView struct {
 	Search      string
 	SearchError string
 	Tier        string // the filter as given: "", STANDARD or ELITE
+	Sort        sortOption
+	Sorts       []sortLink // the column headings' links, in sortOptions' order
+	SortNames   []string
+	AsOf        time.Time
 	Tiers       []tierOption
 	Agents      []ledger.ScoreEntry
 	Next        string // the next page's URL, "" on the last page
@@ -41,6 +46,31 @@ type homeView struct {
 	Rank        int    // of the first agent on the page, 0 when unknown
 	Disclaimer  string
 	SpecURL     string
+}
+
+// sortOption is one order of the leaderboard: ?sort=Value. Escrow orders
+// by the score too: the share held falls as the score rises (§3.6), so
+// the highest score first is the lowest hold first, and the keyset of the
+// score pages it.
+type sortOption struct {
+	Value   string
+	Caption string // "Agents by …"
+	By      ledger.RankBy
+}
+
+var sortOptions = []sortOption{
+	{"score", "by current score, highest first", ledger.RankScore},
+	{"conduit", "by Conduit points, highest first", ledger.RankConduit},
+	{"ap2", "by AP2 points, highest first", ledger.RankAP2},
+	{"escrow", "by escrow hold, lowest first", ledger.RankScore},
+}
+
+var sortNames = []string{"score", "Conduit", "AP2", "escrow hold"}
+
+// sortLink is a column heading that orders the leaderboard by its column.
+type sortLink struct {
+	URL     string
+	Current bool
 }
 
 type tierOption struct {
@@ -72,6 +102,20 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, http.StatusBadRequest, "Unknown tier", "Filter by STANDARD or ELITE, or show all agents.")
 		return
 	}
+	v.Sort = sortOptions[0]
+	if so := q.Get("sort"); so != "" {
+		i := slices.IndexFunc(sortOptions, func(o sortOption) bool { return o.Value == so })
+		if i < 0 {
+			p.errorPage(w, r, http.StatusBadRequest, "Unknown order", "Sort by score, conduit, ap2 or escrow.")
+			return
+		}
+		v.Sort = sortOptions[i]
+	}
+	rq.By = v.Sort.By
+	v.SortNames = sortNames
+	for _, o := range sortOptions {
+		v.Sorts = append(v.Sorts, sortLink{leaderboardURL(v.Tier, o.Value, nil, 0), o.Value == v.Sort.Value})
+	}
 	for _, t := range []struct{ v, l string }{{"", "All agents"}, {"STANDARD", "STANDARD and ELITE"}, {"ELITE", "ELITE only"}} {
 		v.Tiers = append(v.Tiers, tierOption{t.v, t.l, t.v == v.Tier})
 	}
@@ -83,7 +127,7 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rq.After = &c
-		v.First = leaderboardURL(v.Tier, nil, 0)
+		v.First = leaderboardURL(v.Tier, v.Sort.Value, nil, 0)
 		// The rank the previous page handed on is only a label; without
 		// one the column is left out rather than guessed.
 		v.Rank, _ = strconv.Atoi(q.Get("rank"))
@@ -102,16 +146,22 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 		if v.Rank > 0 {
 			next = v.Rank + len(page.Agents)
 		}
-		v.Next = leaderboardURL(v.Tier, page.Next, next)
+		v.Next = leaderboardURL(v.Tier, v.Sort.Value, page.Next, next)
 	}
+	// Ranking recomputes every stale entry as of now before listing.
+	v.AsOf = p.now()
 	p.render(w, r, status, "home", view{Title: "SwarmScore", Section: "home", Data: v})
 }
 
-// Leaderboard cursors are "score:agent_id", readable in the address bar.
-func leaderboardURL(tier string, after *ledger.Cursor, rank int) string {
+// Leaderboard cursors are "key:agent_id" (the key is the score or the
+// points the page is sorted by), readable in the address bar.
+func leaderboardURL(tier, sort string, after *ledger.Cursor, rank int) string {
 	q := url.Values{}
 	if tier != "" {
 		q.Set("tier", tier)
+	}
+	if sort != "" && sort != sortOptions[0].Value {
+		q.Set("sort", sort)
 	}
 	if after != nil {
 		q.Set("after", strconv.Itoa(after.Score)+":"+after.AgentID)
@@ -128,7 +178,7 @@ func leaderboardURL(tier string, after *ledger.Cursor, rank int) string {
 func parseCursor(s string) (ledger.Cursor, bool) {
 	sc, id, ok := strings.Cut(s, ":")
 	n, err := strconv.Atoi(sc)
-	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) {
+	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) || sc != strconv.Itoa(n) {
 		return ledger.Cursor{}, false
 	}
 	return ledger.Cursor{Score: n, AgentID: id}, true

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +188,65 @@ func TestHome(t *testing.T) {
 	}
 	body = s.get("/?agent="+url.QueryEscape("no spaces <b>")).page(t, 400)
 	mustContain(t, body, `aria-invalid="true"`, "An agent id is 1 to 128", `value="no spaces &lt;b&gt;"`)
+}
+
+// TestLeaderboardSort: the leaderboard orders by score, Conduit points,
+// AP2 points or escrow hold through links (no script), server-side and
+// across pages, keeps the order with the tier filter, and says as of when.
+func TestLeaderboardSort(t *testing.T) {
+	s := newSite(t, testNow, httpapi.Options{})
+	body := s.get("/").page(t, 200)
+	mustContain(t, body, `scores as of <time datetime="2026-06-15T12:00:00Z">2026-06-15 12:00 UTC</time>`,
+		`<th scope="col" class="num sort" aria-sort="descending"><a href="/" aria-current="true">Score</a></th>`,
+		`<a href="/?sort=conduit">Conduit points</a>`, `<a href="/?sort=ap2">AP2 points</a>`, `<a href="/?sort=escrow">Escrow hold</a>`,
+		`<td class="num" data-label="Conduit points (sessions)">304 <span class="muted">(80)</span></td>`)
+	// Every order, read page by page, against the cache's entries sorted here.
+	all, err := s.u.Certificates.Ranking(t.Context(), service.RankingQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range sortOptions {
+		want := slices.Clone(all.Agents)
+		slices.SortStableFunc(want, func(a, b ledger.ScoreEntry) int {
+			if c := cmp.Compare(o.By.Key(b.Result), o.By.Key(a.Result)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.AgentID, b.AgentID)
+		})
+		var wantIDs, got []string
+		for _, e := range want {
+			wantIDs = append(wantIDs, e.AgentID)
+		}
+		href := "/?sort=" + o.Value
+		for page := 0; href != ""; page++ {
+			body := s.get(href).page(t, 200)
+			mustContain(t, body, "Agents "+o.Caption)
+			got = append(got, rows(body)...)
+			href = ""
+			if m := regexp.MustCompile(`<a href="([^"]+)" rel="next">`).FindStringSubmatch(body); m != nil {
+				href = strings.ReplaceAll(m[1], "&amp;", "&")
+				if o.Value != "score" && !strings.Contains(href, "sort="+o.Value) {
+					t.Fatalf("next page %q loses the order", href)
+				}
+			}
+			if page > 3 {
+				t.Fatal("pages do not end")
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(wantIDs) {
+			t.Errorf("sort=%s: %v\nwant %v", o.Value, got, wantIDs)
+		}
+	}
+	// Escrow is the lowest hold first (the score order, checked above), marked ascending.
+	body = s.get("/?sort=escrow").page(t, 200)
+	mustContain(t, body, `aria-sort="ascending"><a href="/?sort=escrow" aria-current="true">Escrow hold</a>`)
+	// AP2 points with the STANDARD filter: the filter form keeps the order.
+	body = s.get("/?sort=ap2&tier=STANDARD").page(t, 200)
+	mustContain(t, body, `<input type="hidden" name="sort" value="ap2">`, "Agents by AP2 points, highest first")
+	if ids := rows(body); fmt.Sprint(ids) != "[elite-1 agent-7]" {
+		t.Fatalf("STANDARD by AP2: %v", ids)
+	}
+	mustContain(t, s.get("/?sort=bogus").page(t, 400), "Unknown order")
 }
 
 func TestAgentPage(t *testing.T) {
