@@ -52,12 +52,13 @@ type (
 		AgentReader
 	}
 
-	// CorrectionsStore is what Corrections uses: corrections, appeals, and
-	// the issued passports an appeal disputes.
+	// CorrectionsStore is what Corrections uses: corrections, appeals, the
+	// issued passports an appeal disputes and the events it names.
 	CorrectionsStore interface {
 		AppealStore
 		Corrector
 		PassportReader
+		EventReader
 	}
 
 	// RightsStore is what Rights uses: consent, an agent's records and

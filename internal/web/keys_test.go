@@ -77,7 +77,7 @@ func TestConsoleKeys(t *testing.T) {
 		t.Fatalf("rotate: %d %q", r.code, loc)
 	}
 	body = c.get(loc, 200)
-	mustContain(t, body, `<p class="notice" role="status">Rotated: `+second+` (EdDSA) signs new passports from now on`, "Re-issued ",
+	mustContain(t, body, `<p class="notice" role="status" id="notice" tabindex="-1" autofocus>Rotated: `+second+` (EdDSA) signs new passports from now on`, "Re-issued ",
 		"<td>EdDSA</td><td>production</td><td><strong>active</strong></td>", "<code>"+first+"</code></th><td>HS256</td><td>production</td><td>verify-only</td>")
 	mustNotContain(t, body, "Rotation due", "cut short")
 	if !regexp.MustCompile(`"msg":"signing key rotated","operator":"admin","kid":"` + regexp.QuoteMeta(second)).MatchString(s.logs.String()) {

@@ -96,6 +96,7 @@ func Run(t *testing.T, h Harness) {
 		{"VerifyTampering", testVerifyTampering},
 		{"VerifyTamperingLayout", testVerifyTamperingLayout},
 		{"Corrections", testCorrections},
+		{"EventsByKey", testEventsByKey},
 		{"VerifyCorrectionTampering", testVerifyCorrectionTampering},
 		{"Tokens", testTokens},
 		{"Roles", testRoles},
