@@ -252,8 +252,8 @@ type changeRow struct {
 }
 
 type correctionRow struct {
-	Index    int
-	Event    ledger.EventKey
+	Index int
+	Event ledger.EventKey
 	// Recorded is the event as the ledger records it, shown beside the
 	// choice of a new status; nil when not read.
 	Recorded *disputedRow
