@@ -78,7 +78,7 @@ func TestConsoleAppeals(t *testing.T) {
 	body := c.get("/operator/appeals", 200)
 	mustContain(t, body, `<a href="/operator/appeals" aria-current="page">Appeals</a>`,
 		`<caption id="appeals-caption">2 appeals</caption>`,
-		`<tr class="overdue"><th scope="row"><a href="/operator/appeals/`+first.ID+`">`+first.ID+`</a></th><td><span class="nowrap">agent-7</span><br><code class="passport-id">`+first.PassportID+`</code></td><td>incorrect_status<br>`+
+		`<tr class="overdue"><th scope="row"><a href="/operator/appeals/`+first.ID+`">`+first.ID+`</a></th><td data-label="Agent and passport"><span class="id">agent-7</span><br><code class="passport-id">`+first.PassportID+`</code></td><td data-label="Grounds and events">incorrect_status<br>`+
 			"<code>ap2_transaction</code> <code>agent-7-t19</code><br><code>conduit_session</code> <code>agent-7-c19</code>",
 		`<strong class="overdue-mark">Overdue</strong>: acknowledge by 2026-06-22 12:00 UTC <span class="muted">(24 hours ago)</span>`,
 		"acknowledge by 2026-06-30 12:00 UTC <span class=\"muted\">(in 7 days)</span>",
@@ -101,8 +101,8 @@ func TestConsoleAppeals(t *testing.T) {
 	body = c.get(page, 200)
 	mustContain(t, body, "<h1>Appeal "+first.ID+"</h1>", webtest.AppealStatement, first.PassportID,
 		`<a href="/operator/agents?q=agent-7">agent-7</a>`, "Filed</dt><dd>2026-06-15 12:00 UTC by market-1",
-		`<tr class="overdue"><th scope="row">acknowledge</th><td>7 days after filing</td><td>2026-06-22 12:00 UTC</td><td><strong class="overdue-mark">Overdue</strong>: overdue: it was due 24 hours ago</td></tr>`,
-		`<th scope="row">decide</th><td>21 days after filing</td><td>2026-07-06 12:00 UTC</td>`,
+		`<tr class="overdue"><th scope="row">acknowledge</th><td data-label="Within">7 days after filing</td><td data-label="Due (UTC)">2026-06-22 12:00 UTC</td><td data-label="Done"><strong class="overdue-mark">Overdue</strong>: overdue: it was due 24 hours ago</td></tr>`,
+		`<th scope="row">decide</th><td data-label="Within">21 days after filing</td><td data-label="Due (UTC)">2026-07-06 12:00 UTC</td>`,
 		`action="/operator/appeals/`+first.ID+`/ack"`, `action="/operator/appeals/`+first.ID+`/uphold"`, `action="/operator/appeals/`+first.ID+`/reject"`,
 		`<legend><code>conduit_session</code> <code class="id">agent-7-c19</code></legend>`, `<option value="VERIFIED">VERIFIED</option>`,
 		// Each disputed event as recorded, in the list and beside its
@@ -160,7 +160,7 @@ func TestConsoleAppeals(t *testing.T) {
 	body = c.get(page+"?done=uphold", 200)
 	mustContain(t, body, "You upheld appeal "+first.ID+": 1 correction recorded, and the affected passports re-issued 2026-06-23 12:00 UTC.",
 		`<span class="state state-upheld">upheld</span>`, "Decision's reason</dt><dd class=\"text\">The buyer&#39;s logs confirm it was verified</dd>",
-		`<th scope="row">re-issue</th><td>7 days after upholding</td><td>2026-06-30 12:00 UTC</td><td>2026-06-23 12:00 UTC</td>`,
+		`<th scope="row">re-issue</th><td data-label="Within">7 days after upholding</td><td data-label="Due (UTC)">2026-06-30 12:00 UTC</td><td data-label="Done">2026-06-23 12:00 UTC</td>`,
 		`action="/operator/appeals/`+first.ID+`/escalate"`,
 		// What the correction changed, and why.
 		"<h2 id=\"changes-title\">What the corrections changed</h2>", "<strong>status FAILED → VERIFIED</strong>",
