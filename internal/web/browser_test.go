@@ -347,6 +347,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("sorting went to %s", loc)
 		}
 		b.sees("table.board tbody tr:first-child", "elite-1", "590")
+		b.do(chromedp.Navigate(s.base + "/"))
 		b.do(chromedp.Click(chromedp.CSS(`a[rel="next"]`)), chromedp.WaitVisible(chromedp.CSS(`.pager a[href="/"]`)))
 		if n := b.count("table.board tbody tr"); n != 6 {
 			t.Fatalf("%d rows on the second page", n)
@@ -374,7 +375,7 @@ func TestBrowser(t *testing.T) {
 		b.sees("main", "304 of 400 points", "456 of 600 points", "76 of 80 sessions verified (95%)",
 			"90 more points", "20 more Conduit sessions", "10 more AP2 transactions",
 			"a $1,000 payment holds $392 in escrow", "Signature valid: signed by this server", "not liable for losses",
-			"Based on 120 events since", "38 settled, 2 disputed, 0 refunded", "No open appeal.")
+			"Based on 120 events since", "38 settled, 2 disputed, 0 refunded", "is open (submitted).")
 		if n := b.count("svg.chart"); n != 2 {
 			t.Fatalf("%d charts", n)
 		}
@@ -403,6 +404,10 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("badge snippet %q", md)
 		}
 		b.shot("agent")
+		// An agent below the volume a tier needs: said apart from a low score.
+		b.do(chromedp.Navigate(s.base + "/agents/newbie"))
+		b.sees("main", "Not enough history yet", "47 more Conduit sessions and 24 more AP2 transactions")
+		b.shot("agent-new")
 		// Unknown and unlisted agents: the same 404 page.
 		for _, id := range []string{"ghost", "shy-agent"} {
 			b.do(chromedp.Navigate(s.base + "/agents/" + id))
@@ -501,7 +506,7 @@ func TestBrowser(t *testing.T) {
 			t.Fatal("the reject confirmation is not required")
 		}
 		b.sees("main .state", "acknowledged")
-		b.do(chromedp.SetValue(chromedp.CSS("#reject-reason"), ""))
+		b.eval(`document.querySelector("#reject-reason").value = ""`)
 		b.sees("main .state", "acknowledged")
 		if n := b.count(`form[action$="/ack"]`); n != 0 {
 			t.Fatal("an acknowledged appeal still offers to acknowledge")
@@ -526,6 +531,7 @@ func TestBrowser(t *testing.T) {
 		b.sees("main .state", "upheld")
 		b.sees("main", "Decision's reason", "The buyer's logs show the session verified.", "re-issue\t7 days after upholding")
 		b.sees("table.changes", "status FAILED → VERIFIED", "The buyer's logs show the session verified.")
+		b.shot("operator-appeal-upheld")
 		if got := b.eval("document.activeElement.id"); got != "notice" {
 			t.Fatalf("after upholding, focus is on %q", got)
 		}
