@@ -406,7 +406,7 @@ func TestBrowser(t *testing.T) {
 		b.shot("agent")
 		// An agent below the volume a tier needs: said apart from a low score.
 		b.do(chromedp.Navigate(s.base + "/agents/newbie"))
-		b.sees("main", "Not enough history yet", "47 more Conduit sessions and 24 more AP2 transactions")
+		b.sees("main", "Not enough history yet", "35 more Conduit sessions and 24 more AP2 transactions")
 		b.shot("agent-new")
 		// Unknown and unlisted agents: the same 404 page.
 		for _, id := range []string{"ghost", "shy-agent"} {
