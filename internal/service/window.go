@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
@@ -55,6 +56,35 @@ func (u *Certificates) Window(ctx context.Context, agentID string, asOf time.Tim
 	if err := u.pubs.public(ctx, Caller{}, agentID); err != nil {
 		return Window{}, err
 	}
+	info, err := u.store.Agent(ctx, agentID)
+	if err != nil {
+		return Window{}, err
+	}
+	w, ok := u.windows.load(agentID, info.ChainHead, asOf)
+	if !ok {
+		if w, err = u.countWindow(ctx, agentID, asOf); err != nil {
+			return Window{}, err
+		}
+		u.windows.store(agentID, info.ChainHead, w)
+	}
+	appeals, err := u.store.AppealSummaries(ctx)
+	if err != nil {
+		return Window{}, fmt.Errorf("agent %q's appeals: %w", agentID, err)
+	}
+	for _, a := range appeals {
+		if a.AgentID != agentID {
+			continue
+		}
+		switch a.State {
+		case appeal.Submitted, appeal.Acknowledged, appeal.Escalated:
+			w.OpenAppeals = append(w.OpenAppeals, OpenAppeal{ID: a.ID, State: a.State, FiledAt: a.FiledAt})
+		}
+	}
+	return w, nil
+}
+
+// countWindow reads the window's events from the ledger and counts them.
+func (u *Certificates) countWindow(ctx context.Context, agentID string, asOf time.Time) (Window, error) {
 	recs, err := u.store.Records(ctx, agentID, asOf)
 	if err != nil {
 		return Window{}, fmt.Errorf("agent %q's window: %w", agentID, err)
@@ -86,18 +116,59 @@ func (u *Certificates) Window(ctx context.Context, agentID string, asOf time.Tim
 			}
 		}
 	}
-	appeals, err := u.store.AppealSummaries(ctx)
-	if err != nil {
-		return Window{}, fmt.Errorf("agent %q's appeals: %w", agentID, err)
-	}
-	for _, a := range appeals {
-		if a.AgentID != agentID {
-			continue
-		}
-		switch a.State {
-		case appeal.Submitted, appeal.Acknowledged, appeal.Escalated:
-			w.OpenAppeals = append(w.OpenAppeals, OpenAppeal{ID: a.ID, State: a.State, FiledAt: a.FiledAt})
-		}
-	}
 	return w, nil
+}
+
+// windowMemoSize bounds the agents whose window counts a process
+// remembers: a few hundred bytes each.
+const windowMemoSize = 1024
+
+// windowMemo remembers, per agent, its window's counts as of one instant
+// (a certificate's computed_at), valid for one chain head: every accepted
+// report and every correction moves the head, and nothing else changes
+// what the window held at a past instant. The agent page asks for the
+// same instant until a new certificate is issued, so a page served again
+// reads no events. The zero value is ready and safe for concurrent use.
+type windowMemo struct {
+	mu sync.Mutex
+	m  map[string]windowEntry
+}
+
+type windowEntry struct {
+	head ledger.Hash
+	w    Window // without open appeals, which change apart from the ledger
+}
+
+func (m *windowMemo) load(agentID string, head ledger.Hash, asOf time.Time) (Window, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[agentID]
+	if !ok || e.head != head || !e.w.AsOf.Equal(asOf) {
+		return Window{}, false
+	}
+	return e.w, true
+}
+
+// store remembers w; when full, an arbitrary agent is forgotten.
+func (m *windowMemo) store(agentID string, head ledger.Hash, w Window) {
+	w.OpenAppeals = nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = make(map[string]windowEntry)
+	}
+	if _, ok := m.m[agentID]; !ok && len(m.m) >= windowMemoSize {
+		for k := range m.m {
+			delete(m.m, k)
+			break
+		}
+	}
+	m.m[agentID] = windowEntry{head, w}
+}
+
+// forget drops the agent's window (an erasure).
+func (m *windowMemo) forget(agentID string) {
+	m.mu.Lock()
+	delete(m.m, agentID)
+	m.mu.Unlock()
 }

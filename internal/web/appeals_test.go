@@ -295,8 +295,9 @@ func TestConsoleAppealsSize(t *testing.T) {
 // TestConsoleViewerSeesNoActions: a viewer reads the appeal and the keys
 // but is offered no button its role may not use; the forms answer 403
 // all the same.
-func TestConsoleViewerSeesNoActions(t *testing.T) {
-	s := newSite(t, testNow, httpapi.Options{})
+func TestConsoleViewerSeesNoActions(t *testing.T) { onBothBackEnds(t, testConsoleViewerSeesNoActions) }
+
+func testConsoleViewerSeesNoActions(t *testing.T, s *site) {
 	a, err := webtest.SeedAppeal(t.Context(), s.u)
 	if err != nil {
 		t.Fatal(err)
@@ -327,4 +328,13 @@ func TestConsoleViewerSeesNoActions(t *testing.T) {
 	// An admin is offered the decisions (keys_test has the rotation).
 	admin := openConsole(t, s)
 	mustContain(t, admin.get(page, 200), "Act on it", "/reject\"")
+	// Upheld: each correction with what it changed and why.
+	if _, _, err := s.u.Corrections.ActOnAppeal(t.Context(), a.ID, service.OperatorCaller("admin"), service.AppealDecision{
+		Action: appeal.Uphold, Reason: "the buyer's logs",
+		Corrections: []ledger.CorrectionRequest{{EventType: ledger.AP2Transaction, EventID: "agent-7-t19", Action: ledger.ActionStatus, Status: ledger.Settled}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, c.get(page, 200), "<strong>status DISPUTED → SETTLED</strong>", `<td data-label="Why" class="text">the buyer&#39;s logs</td>`,
+		`<td data-label="Recorded status"><strong>DISPUTED</strong><br><span class="muted">now SETTLED</span></td>`)
 }

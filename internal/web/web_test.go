@@ -193,8 +193,9 @@ func TestHome(t *testing.T) {
 // TestLeaderboardSort: the leaderboard orders by score, Conduit points,
 // AP2 points or escrow hold through links (no script), server-side and
 // across pages, keeps the order with the tier filter, and says as of when.
-func TestLeaderboardSort(t *testing.T) {
-	s := newSite(t, testNow, httpapi.Options{})
+func TestLeaderboardSort(t *testing.T) { onBothBackEnds(t, testLeaderboardSort) }
+
+func testLeaderboardSort(t *testing.T, s *site) {
 	body := s.get("/").page(t, 200)
 	mustContain(t, body, `scores as of <time datetime="2026-06-15T12:00:00Z">2026-06-15 12:00 UTC</time>`,
 		`<th scope="col" class="num sort" aria-sort="descending"><a href="/" aria-current="true">Score</a></th>`,
@@ -343,8 +344,9 @@ func TestAgentPage(t *testing.T) {
 // enough history yet", apart from a low score; no transactions is said in
 // words; a chargeback, a correction and an open appeal are shown; the
 // escrow calculator answers any amount without a script.
-func TestAgentPageStates(t *testing.T) {
-	s := newSite(t, testNow, httpapi.Options{})
+func TestAgentPageStates(t *testing.T) { onBothBackEnds(t, testAgentPageStates) }
+
+func testAgentPageStates(t *testing.T, s *site) {
 	body := s.get("/agents/newbie").page(t, 200)
 	mustContain(t, body, `<span class="tier tier-large tier-new">Not enough history yet</span>`,
 		"This agent needs 47 more Conduit sessions and 24 more AP2 transactions before it can be rated STANDARD.")
@@ -353,7 +355,9 @@ func TestAgentPageStates(t *testing.T) {
 	// fill-00 has sessions and two transactions but never reaches STANDARD's volume.
 	mustContain(t, s.get("/agents/fill-00").page(t, 200), "This agent needs 40 more Conduit sessions and 23 more AP2 transactions")
 
-	// A chargeback (settled, then refunded) and an open appeal of agent-7.
+	// Seen once (and so remembered), then a chargeback (settled, then
+	// refunded) and an open appeal of agent-7: the page shows them at once.
+	mustContain(t, s.get("/agents/agent-7").page(t, 200), "No chargebacks.", "No corrections.", "No open appeal.")
 	if _, _, err := s.u.Corrections.Correct(t.Context(), ledger.CorrectionRequest{
 		EventType: ledger.AP2Transaction, EventID: "agent-7-t0", Action: ledger.ActionStatus, Status: ledger.Refunded,
 		Reason: "chargeback reported by the card network", By: "market-1", At: testNow,
