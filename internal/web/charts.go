@@ -60,6 +60,58 @@ func (f frame) TickY() string { return num(f.H - f.Bottom + 5) }
 // LabelX is where the y axis's labels end.
 func (f frame) LabelX() string { return num(f.Left - 6) }
 
+// axes writes a chart's grid (a horizontal line at each y tick), its
+// tier markers, its axes with the x ticks' marks and labels, and the y
+// ticks' labels, as SVG markup, in Go rather than as template actions:
+// each ranged action costs html/template its escapers by reflection, and
+// these are a page's most numerous (docs/BENCHMARKS.md). Everything
+// written is numbers and fixed words; labels are escaped all the same.
+// vertical says the tier markers are vertical lines (at x) with their
+// labels at the top; otherwise horizontal (at y) with labels at their X.
+func (f frame) axes(xTicks, yTicks []tick, tiers []marker, vertical bool) template.HTML {
+	var b strings.Builder
+	b.Grow(256 * (len(xTicks) + len(yTicks) + len(tiers) + 2))
+	line := func(x1, x2, y1, y2 string) {
+		b.WriteString(`<line x1="` + x1 + `" x2="` + x2 + `" y1="` + y1 + `" y2="` + y2 + `"/>` + "\n")
+	}
+	text := func(x, y, dx, dy, anchor, label string) {
+		b.WriteString(`<text x="` + x + `" y="` + y + `"`)
+		if dx != "" {
+			b.WriteString(` dx="` + dx + `"`)
+		}
+		if dy != "" {
+			b.WriteString(` dy="` + dy + `"`)
+		}
+		b.WriteString(` text-anchor="` + anchor + `">` + html.EscapeString(label) + "</text>\n")
+	}
+	b.WriteString(`<g class="grid">` + "\n")
+	for _, t := range yTicks {
+		line(f.X0(), f.X1(), t.Pos, t.Pos)
+	}
+	b.WriteString("</g>\n" + `<g class="tiers">` + "\n")
+	for _, m := range tiers {
+		if vertical {
+			line(m.Pos, m.Pos, f.Y0(), f.Y1())
+			text(m.Pos, f.Y0(), m.DX, "10", m.Anchor, m.Label)
+		} else {
+			line(f.X0(), f.X1(), m.Pos, m.Pos)
+			text(m.DX, m.Pos, "", "4", m.Anchor, m.Label)
+		}
+	}
+	b.WriteString("</g>\n" + `<g class="axis">` + "\n")
+	line(f.X0(), f.X1(), f.Y1(), f.Y1())
+	line(f.X0(), f.X0(), f.Y0(), f.Y1())
+	for _, t := range xTicks {
+		line(t.Pos, t.Pos, f.Y1(), f.TickY())
+		text(t.Pos, f.LabelY(), "", "", "middle", t.Label)
+	}
+	for _, t := range yTicks {
+		text(f.LabelX(), t.Pos, "", "4", "end", t.Label)
+	}
+	b.WriteString("</g>")
+	return template.HTML(b.String())
+}
+
 // escrowChart is the escrow modifier against the score, 0 to 1000, with
 // one agent's point.
 type escrowChart struct {
@@ -70,6 +122,8 @@ type escrowChart struct {
 	Tiers          []marker // vertical lines at the tier scores
 	Score          int
 	Modifier       string
+	// Axes is the grid, tiers and axes drawn (frame.axes).
+	Axes template.HTML
 }
 
 func newEscrowChart(s int, m score.Modifier) escrowChart {
@@ -100,6 +154,7 @@ func newEscrowChart(s int, m score.Modifier) escrowChart {
 		{num(x(score.StandardScore)), "STANDARD", "end", "-4"},
 		{num(x(score.EliteScore)), "ELITE", "start", "4"},
 	}
+	c.Axes = f.axes(c.XTicks, c.YTicks, c.Tiers, true)
 	return c
 }
 
@@ -123,6 +178,8 @@ type historyChart struct {
 	// event, rather than with days of nothing.
 	Days    int
 	Trimmed bool
+	// Axes is the grid, tiers and axes drawn (frame.axes).
+	Axes template.HTML
 }
 
 // historyTickSteps are the spacings, in days, the x axis's ticks may take:
@@ -190,6 +247,7 @@ func newHistoryChart(days []service.DayScore) historyChart {
 		c.XTicks = append(c.XTicks, tick{num(x(i)), days[i].Day.Format("Jan 2")})
 	}
 	slices.Reverse(c.XTicks)
+	c.Axes = f.axes(c.XTicks, c.YTicks, c.Tiers, false)
 	return c
 }
 
