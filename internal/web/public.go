@@ -51,7 +51,7 @@ type homeView struct {
 // sortOption is one order of the leaderboard: ?sort=Value. Escrow orders
 // by the score too: the share held falls as the score rises (§3.6), so
 // the highest score first is the lowest hold first, and the keyset of the
-// score pages it.
+// score pages it (docs/ERRATA.md E71).
 type sortOption struct {
 	Value   string
 	Caption string // "Agents by …"
@@ -342,7 +342,8 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 }
 
 // newVolume compares the agent's volume with STANDARD's (§4.2): below
-// it, no score can give a tier, and the page says what is missing.
+// it, no score can give a tier, and the page says what is missing
+// (docs/ERRATA.md E70).
 func newVolume(res score.Result) volumeView {
 	v := volumeView{Enough: true}
 	if n := score.StandardConduit - res.Conduit().Total; n > 0 {
