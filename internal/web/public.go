@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -280,12 +281,82 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err, notFound)
 		return
 	}
-	status := http.StatusOK
+	base := p.baseURL(r)
+	expiresIn := until(p.now(), prof.Certificate.ExpiresAt)
+	build := func() view { return agentPage(id, base, expiresIn, &prof, &win, hold, released) }
+	if q := r.URL.Query(); q.Has("amount") {
+		// The calculator's answer: rendered for its amount, not cached
+		// (amounts are unbounded in number).
+		v := build()
+		status := http.StatusOK
+		if calculate(&v.Data.(*agentView).Escrow, q.Get("amount"), prof.Result.Score) {
+			status = http.StatusBadRequest
+		}
+		p.render(w, r, status, "agent", v)
+		return
+	}
+	if !prof.Valid || prof.Certificate.Digest == ([sha256.Size]byte{}) {
+		// An invalid passport's problems are not in the key; it is rare.
+		p.render(w, r, http.StatusOK, "agent", build())
+		return
+	}
+	p.renderCached(w, r, agentPageKey(id, base, expiresIn, &prof, &win), "agent", build)
+}
+
+// calculate fills in the escrow calculator's answer for amount, and
+// reports whether amount is not one (the page is then a 400).
+func calculate(e *escrowView, amount string, s int) (bad bool) {
+	e.Amount = amount
+	cents, msg := parseDollars(amount)
+	if msg != "" {
+		e.CalcError = msg
+		return true
+	}
+	h, rel, _ := score.HoldCents(cents, s) // cents is never negative
+	e.Amount, e.CalcHold, e.CalcReleased = dollars(cents), dollars(h), dollars(rel)
+	return false
+}
+
+// agentPageKey names every input of agentPage but the constants: the
+// agent, the origin its badge snippet names, the expiry in words and the
+// certificate's digest (which fixes its counts, hence the score, the
+// dimensions, the gaps and the escrow, and its dates), each day of the
+// history, and the window (its counts by status, oldest event,
+// corrections and open appeals). A valid profile only: an invalid one's
+// problems are not in it. An input added to agentPage must be added here,
+// or pages would be served with its first value.
+func agentPageKey(id, base, expiresIn string, prof *service.Profile, win *service.Window) string {
+	b := make([]byte, 0, len(id)+len(base)+len(expiresIn)+sha256.Size+len(prof.History)*24+96)
+	b = append(append(append(b, id...), 0), base...)
+	b = append(append(append(b, 0), expiresIn...), 0)
+	b = append(b, prof.Certificate.Digest[:]...)
+	for _, d := range prof.History {
+		c := d.Result.Counts
+		b = binary.AppendVarint(b, d.Day.Unix())
+		b = binary.AppendVarint(binary.AppendVarint(b, c.ConduitTotal), c.ConduitSuccess)
+		b = binary.AppendVarint(binary.AppendVarint(b, c.AP2Total), c.AP2Success)
+		b = binary.AppendVarint(b, int64(d.Result.Score)) // the formula's, as shown
+	}
+	for _, n := range []int64{win.AsOf.UnixMicro(), win.Verified, win.Failed, win.Settled, win.Disputed, win.Refunded,
+		win.Oldest.UnixMicro(), win.Corrected, win.Chargebacks, int64(len(win.OpenAppeals))} {
+		b = binary.AppendVarint(b, n)
+	}
+	for _, a := range win.OpenAppeals {
+		b = append(append(append(b, 0), a.ID...), 0)
+		b = append(append(b, a.State...), 0)
+		b = binary.AppendVarint(b, a.FiledAt.Unix())
+	}
+	return string(b)
+}
+
+// agentPage is the view of an agent's page.
+func agentPage(id, base, expiresIn string, prof *service.Profile, win *service.Window, hold, released int64) view {
+	res := prof.Result
 	v := agentView{
 		ID:         id,
 		Result:     res,
 		AsOf:       prof.Certificate.ComputedAt,
-		Window:     win,
+		Window:     *win,
 		Change:     newChange(prof.History),
 		Volume:     newVolume(res),
 		Escrow:     escrowView{Chart: newEscrowChart(res.Score, res.Escrow), Percent: modifierPercent(res.Escrow), Hold: dollars(hold), Released: dollars(released)},
@@ -294,20 +365,9 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		Passport: passportView{
 			Valid: prof.Valid, Problems: prof.Problems,
 			ComputedAt: prof.Certificate.ComputedAt, ExpiresAt: prof.Certificate.ExpiresAt,
-			ExpiresIn: until(p.now(), prof.Certificate.ExpiresAt),
+			ExpiresIn: expiresIn,
 			URL:       "/swarmscore/" + url.PathEscape(id) + "/certificate", FileName: id + "-passport.json",
 		},
-	}
-	if q := r.URL.Query(); q.Has("amount") {
-		v.Escrow.Amount = q.Get("amount")
-		cents, msg := parseDollars(v.Escrow.Amount)
-		if msg != "" {
-			v.Escrow.CalcError = msg
-			status = http.StatusBadRequest
-		} else {
-			h, rel, _ := score.HoldCents(cents, res.Score) // cents is never negative
-			v.Escrow.Amount, v.Escrow.CalcHold, v.Escrow.CalcReleased = dollars(cents), dollars(h), dollars(rel)
-		}
 	}
 	for _, d := range []struct {
 		dim                     score.Dimension
@@ -332,13 +392,12 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		v.NextTier = g.Tier.String()
 		v.Gaps = append(v.Gaps, gapWords(g))
 	}
-	base := p.baseURL(r)
 	v.Badge = badgeView{
 		URL: "/badge/" + url.PathEscape(id) + ".svg",
 		Alt: "SwarmScore " + strconv.Itoa(res.Score) + " " + res.Tier.String(),
 	}
 	v.Badge.Markdown = "[![SwarmScore](" + base + v.Badge.URL + ")](" + base + "/agents/" + url.PathEscape(id) + ")"
-	p.render(w, r, status, "agent", view{Title: id + " · SwarmScore", Section: "agent", Data: v})
+	return view{Title: id + " · SwarmScore", Section: "agent", Data: &v}
 }
 
 // newVolume compares the agent's volume with STANDARD's (§4.2): below
