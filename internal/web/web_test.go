@@ -373,6 +373,14 @@ func testAgentPageStates(t *testing.T, s *site) {
 		"2 disputed and 1 refunded transactions in 90 days.", "1 chargeback: settled payment later reversed.",
 		"1 event corrected by the operator", "An appeal filed "+a.FiledAt.UTC().Format(time.DateOnly)+" is open (submitted).")
 	mustNotContain(t, body, a.Statement)
+	// Another appeal changes no certificate, yet the page (cached by its
+	// inputs) shows it.
+	if _, err := webtest.SeedAppeal(t.Context(), s.u); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(s.get("/agents/agent-7").page(t, 200), "is open (submitted)."); n != 2 {
+		t.Fatalf("%d open appeals shown, want 2", n)
+	}
 
 	// The calculator: an amount in dollars, rounded in the buyer's favour.
 	res, err := s.u.Certificates.PublicProfile(t.Context(), "agent-7", false)
