@@ -60,12 +60,25 @@ func (u *Certificates) Window(ctx context.Context, agentID string, asOf time.Tim
 	if err != nil {
 		return Window{}, err
 	}
-	w, ok := u.windows.load(agentID, info.ChainHead, asOf)
+	return u.window(ctx, agentID, info.ChainHead, asOf)
+}
+
+// ProfileWindow is Window for a profile PublicProfile returned, as of its
+// certificate: the agent's chain head is the profile's, so it costs no
+// lookup of the agent and no second check that the public may see it.
+// Errors: ErrUnavailable.
+func (u *Certificates) ProfileWindow(ctx context.Context, p *Profile) (Window, error) {
+	return u.window(ctx, p.Info.ID, p.Info.ChainHead, p.Certificate.ComputedAt)
+}
+
+func (u *Certificates) window(ctx context.Context, agentID string, head ledger.Hash, asOf time.Time) (Window, error) {
+	w, ok := u.windows.load(agentID, head, asOf)
 	if !ok {
+		var err error
 		if w, err = u.countWindow(ctx, agentID, asOf); err != nil {
 			return Window{}, err
 		}
-		u.windows.store(agentID, info.ChainHead, w)
+		u.windows.store(agentID, head, w)
 	}
 	appeals, err := u.store.AppealSummaries(ctx)
 	if err != nil {

@@ -276,7 +276,7 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 	}
 	// The window as of the certificate's instant: its totals are the
 	// counts behind the number shown.
-	win, err := p.svc.Certificates.Window(r.Context(), id, prof.Certificate.ComputedAt)
+	win, err := p.svc.Certificates.ProfileWindow(r.Context(), &prof)
 	if err != nil {
 		p.fail(w, r, err, notFound)
 		return

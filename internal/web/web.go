@@ -60,6 +60,9 @@ type ScoreService interface {
 	// Window is the events behind an agent's score as of an instant, by
 	// status, with its corrections and open appeals.
 	Window(ctx context.Context, agentID string, asOf time.Time) (service.Window, error)
+	// ProfileWindow is Window for a profile PublicProfile returned, as of
+	// its certificate.
+	ProfileWindow(ctx context.Context, p *service.Profile) (service.Window, error)
 	// Agent is what the ledger knows about an agent, unlisted ones too.
 	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
 	// Score is an agent's current score, unlisted ones too.
