@@ -45,28 +45,12 @@ type OpenAppeal struct {
 	FiledAt time.Time
 }
 
-// Window returns the agent's window ending at asOf (see Window), for
-// public display: an agent the public may not see is ErrNotFound, as on
-// PublicProfile. Errors: ErrInvalid for a malformed id, ErrNotFound,
-// ErrUnavailable.
-func (u *Certificates) Window(ctx context.Context, agentID string, asOf time.Time) (Window, error) {
-	if err := ledger.CheckID("agent_id", agentID); err != nil {
-		return Window{}, err
-	}
-	if err := u.pubs.public(ctx, Caller{}, agentID); err != nil {
-		return Window{}, err
-	}
-	info, err := u.store.Agent(ctx, agentID)
-	if err != nil {
-		return Window{}, err
-	}
-	return u.window(ctx, agentID, info.ChainHead, asOf)
-}
-
-// ProfileWindow is Window for a profile PublicProfile returned, as of its
-// certificate: the agent's chain head is the profile's, so it costs no
-// lookup of the agent and no second check that the public may see it.
-// Errors: ErrUnavailable.
+// ProfileWindow returns the window (see Window) of a profile
+// PublicProfile returned, as of its certificate: the public may see the
+// agent (PublicProfile checked), and the agent's chain head is the
+// profile's, so it costs no second lookup. The counts are remembered per
+// agent, chain head and instant (windowMemo); the open appeals are read
+// each time. Errors: ErrUnavailable.
 func (u *Certificates) ProfileWindow(ctx context.Context, p *Profile) (Window, error) {
 	return u.window(ctx, p.Info.ID, p.Info.ChainHead, p.Certificate.ComputedAt)
 }

@@ -57,11 +57,9 @@ type ScoreService interface {
 	// PublicProfile is an agent's certificate, its score and history;
 	// unknown and unlisted agents are ErrNotFound alike.
 	PublicProfile(ctx context.Context, agentID string, history bool) (service.Profile, error)
-	// Window is the events behind an agent's score as of an instant, by
-	// status, with its corrections and open appeals.
-	Window(ctx context.Context, agentID string, asOf time.Time) (service.Window, error)
-	// ProfileWindow is Window for a profile PublicProfile returned, as of
-	// its certificate.
+	// ProfileWindow is the events behind a profile's score as of its
+	// certificate, by status, with their corrections and the agent's open
+	// appeals (service.Certificates.ProfileWindow).
 	ProfileWindow(ctx context.Context, p *service.Profile) (service.Window, error)
 	// Agent is what the ledger knows about an agent, unlisted ones too.
 	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
