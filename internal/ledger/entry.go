@@ -70,15 +70,41 @@ type ListQuery struct {
 	MinTier  score.Tier
 	MinScore int
 	Limit    int
+	// By is what the ranking orders by, highest first, then agent id
+	// ascending; the zero value is the score.
+	By RankBy
 	// After is the keyset cursor: the last entry of the previous page, or
 	// nil for the first page.
 	After *Cursor
 }
 
+// RankBy is the key a ranking orders by.
+type RankBy int
+
+// The keys: the score, or one dimension's contribution to it (§3.4).
+const (
+	RankScore RankBy = iota
+	RankConduit
+	RankAP2
+)
+
+// Key is r's value of the key, as a Cursor holds it.
+func (k RankBy) Key(r score.Result) int {
+	switch k {
+	case RankConduit:
+		return r.Conduit().Contribution
+	case RankAP2:
+		return r.AP2().Contribution
+	}
+	return r.Score
+}
+
 // MaxListLimit is the largest page of a ranking.
 const MaxListLimit = 1000
 
-// Cursor is a position in the ranking: the last entry of a page.
+// Cursor is a position in the ranking: the last entry of a page. Score
+// is that entry's value of the ranking's key (RankBy.Key): its score, or
+// the contribution the ranking orders by.
 type Cursor struct {
 	Score   int
 	AgentID string
@@ -93,6 +119,8 @@ func (q *ListQuery) Validate() error {
 		return fmt.Errorf("%w: min_score %d is outside 0..%d", errkind.ErrInvalid, q.MinScore, score.MaxScore)
 	case q.MinTier > score.TierElite:
 		return fmt.Errorf("%w: tier %d", errkind.ErrInvalid, q.MinTier)
+	case q.By < RankScore || q.By > RankAP2:
+		return fmt.Errorf("%w: ranking key %d", errkind.ErrInvalid, q.By)
 	case q.After != nil && !ValidID(q.After.AgentID):
 		return fmt.Errorf("%w: cursor agent id", errkind.ErrInvalid)
 	}

@@ -401,3 +401,59 @@ func unknownAppeal(err error, id string) error {
 	}
 	return err
 }
+
+// DisputedEvent is one event an appeal names, as the ledger holds it now,
+// with the corrections recorded in answer to the appeal.
+type DisputedEvent struct {
+	Key ledger.EventKey
+	// Found is false when no such event is stored (never reported, or
+	// pruned); Event is then zero.
+	Found bool
+	// Event is the event as reported (Event.Event.Status is its recorded
+	// status) with its corrected state.
+	Event ledger.StoredEvent
+	// Corrections are those naming the appeal, oldest first: what each
+	// changed and why.
+	Corrections []ledger.Correction
+}
+
+// AppealEvents returns the first limit events appeal id names (all when
+// limit < 1), in its order, with what the ledger records of each and the
+// corrections the appeal caused, to whoever may read the appeal (as
+// Appeal). Errors: those of Appeal, ErrUnavailable.
+func (u *Corrections) AppealEvents(ctx context.Context, c Caller, id string, limit int) ([]DisputedEvent, error) {
+	a, err := u.ownAppeal(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	keys := a.Events
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	stored, err := u.store.Events(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	byKey := make(map[ledger.EventKey]ledger.StoredEvent, len(stored))
+	for _, e := range stored {
+		byKey[ledger.EventKey{Type: e.Event.Type, ID: e.Event.ID}] = e
+	}
+	out := make([]DisputedEvent, 0, len(keys))
+	for _, k := range keys {
+		d := DisputedEvent{Key: k}
+		d.Event, d.Found = byKey[k]
+		if d.Found && len(a.Corrections) > 0 {
+			cs, err := u.store.Corrections(ctx, k.Type, k.ID)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range cs {
+				if c.AppealID == a.ID {
+					d.Corrections = append(d.Corrections, c)
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

@@ -27,6 +27,7 @@ type Certificates struct {
 	certs     *certMemo
 	pubs      *publication
 	histories *historyMemo
+	windows   *windowMemo
 }
 
 // Certificate is an agent's current signed Execution Passport (spec §7.2).

@@ -153,5 +153,6 @@ func (u *Rights) forgetAgent(ids ...string) {
 		u.certs.forget(id)
 		u.pubs.forget(id)
 		u.histories.forget(id)
+		u.windows.forget(id)
 	}
 }

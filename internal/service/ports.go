@@ -43,6 +43,7 @@ type LedgerStore interface {
 	ChangeReader
 	Corrector
 	RecordReader
+	EventReader
 	ChainWalker
 }
 
@@ -107,6 +108,15 @@ type RecordReader interface {
 	// in the order they ended, each as stored (reported and corrected
 	// state). An unknown agent is ErrNotFound.
 	Records(ctx context.Context, agentID string, asOf time.Time) ([]ledger.StoredEvent, error)
+}
+
+// EventReader reads events by key.
+type EventReader interface {
+	// Events returns the stored events of keys that exist, each as
+	// stored (reported and corrected state, voided ones too), in the
+	// order of keys; keys of no stored event are left out, and a key
+	// given twice is returned once.
+	Events(ctx context.Context, keys []ledger.EventKey) ([]ledger.StoredEvent, error)
 }
 
 // ChainWalker walks the hash chains.

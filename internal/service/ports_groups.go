@@ -1,5 +1,11 @@
 package service
 
+import (
+	"context"
+
+	"github.com/swarmscore/swarmscore/internal/appeal"
+)
+
 // The ports of each group of use cases: the narrow ports of ports*.go that
 // its use cases call, and nothing else, so that a use case cannot reach a
 // store it has no business with. Every back end implements all of them
@@ -11,12 +17,15 @@ type (
 	}
 
 	// CertificateStore is what Certificates uses: the score cache, and the
-	// ledger's agents and counts (for scores as of an instant and the
-	// agent pages' history).
+	// ledger's agents, counts and records (for scores as of an instant and
+	// the agent pages' history and window), and the appeals' summaries (an
+	// agent page names the open ones).
 	CertificateStore interface {
 		ScoreStore
 		AgentReader
 		CountReader
+		RecordReader
+		AppealSummaries(ctx context.Context) ([]appeal.Appeal, error)
 	}
 
 	// VerifyStore is what Verifier uses to judge a passport against the
@@ -43,12 +52,13 @@ type (
 		AgentReader
 	}
 
-	// CorrectionsStore is what Corrections uses: corrections, appeals, and
-	// the issued passports an appeal disputes.
+	// CorrectionsStore is what Corrections uses: corrections, appeals, the
+	// issued passports an appeal disputes and the events it names.
 	CorrectionsStore interface {
 		AppealStore
 		Corrector
 		PassportReader
+		EventReader
 	}
 
 	// RightsStore is what Rights uses: consent, an agent's records and

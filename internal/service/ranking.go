@@ -12,7 +12,10 @@ type RankingQuery struct {
 	MinTier  score.Tier
 	MinScore int
 	Limit    int
-	After    *ledger.Cursor
+	// By is the key the ranking orders by (the score unless set); After's
+	// Score is that key's value.
+	By    ledger.RankBy
+	After *ledger.Cursor
 }
 
 // RankingPage is one page of the ranking, highest score first. Next is the
@@ -22,12 +25,13 @@ type RankingPage struct {
 	Next   *ledger.Cursor
 }
 
-// Ranking lists agents by current score, highest first, then by agent id.
+// Ranking lists agents by current score (or q.By's key), highest first,
+// then by agent id.
 // Stale cache entries are first recomputed in one set-based statement, so
 // the page ranks scores as of now. Agents that chose to be unlisted are
 // omitted, and so, with RequireConsent, are agents that have not consented. Errors: ErrInvalid for an out-of-range query, ErrUnavailable.
 func (u *Certificates) Ranking(ctx context.Context, q RankingQuery) (RankingPage, error) {
-	lq := ledger.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, After: q.After}
+	lq := ledger.ListQuery{MinTier: q.MinTier, MinScore: q.MinScore, Limit: q.Limit, By: q.By, After: q.After}
 	if err := lq.Validate(); err != nil {
 		return RankingPage{}, err
 	}
@@ -47,7 +51,7 @@ func (u *Certificates) Ranking(ctx context.Context, q RankingQuery) (RankingPage
 	}
 	if len(entries) > q.Limit || (len(entries) == q.Limit && lq.Limit == q.Limit) {
 		last := page.Agents[len(page.Agents)-1]
-		page.Next = &ledger.Cursor{Score: last.Result.Score, AgentID: last.AgentID}
+		page.Next = &ledger.Cursor{Score: q.By.Key(last.Result), AgentID: last.AgentID}
 	}
 	return page, nil
 }

@@ -109,6 +109,7 @@ type Rights struct {
 	pubs         *publication
 	certs        *certMemo
 	histories    *historyMemo
+	windows      *windowMemo
 	pseudonymKey []byte // Config.PseudonymKey
 	actions      *actionLog
 }

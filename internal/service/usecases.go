@@ -120,9 +120,10 @@ func New(st Backend, cfg Config) *UseCases {
 	hz := horizon{clock: clk, skew: cfg.MaxClockSkew}
 	pubs := &publication{store: st, require: cfg.RequireConsent, certs: certs}
 	histories := &historyMemo{}
+	windows := &windowMemo{}
 	acts := &actionLog{store: st, clock: clk, log: cfg.Logger}
 	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
-		histories: histories}
+		histories: histories, windows: windows}
 	return &UseCases{
 		Schema:       &Schema{store: st},
 		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts, requireProof: cfg.RequireProof},
@@ -131,7 +132,7 @@ func New(st Backend, cfg Config) *UseCases {
 		Keys:         &Keys{store: st, clock: clk, keys: keys, actions: acts},
 		Tokens:       &Tokens{store: st, clock: clk, actions: acts},
 		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs, actions: acts},
-		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories,
+		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories, windows: windows,
 			pseudonymKey: cfg.PseudonymKey, actions: acts},
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -44,4 +45,19 @@ func TierNameSQL(tierExpr string) string {
 	}
 	b.WriteString(" END)")
 	return b.String()
+}
+
+// RankKeySQL is the expression of a ranking's key (ledger.RankBy.Key) over
+// the score cache's columns, prefixed by prefix (a table alias and a dot):
+// the stored score, or a contribution computed from the stored counts as
+// ScoreSQL computes it.
+func RankKeySQL(by ledger.RankBy, prefix string) string {
+	if by == ledger.RankScore {
+		return prefix + "score"
+	}
+	conduit, ap2, _, _, _ := ScoreSQL(prefix+"conduit_sessions_90d", prefix+"conduit_successful_90d", prefix+"ap2_sessions_90d", prefix+"ap2_successful_90d")
+	if by == ledger.RankConduit {
+		return conduit
+	}
+	return ap2
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -29,6 +30,9 @@ type AppealsService interface {
 	// ActOnAppeal acknowledges, upholds (recording its corrections and
 	// re-issuing the passports), rejects or escalates an appeal.
 	ActOnAppeal(ctx context.Context, id string, c service.Caller, d service.AppealDecision) (service.AppealStatus, []ledger.Correction, error)
+	// AppealEvents is what the ledger records of the first limit events
+	// an appeal disputes, with the corrections the appeal caused.
+	AppealEvents(ctx context.Context, c service.Caller, id string, limit int) ([]service.DisputedEvent, error)
 }
 
 // appealsPageSize bounds the queue's rows per page, and so the page's
@@ -200,10 +204,13 @@ type appealView struct {
 	// maxFormEvents; MoreFixes counts the events without one.
 	Fixes     []correctionRow
 	MoreFixes int
-	// Listed are the disputed events shown, up to maxListedEvents;
-	// MoreListed counts the others.
-	Listed     []ledger.EventKey
+	// Listed are the disputed events shown, up to maxListedEvents, with
+	// what the ledger records of each; MoreListed counts the others.
+	Listed     []disputedRow
 	MoreListed int
+	// Changes are what the corrections of an upheld appeal changed, event
+	// by event.
+	Changes []changeRow
 	// The reasons the forms were sent with, kept when one is refused.
 	UpholdReason, RejectReason, EscalateNote string
 }
@@ -219,9 +226,37 @@ type deadlineRow struct {
 	Words   string
 }
 
+// disputedRow is a disputed event as the ledger records it, in words for
+// the operator deciding: its recorded status, times, amount and buyer.
+type disputedRow struct {
+	Event   ledger.EventKey
+	Found   bool
+	Agent   string // the agent it was reported for
+	Status  string // as reported
+	Now     string // after corrections, "" when none changed it
+	Started time.Time
+	Ended   time.Time
+	Amount  string // "" for a session
+	Buyer   string
+}
+
+// changeRow is one correction of an upheld appeal: the event, what it
+// changed, and why.
+type changeRow struct {
+	Event  ledger.EventKey
+	ID     string
+	Change string
+	Reason string
+	By     string
+	At     time.Time
+}
+
 type correctionRow struct {
-	Index    int
-	Event    ledger.EventKey
+	Index int
+	Event ledger.EventKey
+	// Recorded is the event as the ledger records it, shown beside the
+	// choice of a new status; nil when not read.
+	Recorded *disputedRow
 	Statuses []string
 	// Action, Status and Agent are what the form was sent with.
 	Action, Status, Agent string
@@ -266,9 +301,12 @@ func newAppealView(a service.AppealStatus) *appealView {
 	if a.State == appeal.Upheld || !a.ReissuedAt.IsZero() {
 		row("re-issue", "7 days after upholding", a.DecidedAt.Add(appeal.ReissueAfter), a.ReissuedAt)
 	}
-	v.Listed = a.Events
-	if len(v.Listed) > maxListedEvents {
-		v.Listed, v.MoreListed = v.Listed[:maxListedEvents], len(a.Events)-maxListedEvents
+	listed := a.Events
+	if len(listed) > maxListedEvents {
+		listed, v.MoreListed = listed[:maxListedEvents], len(a.Events)-maxListedEvents
+	}
+	for _, k := range listed {
+		v.Listed = append(v.Listed, disputedRow{Event: k})
 	}
 	for i, e := range a.Events {
 		if i == maxFormEvents {
@@ -278,6 +316,69 @@ func newAppealView(a service.AppealStatus) *appealView {
 		v.Fixes = append(v.Fixes, correctionRow{Index: i, Event: e, Statuses: finalStatuses[e.Type]})
 	}
 	return v
+}
+
+// withEvents fills in what the ledger records of the listed events and,
+// for an appeal upheld, what its corrections changed.
+func (p *Pages) withEvents(r *http.Request, s session, v *appealView) error {
+	evs, err := p.svc.Corrections.AppealEvents(r.Context(), s.caller(), v.ID, maxListedEvents)
+	if err != nil {
+		return err
+	}
+	for i := range evs {
+		if i >= len(v.Listed) {
+			break
+		}
+		d, row := &evs[i], &v.Listed[i]
+		row.Event, row.Found = d.Key, d.Found
+		if d.Found {
+			e := &d.Event
+			row.Agent, row.Status, row.Started, row.Ended, row.Buyer = e.Event.AgentID, string(e.Event.Status), e.Event.StartedAt, e.Event.EndedAt, e.Event.BuyerID
+			if e.Corrected != nil {
+				row.Now = string(e.CurrentStatus())
+				switch {
+				case e.IsVoided():
+					row.Now = "voided"
+				case e.CurrentAgent() != e.Event.AgentID:
+					row.Now += " for " + e.CurrentAgent()
+				}
+			}
+			if e.Event.Type == ledger.AP2Transaction {
+				row.Amount = dollars(e.Event.EscrowAmountCents)
+			}
+		}
+		for _, c := range d.Corrections {
+			v.Changes = append(v.Changes, changeRow{Event: d.Key, ID: c.ID, Change: correctionWords(&c), Reason: c.Reason, By: c.By, At: c.At})
+		}
+	}
+	for i := range v.Fixes {
+		if i < len(v.Listed) {
+			v.Fixes[i].Recorded = &v.Listed[i]
+		}
+	}
+	return nil
+}
+
+// correctionWords says what a correction changed: "status FAILED →
+// VERIFIED", "agent a → b", "voided (was SETTLED for a)".
+func correctionWords(c *ledger.Correction) string {
+	switch c.Action {
+	case ledger.ActionStatus:
+		return "status " + string(c.FromStatus) + " → " + string(c.ToStatus)
+	case ledger.ActionReattribute:
+		return "agent " + c.FromAgent + " → " + c.ToAgent
+	case ledger.ActionVoid:
+		return "voided (was " + string(c.FromStatus) + " for " + c.FromAgent + ")"
+	}
+	return string(c.Action)
+}
+
+// limitToRole hides the forms the operator's role may not use: a viewer
+// reads the appeal but decides nothing.
+func (v *appealView) limitToRole(role auth.Role) {
+	if !role.May(auth.DecideAppeals) {
+		v.CanAck, v.CanDecide, v.CanEscalate = false, false, false
+	}
 }
 
 // appealPage is one appeal: everything about it, its deadlines and the
@@ -290,6 +391,11 @@ func (p *Pages) appealPage(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	v := newAppealView(a)
 	v.CSRF = s.csrf
+	v.limitToRole(s.Role)
+	if err := p.withEvents(r, s, v); err != nil {
+		p.fail(w, r, err, "")
+		return
+	}
 	if act := appeal.Action(r.URL.Query().Get("done")); act != "" && slices.ContainsFunc(a.History, func(e appeal.Entry) bool { return e.Action == act }) {
 		v.Notice = doneNotice(&a, act)
 	}
@@ -364,14 +470,23 @@ func (p *Pages) actOnAppeal(w http.ResponseWriter, r *http.Request, s session) {
 		}
 	case appeal.Reject:
 		v.RejectReason = reason
-		if reason == "" {
+		switch {
+		case reason == "":
 			problem = "Give the reason for rejecting: it is recorded with the decision."
+		case r.PostFormValue("confirm") != "yes":
+			// The browser asks for the box; a form sent without it (a
+			// script, an old page) is refused here all the same.
+			problem = "Confirm that you checked the disputed events and the recorded data is right: tick the box."
 		}
 	case appeal.Escalate:
 		v.EscalateNote = reason
 	}
 	if problem != "" {
 		v.Error, v.ErrorFor = problem, string(act)
+		if err := p.withEvents(r, s, v); err != nil {
+			p.fail(w, r, err, "")
+			return
+		}
 		p.renderConsole(w, r, s, http.StatusBadRequest, "/operator/appeals", "appeal", "Appeal "+a.ID, v)
 		return
 	}
@@ -398,6 +513,10 @@ func (p *Pages) actOnAppeal(w http.ResponseWriter, r *http.Request, s session) {
 			v = fresh
 		}
 		v.Error, v.ErrorFor = actionMessage(err, d.Corrections), string(act)
+		if err := p.withEvents(r, s, v); err != nil {
+			p.fail(w, r, err, "")
+			return
+		}
 		if !v.formShown(act) {
 			// The state no longer offers the form: say it above the rest.
 			v.ErrorFor = "page"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/appeal"
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -77,7 +78,7 @@ func TestConsoleAppeals(t *testing.T) {
 	body := c.get("/operator/appeals", 200)
 	mustContain(t, body, `<a href="/operator/appeals" aria-current="page">Appeals</a>`,
 		`<caption id="appeals-caption">2 appeals</caption>`,
-		`<tr class="overdue"><th scope="row"><a href="/operator/appeals/`+first.ID+`">`+first.ID+`</a></th><td><span class="nowrap">agent-7</span><br><code class="passport-id">`+first.PassportID+`</code></td><td>incorrect_status<br>`+
+		`<tr class="overdue"><th scope="row"><a href="/operator/appeals/`+first.ID+`">`+first.ID+`</a></th><td data-label="Agent and passport"><span class="id">agent-7</span><br><code class="passport-id">`+first.PassportID+`</code></td><td data-label="Grounds and events">incorrect_status<br>`+
 			"<code>ap2_transaction</code> <code>agent-7-t19</code><br><code>conduit_session</code> <code>agent-7-c19</code>",
 		`<strong class="overdue-mark">Overdue</strong>: acknowledge by 2026-06-22 12:00 UTC <span class="muted">(24 hours ago)</span>`,
 		"acknowledge by 2026-06-30 12:00 UTC <span class=\"muted\">(in 7 days)</span>",
@@ -100,10 +101,17 @@ func TestConsoleAppeals(t *testing.T) {
 	body = c.get(page, 200)
 	mustContain(t, body, "<h1>Appeal "+first.ID+"</h1>", webtest.AppealStatement, first.PassportID,
 		`<a href="/operator/agents?q=agent-7">agent-7</a>`, "Filed</dt><dd>2026-06-15 12:00 UTC by market-1",
-		`<tr class="overdue"><th scope="row">acknowledge</th><td>7 days after filing</td><td>2026-06-22 12:00 UTC</td><td><strong class="overdue-mark">Overdue</strong>: overdue: it was due 24 hours ago</td></tr>`,
-		`<th scope="row">decide</th><td>21 days after filing</td><td>2026-07-06 12:00 UTC</td>`,
+		`<tr class="overdue"><th scope="row">acknowledge</th><td data-label="Within">7 days after filing</td><td data-label="Due (UTC)">2026-06-22 12:00 UTC</td><td data-label="Done"><strong class="overdue-mark">Overdue</strong>: overdue: it was due 24 hours ago</td></tr>`,
+		`<th scope="row">decide</th><td data-label="Within">21 days after filing</td><td data-label="Due (UTC)">2026-07-06 12:00 UTC</td>`,
 		`action="/operator/appeals/`+first.ID+`/ack"`, `action="/operator/appeals/`+first.ID+`/uphold"`, `action="/operator/appeals/`+first.ID+`/reject"`,
-		`<legend><code>conduit_session</code> <code>agent-7-c19</code></legend>`, `<option value="VERIFIED">VERIFIED</option>`,
+		`<legend><code>conduit_session</code> <code class="id">agent-7-c19</code></legend>`, `<option value="VERIFIED">VERIFIED</option>`,
+		// Each disputed event as recorded, in the list and beside its
+		// correction: status, times, amount and buyer.
+		`<td data-label="Recorded status"><strong>FAILED</strong></td>`, `<td class="num" data-label="Amount">$1,250</td><td data-label="Buyer"><span class="id">buyer-1</span></td>`,
+		`<p class="recorded">Recorded: <strong>FAILED</strong>, started `, `<p class="recorded">Recorded: <strong>DISPUTED</strong>, started `, `, $1,250, buyer <span class="id">buyer-1</span>.</p>`,
+		// Reject asks for a confirmation and looks unlike uphold.
+		`<input type="checkbox" id="reject-confirm" name="confirm" value="yes" required>`, `<button type="submit" class="danger">Reject the appeal</button>`,
+		`<button type="submit" class="uphold">Uphold, and record the corrections</button>`,
 		`<option value="SETTLED">SETTLED</option>`, `<label for="agent-1">Agent id`)
 	mustNotContain(t, body, "/escalate")
 
@@ -120,7 +128,7 @@ func TestConsoleAppeals(t *testing.T) {
 	// Acknowledge: back to the appeal with a notice.
 	redirected(t, c.post(page+"/ack", nil), page+"?done=ack")
 	body = c.get(page+"?done=ack", 200)
-	mustContain(t, body, `<p class="notice" role="status">You acknowledged appeal `+first.ID+`. Decide it by 2026-07-06 12:00 UTC.</p>`,
+	mustContain(t, body, `<p class="notice" role="status" id="notice" tabindex="-1" autofocus>You acknowledged appeal `+first.ID+`. Decide it by 2026-07-06 12:00 UTC.</p>`,
 		`<span class="state state-acknowledged">acknowledged</span>`, "<strong>ack</strong> by admin, 2026-06-23 12:00 UTC")
 	mustNotContain(t, body, "/ack\"")
 	// A notice for something that did not happen is not shown.
@@ -128,7 +136,7 @@ func TestConsoleAppeals(t *testing.T) {
 
 	// Wrong transitions: a clear message, 409, never internals.
 	body = c.post(page+"/ack", nil).page(t, http.StatusConflict)
-	mustContain(t, body, `<p class="error" role="alert">Appeal `+first.ID+` is acknowledged and cannot be acknowledged.</p>`)
+	mustContain(t, body, `<p class="error" role="alert" id="page-error" tabindex="-1" autofocus>Appeal `+first.ID+` is acknowledged and cannot be acknowledged.</p>`)
 	body = c.post(page+"/escalate", nil).page(t, http.StatusConflict)
 	mustContain(t, body, "Appeal "+first.ID+" is acknowledged and cannot be escalated.")
 	mustContain(t, c.post(page+"/undo", nil).page(t, http.StatusNotFound), "There is no such action on an appeal.")
@@ -152,8 +160,12 @@ func TestConsoleAppeals(t *testing.T) {
 	body = c.get(page+"?done=uphold", 200)
 	mustContain(t, body, "You upheld appeal "+first.ID+": 1 correction recorded, and the affected passports re-issued 2026-06-23 12:00 UTC.",
 		`<span class="state state-upheld">upheld</span>`, "Decision's reason</dt><dd class=\"text\">The buyer&#39;s logs confirm it was verified</dd>",
-		`<th scope="row">re-issue</th><td>7 days after upholding</td><td>2026-06-30 12:00 UTC</td><td>2026-06-23 12:00 UTC</td>`,
-		`action="/operator/appeals/`+first.ID+`/escalate"`)
+		`<th scope="row">re-issue</th><td data-label="Within">7 days after upholding</td><td data-label="Due (UTC)">2026-06-30 12:00 UTC</td><td data-label="Done">2026-06-23 12:00 UTC</td>`,
+		`action="/operator/appeals/`+first.ID+`/escalate"`,
+		// What the correction changed, and why.
+		"<h2 id=\"changes-title\">What the corrections changed</h2>", "<strong>status FAILED → VERIFIED</strong>",
+		`<td data-label="Why" class="text">The buyer&#39;s logs confirm it was verified</td>`,
+		`<td data-label="Recorded status"><strong>FAILED</strong><br><span class="muted">now VERIFIED</span></td>`)
 	mustNotContain(t, body, "/uphold\"", "/reject\"", "{0 {")
 	if a, _ := s.u.Corrections.Appeal(t.Context(), service.OperatorCaller("admin"), first.ID); len(a.Corrections) != 1 || !strings.Contains(body, "<dt>Corrections recorded</dt><dd><code>"+a.Corrections[0]+"</code></dd>") {
 		t.Fatalf("the recorded correction %v is not shown", a.Corrections)
@@ -175,10 +187,17 @@ func TestConsoleAppeals(t *testing.T) {
 	// The longest reason fits the form, whatever its encoding; a form
 	// past the limit is said to be too large.
 	long := strings.Repeat("é", appeal.MaxTextLen/2+1)
-	mustContain(t, c.post(other+"/reject", url.Values{"reason": {long}}).page(t, http.StatusBadRequest),
-		`<p class="error" role="alert" id="reject-error">Reason is 4002 bytes long (at most 4000)</p>`)
+	mustContain(t, c.post(other+"/reject", url.Values{"reason": {long}, "confirm": {"yes"}}).page(t, http.StatusBadRequest),
+		`<p class="error" role="alert" id="reject-error" tabindex="-1" autofocus>Reason is 4002 bytes long (at most 4000)</p>`)
 	mustContain(t, c.post(other+"/reject", url.Values{"reason": {strings.Repeat("é", 12000)}}).page(t, http.StatusRequestEntityTooLarge), "That form holds more than 64 KB.")
-	redirected(t, c.post(other+"/reject", url.Values{"reason": {"The session failed: the buyer's logs show an error."}}), other+"?done=reject")
+	// Without the confirmation (the browser requires the box; a form
+	// without it is refused here too), nothing changes.
+	body = c.post(other+"/reject", url.Values{"reason": {"The session failed."}}).page(t, http.StatusBadRequest)
+	mustContain(t, body, "Confirm that you checked the disputed events", ">The session failed.</textarea>")
+	if a, _ := s.u.Corrections.Appeal(t.Context(), service.OperatorCaller("admin"), second.ID); a.State != appeal.Submitted {
+		t.Fatalf("an unconfirmed reject changed the appeal: %s", a.State)
+	}
+	redirected(t, c.post(other+"/reject", url.Values{"reason": {"The session failed: the buyer's logs show an error."}, "confirm": {"yes"}}), other+"?done=reject")
 	mustContain(t, c.get(other+"?done=reject", 200), "You rejected appeal "+second.ID+".", `<span class="state state-rejected">rejected</span>`)
 	// The queue follows the states.
 	body = c.get("/operator/appeals", 200)
@@ -271,4 +290,51 @@ func TestConsoleAppealsSize(t *testing.T) {
 	mustContain(t, body, "agent-7-session-149-with-a-long-identifier", `<label for="action-39">`,
 		"This form corrects the first 40 disputed events. To correct the other 110,")
 	mustNotContain(t, body, `id="action-40"`)
+}
+
+// TestConsoleViewerSeesNoActions: a viewer reads the appeal and the keys
+// but is offered no button its role may not use; the forms answer 403
+// all the same.
+func TestConsoleViewerSeesNoActions(t *testing.T) { onBothBackEnds(t, testConsoleViewerSeesNoActions) }
+
+func testConsoleViewerSeesNoActions(t *testing.T, s *site) {
+	a, err := webtest.SeedAppeal(t.Context(), s.u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt, err := s.u.Tokens.CreateToken(t.Context(), "watcher", auth.Viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := openSignIn(t, s, "192.0.2.9:1000").submit(t, s, nt.Secret)
+	var cookie string
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == sessionCookie {
+			cookie = c.String()
+		}
+	}
+	if cookie == "" {
+		t.Fatalf("viewer sign-in: %d", r.code)
+	}
+	body := s.get("/operator/ingest", "Cookie", cookie).page(t, 200)
+	c := &console{t: t, s: s, cookie: cookie, csrf: csrfField.FindStringSubmatch(body)[1]}
+	page := "/operator/appeals/" + a.ID
+	body = c.get(page, 200)
+	mustContain(t, body, "<h1>Appeal "+a.ID+"</h1>", `<td data-label="Recorded status"><strong>FAILED</strong></td>`)
+	mustNotContain(t, body, "Act on it", "/ack\"", "/uphold\"", "/reject\"", "<button type=\"submit\" class=\"danger\"")
+	mustContain(t, c.post(page+"/ack", nil).page(t, http.StatusForbidden), "Not allowed for your role")
+	body = c.get("/operator/keys", 200)
+	mustNotContain(t, body, "Rotate…", `action="/operator/keys/rotate"`)
+	// An admin is offered the decisions (keys_test has the rotation).
+	admin := openConsole(t, s)
+	mustContain(t, admin.get(page, 200), "Act on it", "/reject\"")
+	// Upheld: each correction with what it changed and why.
+	if _, _, err := s.u.Corrections.ActOnAppeal(t.Context(), a.ID, service.OperatorCaller("admin"), service.AppealDecision{
+		Action: appeal.Uphold, Reason: "the buyer's logs",
+		Corrections: []ledger.CorrectionRequest{{EventType: ledger.AP2Transaction, EventID: "agent-7-t19", Action: ledger.ActionStatus, Status: ledger.Settled}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, c.get(page, 200), "<strong>status DISPUTED → SETTLED</strong>", `<td data-label="Why" class="text">the buyer&#39;s logs</td>`,
+		`<td data-label="Recorded status"><strong>DISPUTED</strong><br><span class="muted">now SETTLED</span></td>`)
 }

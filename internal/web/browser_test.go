@@ -20,7 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/cli"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/web/webtest"
@@ -336,7 +338,16 @@ func TestBrowser(t *testing.T) {
 		if got := b.eval("document.activeElement.textContent"); got != "Skip to content" {
 			t.Fatalf("first Tab stop: %q", got)
 		}
+		b.sees("caption", "scores as of")
 		b.shot("leaderboard")
+		// Sorted by a column: a link, answered by the server.
+		b.do(chromedp.Click(chromedp.CSS(`th.sort a[href="/?sort=ap2"]`)), chromedp.WaitVisible(chromedp.CSS(`th[aria-sort] a[href="/?sort=ap2"]`)))
+		b.sees("caption", "Agents by AP2 points, highest first")
+		if loc := run(b, chromedp.Location()); loc != s.base+"/?sort=ap2" {
+			t.Fatalf("sorting went to %s", loc)
+		}
+		b.sees("table.board tbody tr:first-child", "elite-1", "590")
+		b.do(chromedp.Navigate(s.base + "/"))
 		b.do(chromedp.Click(chromedp.CSS(`a[rel="next"]`)), chromedp.WaitVisible(chromedp.CSS(`.pager a[href="/"]`)))
 		if n := b.count("table.board tbody tr"); n != 6 {
 			t.Fatalf("%d rows on the second page", n)
@@ -363,13 +374,23 @@ func TestBrowser(t *testing.T) {
 		b.sees(".tier-large", "STANDARD")
 		b.sees("main", "304 of 400 points", "456 of 600 points", "76 of 80 sessions verified (95%)",
 			"90 more points", "20 more Conduit sessions", "10 more AP2 transactions",
-			"a $1,000 payment holds $392 in escrow", "Valid: signed by this server", "not liable for losses")
+			"a $1,000 payment holds $392 in escrow", "Signature valid: signed by this server", "not liable for losses",
+			"Based on 120 events since", "38 settled, 2 disputed, 0 refunded", "is open (submitted).")
 		if n := b.count("svg.chart"); n != 2 {
 			t.Fatalf("%d charts", n)
 		}
-		if n := run(b, chromedp.Evaluate[int](`document.querySelector("polyline.line").points.numberOfItems`)); n != 90 {
+		// From the first day with an event (83 days ago), not 90 days of
+		// which the first are a flat 0.
+		if n := run(b, chromedp.Evaluate[int](`document.querySelector("polyline.line").points.numberOfItems`)); n != 83 {
 			t.Fatalf("the history has %d points", n)
 		}
+		// The signature box is neutral: neither the pass green nor the fail red.
+		if c := b.eval(`getComputedStyle(document.querySelector(".status-neutral")).borderLeftColor`); c == "rgb(26, 127, 55)" || c == "rgb(207, 34, 46)" {
+			t.Fatalf("the signature box is coloured %s", c)
+		}
+		// The calculator, without a script: the form is a plain GET.
+		b.do(chromedp.SetValue(chromedp.CSS("#amount"), "2,500"), chromedp.Submit(chromedp.CSS("#amount")), chromedp.WaitVisible(chromedp.CSS(".calc-result")))
+		b.sees(".calc-result", "A $2,500 payment holds $980 in escrow and releases $1,520 at once.")
 		// The badge loads (an image of this origin), and the copy button
 		// appears: the page's one script ran under the policy.
 		if w := run(b, chromedp.Evaluate[int](`document.querySelector('img[src="/badge/agent-7.svg"]').naturalWidth`)); w < 100 {
@@ -383,6 +404,10 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("badge snippet %q", md)
 		}
 		b.shot("agent")
+		// An agent below the volume a tier needs: said apart from a low score.
+		b.do(chromedp.Navigate(s.base + "/agents/newbie"))
+		b.sees("main", "Not enough history yet", "35 more Conduit sessions and 24 more AP2 transactions")
+		b.shot("agent-new")
 		// Unknown and unlisted agents: the same 404 page.
 		for _, id := range []string{"ghost", "shy-agent"} {
 			b.do(chromedp.Navigate(s.base + "/agents/" + id))
@@ -462,8 +487,26 @@ func TestBrowser(t *testing.T) {
 		b.do(chromedp.Navigate(s.base+"/operator/appeals"), chromedp.Click(chromedp.CSS(`a[href="/operator/appeals/`+id+`"]`)), chromedp.WaitVisible(chromedp.CSS(`form[action$="/ack"]`)))
 		b.sees("h1", "Appeal "+id)
 		b.sees("main", webtest.AppealStatement, "acknowledge\t7 days after filing", "decide\t21 days after filing")
+		b.sees("table.disputed", "FAILED", "DISPUTED", "$1,250", "buyer-1")
 		b.do(chromedp.Click(chromedp.CSS(`form[action$="/ack"] button`)), chromedp.WaitVisible(chromedp.CSS(".notice")))
 		b.sees(".notice", "You acknowledged appeal "+id+". Decide it by")
+		// Focus moved to the notice, so a screen reader reads it next.
+		if got := b.eval("document.activeElement.id"); got != "notice" {
+			t.Fatalf("after acknowledging, focus is on %q", got)
+		}
+		// Reject looks unlike uphold, and asks for a confirmation: without
+		// the box ticked the browser does not send it.
+		up := b.eval(`getComputedStyle(document.querySelector("form[action$='/uphold'] button")).backgroundColor`)
+		rej := b.eval(`getComputedStyle(document.querySelector("form[action$='/reject'] button")).backgroundColor`)
+		if up == rej {
+			t.Fatalf("uphold and reject look alike (%s)", up)
+		}
+		b.do(chromedp.SendKeys(chromedp.CSS("#reject-reason"), "not yet"), chromedp.Click(chromedp.CSS(`form[action$="/reject"] button`)), chromedp.Sleep(300*time.Millisecond))
+		if valid := run(b, chromedp.Evaluate[bool](`document.querySelector("#reject-confirm").validity.valid`)); valid {
+			t.Fatal("the reject confirmation is not required")
+		}
+		b.sees("main .state", "acknowledged")
+		b.eval(`document.querySelector("#reject-reason").value = ""`)
 		b.sees("main .state", "acknowledged")
 		if n := b.count(`form[action$="/ack"]`); n != 0 {
 			t.Fatal("an acknowledged appeal still offers to acknowledge")
@@ -487,6 +530,11 @@ func TestBrowser(t *testing.T) {
 		b.sees(".notice", "You upheld appeal "+id+": 1 correction recorded, and the affected passports re-issued")
 		b.sees("main .state", "upheld")
 		b.sees("main", "Decision's reason", "The buyer's logs show the session verified.", "re-issue\t7 days after upholding")
+		b.sees("table.changes", "status FAILED → VERIFIED", "The buyer's logs show the session verified.")
+		b.shot("operator-appeal-upheld")
+		if got := b.eval("document.activeElement.id"); got != "notice" {
+			t.Fatalf("after upholding, focus is on %q", got)
+		}
 		b.fitsPhone(s.base + "/operator/appeals/" + id)
 		b.do(chromedp.Navigate(s.base + "/operator/agents?q=agent-7"))
 		b.sees("main", "77 verified of 80")
@@ -503,6 +551,9 @@ func TestBrowser(t *testing.T) {
 		b.do(chromedp.SetValue(chromedp.CSS("#alg"), "EdDSA"), chromedp.Click(chromedp.CSS(`form[action="/operator/keys/rotate"] button`)),
 			chromedp.WaitVisible(chromedp.CSS(".notice")))
 		b.sees(".notice", "Rotated: ", "(EdDSA) signs new passports from now on", "Re-issued ")
+		if got := b.eval("document.activeElement.id"); got != "notice" {
+			t.Fatalf("after rotating, focus is on %q", got)
+		}
 		if n := b.count("#keys-caption ~ tbody tr"); n != 2 {
 			t.Fatalf("%d keys after a rotation", n)
 		}
@@ -556,8 +607,9 @@ func axeSource(t *testing.T) string {
 	return string(b)
 }
 
-// layoutCheck is what the page reports at one width: its width, and the
-// figures and controls whose right edge is past the viewport.
+// layoutCheck is what the page reports at one width: its width, the
+// figures and controls whose right edge is past the viewport, and the
+// tables that do not fit it.
 const layoutCheck = `(() => {
   const w = window.innerWidth, out = [];
   if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + " px wide");
@@ -566,6 +618,11 @@ const layoutCheck = `(() => {
     if (head && head.getBoundingClientRect().width <= 1) continue; // a reflowed table's hidden headings
     const r = el.getBoundingClientRect();
     if (r.width > 0 && r.right > w + 0.5) out.push(el.tagName.toLowerCase() + "." + el.className + " " + JSON.stringify(el.textContent.trim().slice(0, 40)) + " ends at " + Math.round(r.right));
+  }
+  // Every table fits (or reflows): none needs its region scrolled.
+  for (const t of document.querySelectorAll("main table")) {
+    const r = t.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 0.5) out.push("table." + t.className + " ends at " + Math.round(r.right));
   }
   return out.join("\n");
 })()`
@@ -585,18 +642,32 @@ const axeRun = `axe.run(document, {resultTypes: ["violations"]}).then(r => r.vio
 func TestBrowserEveryPage(t *testing.T) {
 	axe := axeSource(t)
 	b := newBrowser(t)
-	var long service.AppealStatus
+	var long, upheld service.AppealStatus
 	s := serve(t, func(ctx context.Context, u *service.UseCases, now time.Time) (err error) {
-		long, err = webtest.SeedLong(ctx, u, now)
+		if long, err = webtest.SeedLong(ctx, u, now); err != nil {
+			return err
+		}
+		// An upheld appeal, with the longest reason, so that the table of
+		// what its corrections changed is seeded at its widest.
+		if upheld, err = webtest.SeedAppeal(ctx, u); err != nil {
+			return err
+		}
+		_, _, err = u.Corrections.ActOnAppeal(ctx, upheld.ID, service.OperatorCaller("admin"), service.AppealDecision{
+			Action: appeal.Uphold, Reason: webtest.LongStatement[:ledger.MaxReasonLen],
+			Corrections: []ledger.CorrectionRequest{{EventType: ledger.ConduitSession, EventID: "agent-7-c19", Action: ledger.ActionStatus, Status: ledger.Verified}},
+		})
 		return err
 	})
 	b.do(chromedp.Navigate(s.base+"/operator"), chromedp.SendKeys(chromedp.CSS("#token"), browserToken),
 		chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS(".console-bar")))
 	lid := url.PathEscape(webtest.LongID)
 	pages := []string{
-		"/", "/?tier=ELITE", "/?agent=not%20an%20id", "/agents/" + lid, "/agents/agent-7", "/agents/newbie", "/agents/elite-1",
+		"/", "/?tier=ELITE", "/?agent=not%20an%20id", "/?sort=conduit", "/?sort=ap2&tier=STANDARD", "/?sort=escrow",
+		"/agents/" + lid, "/agents/" + lid + "?amount=999999999999.99", "/agents/agent-7", "/agents/agent-7?amount=abc",
+		"/agents/newbie", "/agents/fill-00", "/agents/elite-1",
 		"/agents/ghost", "/verify", "/operator/ingest", "/operator/agents", "/operator/agents?q=" + lid, "/operator/signals",
 		"/operator/signals?q=" + lid, "/operator/appeals", "/operator/appeals/" + long.ID, "/operator/appeals/" + s.appeals[0].ID,
+		"/operator/appeals/" + upheld.ID,
 		"/operator/keys", "/operator/keys/rotate", "/operator/actions", "/operator/sessions", "/operator/escrow",
 	}
 	for _, width := range []int64{390, 1280} {

@@ -3,6 +3,7 @@ package web
 import (
 	"html"
 	"html/template"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,8 +54,63 @@ func (f frame) Y1() string      { return num(f.H - f.Bottom) }
 // LabelY is where the x axis's labels sit.
 func (f frame) LabelY() string { return num(f.H - f.Bottom + 18) }
 
+// TickY is where the x axis's tick marks end.
+func (f frame) TickY() string { return num(f.H - f.Bottom + 5) }
+
 // LabelX is where the y axis's labels end.
 func (f frame) LabelX() string { return num(f.Left - 6) }
+
+// axes writes a chart's grid (a horizontal line at each y tick), its
+// tier markers, its axes with the x ticks' marks and labels, and the y
+// ticks' labels, as SVG markup, in Go rather than as template actions:
+// each ranged action costs html/template its escapers by reflection, and
+// these are a page's most numerous (docs/BENCHMARKS.md). Everything
+// written is numbers and fixed words; labels are escaped all the same.
+// vertical says the tier markers are vertical lines (at x) with their
+// labels at the top; otherwise horizontal (at y) with labels at their X.
+func (f frame) axes(xTicks, yTicks []tick, tiers []marker, vertical bool) template.HTML {
+	var b strings.Builder
+	b.Grow(256 * (len(xTicks) + len(yTicks) + len(tiers) + 2))
+	line := func(x1, x2, y1, y2 string) {
+		b.WriteString(`<line x1="` + x1 + `" x2="` + x2 + `" y1="` + y1 + `" y2="` + y2 + `"/>` + "\n")
+	}
+	text := func(x, y, dx, dy, anchor, label string) {
+		b.WriteString(`<text x="` + x + `" y="` + y + `"`)
+		if dx != "" {
+			b.WriteString(` dx="` + dx + `"`)
+		}
+		if dy != "" {
+			b.WriteString(` dy="` + dy + `"`)
+		}
+		b.WriteString(` text-anchor="` + anchor + `">` + html.EscapeString(label) + "</text>\n")
+	}
+	b.WriteString(`<g class="grid">` + "\n")
+	for _, t := range yTicks {
+		line(f.X0(), f.X1(), t.Pos, t.Pos)
+	}
+	b.WriteString("</g>\n" + `<g class="tiers">` + "\n")
+	for _, m := range tiers {
+		if vertical {
+			line(m.Pos, m.Pos, f.Y0(), f.Y1())
+			text(m.Pos, f.Y0(), m.DX, "10", m.Anchor, m.Label)
+		} else {
+			line(f.X0(), f.X1(), m.Pos, m.Pos)
+			text(m.DX, m.Pos, "", "4", m.Anchor, m.Label)
+		}
+	}
+	b.WriteString("</g>\n" + `<g class="axis">` + "\n")
+	line(f.X0(), f.X1(), f.Y1(), f.Y1())
+	line(f.X0(), f.X0(), f.Y0(), f.Y1())
+	for _, t := range xTicks {
+		line(t.Pos, t.Pos, f.Y1(), f.TickY())
+		text(t.Pos, f.LabelY(), "", "", "middle", t.Label)
+	}
+	for _, t := range yTicks {
+		text(f.LabelX(), t.Pos, "", "4", "end", t.Label)
+	}
+	b.WriteString("</g>")
+	return template.HTML(b.String())
+}
 
 // escrowChart is the escrow modifier against the score, 0 to 1000, with
 // one agent's point.
@@ -66,6 +122,8 @@ type escrowChart struct {
 	Tiers          []marker // vertical lines at the tier scores
 	Score          int
 	Modifier       string
+	// Axes is the grid, tiers and axes drawn (frame.axes).
+	Axes template.HTML
 }
 
 func newEscrowChart(s int, m score.Modifier) escrowChart {
@@ -87,7 +145,7 @@ func newEscrowChart(s int, m score.Modifier) escrowChart {
 	for v := 0; v <= score.MaxScore; v += 200 {
 		c.XTicks = append(c.XTicks, tick{num(x(float64(v))), strconv.Itoa(v)})
 	}
-	for bp := 2500; bp <= 10000; bp += 2500 {
+	for bp := 0; bp <= 10000; bp += 2500 {
 		c.YTicks = append(c.YTicks, tick{num(y(float64(bp))), strconv.Itoa(bp/100) + "%"})
 	}
 	// The two lines are close: STANDARD's label goes left of its line,
@@ -96,10 +154,12 @@ func newEscrowChart(s int, m score.Modifier) escrowChart {
 		{num(x(score.StandardScore)), "STANDARD", "end", "-4"},
 		{num(x(score.EliteScore)), "ELITE", "start", "4"},
 	}
+	c.Axes = f.axes(c.XTicks, c.YTicks, c.Tiers, true)
 	return c
 }
 
-// historyChart is the score over the last days, one point a day.
+// historyChart is the score from the agent's first counted day to today,
+// one point a day.
 type historyChart struct {
 	frame
 	Line           string // polyline points
@@ -113,11 +173,34 @@ type historyChart struct {
 	Rows        template.HTML
 	First, Last service.DayScore
 	High, Low   int
+	// Days is how many days the chart shows; Trimmed is set when they
+	// start after the history's first day, at the agent's first counted
+	// event, rather than with days of nothing.
+	Days    int
+	Trimmed bool
+	// Axes is the grid, tiers and axes drawn (frame.axes).
+	Axes template.HTML
 }
 
+// historyTickSteps are the spacings, in days, the x axis's ticks may take:
+// the first that gives at most maxHistoryTicks ticks is used.
+var historyTickSteps = []int{1, 2, 7, 14, 28}
+
+const maxHistoryTicks = 6
+
 func newHistoryChart(days []service.DayScore) historyChart {
-	f := frame{W: 640, H: 240, Left: 52, Right: 28, Top: 12, Bottom: 36}
-	c := historyChart{frame: f, Rows: dayRows(days)}
+	// The days before the first with anything counted are not a score of
+	// 0 but no history: the chart starts at the first event.
+	first := 0
+	for first < len(days)-1 && days[first].Result.Conduit().Total+days[first].Result.AP2().Total == 0 {
+		first++
+	}
+	trimmed := first > 0
+	days = days[first:]
+	// The tier labels sit right of the plot, so the line never runs
+	// through them at any width.
+	f := frame{W: 640, H: 240, Left: 52, Right: 108, Top: 12, Bottom: 36}
+	c := historyChart{frame: f, Rows: dayRows(days), Days: len(days), Trimmed: trimmed}
 	if len(days) == 0 {
 		return c
 	}
@@ -129,31 +212,42 @@ func newHistoryChart(days []service.DayScore) historyChart {
 	}
 	y := func(s int) float64 { return f.Top + float64(score.MaxScore-s)*f.plotH()/score.MaxScore }
 	var b strings.Builder
+	b.Grow(len(days) * 12)
 	c.High, c.Low = 0, score.MaxScore
 	for i, d := range days {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(num(x(i)) + "," + num(y(d.Result.Score)))
+		b.WriteString(num(x(i)))
+		b.WriteByte(',')
+		b.WriteString(num(y(d.Result.Score)))
 		c.High = max(c.High, d.Result.Score)
 		c.Low = min(c.Low, d.Result.Score)
 	}
 	c.Line = b.String()
 	c.First, c.Last = days[0], days[len(days)-1]
 	c.LastX, c.LastY = num(x(len(days)-1)), num(y(c.Last.Result.Score))
-	for _, v := range []int{0, 500, 1000} {
+	for _, v := range []int{0, 250, 500, 750, 1000} {
 		c.YTicks = append(c.YTicks, tick{num(y(v)), strconv.Itoa(v)})
 	}
+	x1 := num(f.W - f.Right + 6)
 	c.Tiers = []marker{
-		{num(y(score.StandardScore)), "STANDARD", "start", "4"},
-		{num(y(score.EliteScore)), "ELITE", "start", "4"},
+		{num(y(score.StandardScore)), "STANDARD", "start", x1},
+		{num(y(score.EliteScore)), "ELITE", "start", x1},
 	}
-	mid := len(days) / 2
-	c.XTicks = []tick{
-		{num(x(0)), days[0].Day.Format("Jan 2")},
-		{num(x(mid)), days[mid].Day.Format("Jan 2")},
-		{num(x(len(days) - 1)), "today"},
+	// Ticks at whole steps back from today, so that today always has one.
+	step := historyTickSteps[len(historyTickSteps)-1]
+	for _, s := range historyTickSteps {
+		if (len(days)-1)/s+1 <= maxHistoryTicks {
+			step = s
+			break
+		}
 	}
+	for i := len(days) - 1; i >= 0; i -= step {
+		c.XTicks = append(c.XTicks, tick{num(x(i)), days[i].Day.Format("Jan 2")})
+	}
+	slices.Reverse(c.XTicks)
+	c.Axes = f.axes(c.XTicks, c.YTicks, c.Tiers, false)
 	return c
 }
 

@@ -21,6 +21,8 @@ var funcs = template.FuncMap{
 	"modifierPercent": modifierPercent,
 	"add":             func(a, b int) int { return a + b },
 	"dollars":         dollars,
+	"add64":           func(a, b int64) int64 { return a + b },
+	"thousands64":     thousands,
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/auth"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/service"
@@ -46,6 +47,9 @@ type keysView struct {
 	Due    bool
 	Age    string
 	Notice string
+	// CanRotate is false for a role that may not rotate keys: the page
+	// then offers no button that would only answer "not allowed".
+	CanRotate bool
 	// Partial is true when the re-issue after a rotation was cut short.
 	Partial bool
 }
@@ -76,14 +80,15 @@ func age(now, t time.Time) string {
 // and age, and a warning when the active key is due for its yearly
 // rotation. ?rotated= and ?reissued= report the rotation that brought the
 // operator here.
-func (p *Pages) loadKeys(r *http.Request, _ session) (any, error) {
+func (p *Pages) loadKeys(r *http.Request, s session) (any, error) {
 	recs, err := p.svc.Keys.Keyring(r.Context())
 	if err != nil {
 		return nil, err
 	}
 	now := p.now()
 	st := p.svc.Keys.KeyringStats()
-	v := keysView{Active: keyring.Record{ID: st.ActiveID, Alg: st.ActiveAlg, CreatedAt: st.ActiveSince, State: keyring.Active}}
+	v := keysView{Active: keyring.Record{ID: st.ActiveID, Alg: st.ActiveAlg, CreatedAt: st.ActiveSince, State: keyring.Active},
+		CanRotate: s.Role.May(auth.ManageKeys)}
 	// A static key has no creation time, and is not in the database's
 	// keyring (or, if it is, the database's active key is not used).
 	v.Static = st.ActiveSince.IsZero()

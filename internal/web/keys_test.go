@@ -34,7 +34,7 @@ func TestConsoleKeys(t *testing.T) {
 
 	body := c.get("/operator/keys", 200)
 	mustContain(t, body, `<a href="/operator/keys" aria-current="page">Signing keys</a>`,
-		"<tr><th scope=\"row\"><code>"+first+"</code> <span class=\"muted\">(signs here)</span></th><td>HS256</td><td>production</td><td><strong>active</strong></td><td>2026-06-15 12:00 UTC <span class=\"muted\">(under 2 minutes ago)</span></td>",
+		"<tr><th scope=\"row\"><code>"+first+"</code> <span class=\"muted\">(signs here)</span></th><td data-label=\"Algorithm\">HS256</td><td data-label=\"Environment\">production</td><td data-label=\"State\"><strong>active</strong></td><td data-label=\"Created (UTC)\">2026-06-15 12:00 UTC <span class=\"muted\">(under 2 minutes ago)</span></td>",
 		`<form method="get" action="/operator/keys/rotate">`, "Rotate…")
 	mustNotContain(t, body, "Rotation due")
 
@@ -77,8 +77,8 @@ func TestConsoleKeys(t *testing.T) {
 		t.Fatalf("rotate: %d %q", r.code, loc)
 	}
 	body = c.get(loc, 200)
-	mustContain(t, body, `<p class="notice" role="status">Rotated: `+second+` (EdDSA) signs new passports from now on`, "Re-issued ",
-		"<td>EdDSA</td><td>production</td><td><strong>active</strong></td>", "<code>"+first+"</code></th><td>HS256</td><td>production</td><td>verify-only</td>")
+	mustContain(t, body, `<p class="notice" role="status" id="notice" tabindex="-1" autofocus>Rotated: `+second+` (EdDSA) signs new passports from now on`, "Re-issued ",
+		`<td data-label="Algorithm">EdDSA</td><td data-label="Environment">production</td><td data-label="State"><strong>active</strong></td>`, "<code>"+first+`</code></th><td data-label="Algorithm">HS256</td><td data-label="Environment">production</td><td data-label="State">verify-only</td>`)
 	mustNotContain(t, body, "Rotation due", "cut short")
 	if !regexp.MustCompile(`"msg":"signing key rotated","operator":"admin","kid":"` + regexp.QuoteMeta(second)).MatchString(s.logs.String()) {
 		t.Fatalf("the rotation is not logged:\n%s", s.logs)

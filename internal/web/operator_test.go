@@ -254,7 +254,7 @@ func TestConsolePages(t *testing.T) {
 		"<tr><th scope=\"row\">2026-06-15 12:00 UTC</th><td class=\"num\" data-label=\"Batches\">2</td><td class=\"num\" data-label=\"Failed batches\">0</td><td class=\"num\" data-label=\"Accepted\">1168</td>",
 		`status: &#34;DONE&#34; is not a conduit_session status`,
 		`escrow_amount_cents: must be a whole number of cents, got 99.5`,
-		"<td>line 1</td><td><code>s-bad</code></td>", "<td>line 2</td><td><code>t-bad</code></td>",
+		`<td data-label="Where">line 1</td><td data-label="Event id"><code>s-bad</code></td>`, `<td data-label="Where">line 2</td><td data-label="Event id"><code>t-bad</code></td>`,
 		`<rect class="bar-rejected"`)
 	if n := strings.Count(body, `<rect class="bar-ok"`); n != 48 {
 		t.Fatalf("%d hourly bars", n)
@@ -273,7 +273,7 @@ func TestConsolePages(t *testing.T) {
 		t.Fatalf("min_score 100: %d rows", strings.Count(body, `<a href="/operator/agents?q=`))
 	}
 	body = get("/operator/agents?q=shy-agent", 200)
-	mustContain(t, body, "<caption id=\"found-caption\">Agent shy-agent</caption>", "unlisted (not shown publicly)",
+	mustContain(t, body, `<caption id="found-caption">Agent <span class="id">shy-agent</span></caption>`, "unlisted (not shown publicly)",
 		"1000 <span class=\"tier tier-elite\">ELITE</span>", "100 verified of 100")
 	mustContain(t, get("/operator/agents?q=agent-7", 200), `public · <a href="/agents/agent-7">public page</a>`)
 	mustContain(t, get("/operator/agents?q=ghost", 200), "No agent has the id “ghost”.")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,10 @@ type homeView struct {
 	Search      string
 	SearchError string
 	Tier        string // the filter as given: "", STANDARD or ELITE
+	Sort        sortOption
+	Sorts       []sortLink // the column headings' links, in sortOptions' order
+	SortNames   []string
+	AsOf        time.Time
 	Tiers       []tierOption
 	Agents      []ledger.ScoreEntry
 	Next        string // the next page's URL, "" on the last page
@@ -42,6 +47,31 @@ type homeView struct {
 	Rank        int    // of the first agent on the page, 0 when unknown
 	Disclaimer  string
 	SpecURL     string
+}
+
+// sortOption is one order of the leaderboard: ?sort=Value. Escrow orders
+// by the score too: the share held falls as the score rises (§3.6), so
+// the highest score first is the lowest hold first, and the keyset of the
+// score pages it (docs/ERRATA.md E71).
+type sortOption struct {
+	Value   string
+	Caption string // "Agents by …"
+	By      ledger.RankBy
+}
+
+var sortOptions = []sortOption{
+	{"score", "by current score, highest first", ledger.RankScore},
+	{"conduit", "by Conduit points, highest first", ledger.RankConduit},
+	{"ap2", "by AP2 points, highest first", ledger.RankAP2},
+	{"escrow", "by escrow hold, lowest first", ledger.RankScore},
+}
+
+var sortNames = []string{"score", "Conduit", "AP2", "escrow hold"}
+
+// sortLink is a column heading that orders the leaderboard by its column.
+type sortLink struct {
+	URL     string
+	Current bool
 }
 
 type tierOption struct {
@@ -73,6 +103,20 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, http.StatusBadRequest, "Unknown tier", "Filter by STANDARD or ELITE, or show all agents.")
 		return
 	}
+	v.Sort = sortOptions[0]
+	if so := q.Get("sort"); so != "" {
+		i := slices.IndexFunc(sortOptions, func(o sortOption) bool { return o.Value == so })
+		if i < 0 {
+			p.errorPage(w, r, http.StatusBadRequest, "Unknown order", "Sort by score, conduit, ap2 or escrow.")
+			return
+		}
+		v.Sort = sortOptions[i]
+	}
+	rq.By = v.Sort.By
+	v.SortNames = sortNames
+	for _, o := range sortOptions {
+		v.Sorts = append(v.Sorts, sortLink{leaderboardURL(v.Tier, o.Value, nil, 0), o.Value == v.Sort.Value})
+	}
 	for _, t := range []struct{ v, l string }{{"", "All agents"}, {"STANDARD", "STANDARD and ELITE"}, {"ELITE", "ELITE only"}} {
 		v.Tiers = append(v.Tiers, tierOption{t.v, t.l, t.v == v.Tier})
 	}
@@ -84,7 +128,7 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rq.After = &c
-		v.First = leaderboardURL(v.Tier, nil, 0)
+		v.First = leaderboardURL(v.Tier, v.Sort.Value, nil, 0)
 		// The rank the previous page handed on is only a label; without
 		// one the column is left out rather than guessed.
 		v.Rank, _ = strconv.Atoi(q.Get("rank"))
@@ -103,16 +147,22 @@ func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
 		if v.Rank > 0 {
 			next = v.Rank + len(page.Agents)
 		}
-		v.Next = leaderboardURL(v.Tier, page.Next, next)
+		v.Next = leaderboardURL(v.Tier, v.Sort.Value, page.Next, next)
 	}
+	// Ranking recomputes every stale entry as of now before listing.
+	v.AsOf = p.now()
 	p.render(w, r, status, "home", view{Title: "SwarmScore", Section: "home", Data: v})
 }
 
-// Leaderboard cursors are "score:agent_id", readable in the address bar.
-func leaderboardURL(tier string, after *ledger.Cursor, rank int) string {
+// Leaderboard cursors are "key:agent_id" (the key is the score or the
+// points the page is sorted by), readable in the address bar.
+func leaderboardURL(tier, sort string, after *ledger.Cursor, rank int) string {
 	q := url.Values{}
 	if tier != "" {
 		q.Set("tier", tier)
+	}
+	if sort != "" && sort != sortOptions[0].Value {
+		q.Set("sort", sort)
 	}
 	if after != nil {
 		q.Set("after", strconv.Itoa(after.Score)+":"+after.AgentID)
@@ -129,7 +179,7 @@ func leaderboardURL(tier string, after *ledger.Cursor, rank int) string {
 func parseCursor(s string) (ledger.Cursor, bool) {
 	sc, id, ok := strings.Cut(s, ":")
 	n, err := strconv.Atoi(sc)
-	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) {
+	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) || sc != strconv.Itoa(n) {
 		return ledger.Cursor{}, false
 	}
 	return ledger.Cursor{Score: n, AgentID: id}, true
@@ -138,6 +188,10 @@ func parseCursor(s string) (ledger.Cursor, bool) {
 type agentView struct {
 	ID         string
 	Result     score.Result
+	AsOf       time.Time // the certificate's computed_at: what the big number is as of
+	Change     changeView
+	Window     service.Window
+	Volume     volumeView
 	Dimensions []dimensionView
 	NextTier   string
 	Gaps       []string
@@ -148,12 +202,30 @@ type agentView struct {
 	Disclaimer string
 }
 
+// volumeView says whether the agent has the §4 volume STANDARD needs: a
+// NONE below it means "not enough history yet", not a low score.
+type volumeView struct {
+	Enough                     bool
+	MissingConduit, MissingAP2 string // "" when none is missing
+}
+
+// changeView is the score's change over the last 30 days.
+type changeView struct {
+	Known bool   // false when the agent has less than 30 days of history here
+	Words string // "+12", "−5", "no change"
+	Since time.Time
+	From  int
+}
+
 type dimensionView struct {
 	Name, Unit, SuccessWord string
 	Contribution, Max       int
 	Success, Total          int64
 	Rate, VolumeFactor      string
 	Bar                     bar
+	// Split is the AP2 card's settled / disputed / refunded, "" for
+	// Conduit.
+	Split string
 }
 
 type escrowView struct {
@@ -161,6 +233,9 @@ type escrowView struct {
 	Percent  string
 	Hold     string // of a $1,000 payment
 	Released string
+	// The calculator: the amount asked about (?amount=), its hold and
+	// release, or why it is not an amount.
+	Amount, CalcHold, CalcReleased, CalcError string
 }
 
 type passportView struct {
@@ -199,26 +274,59 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err, "")
 		return
 	}
+	// The window as of the certificate's instant: its totals are the
+	// counts behind the number shown.
+	win, err := p.svc.Certificates.ProfileWindow(r.Context(), &prof)
+	if err != nil {
+		p.fail(w, r, err, notFound)
+		return
+	}
 	base := p.baseURL(r)
 	expiresIn := until(p.now(), prof.Certificate.ExpiresAt)
-	build := func() view { return agentPage(id, base, expiresIn, &prof, hold, released) }
+	build := func() view { return agentPage(id, base, expiresIn, &prof, &win, hold, released) }
+	if q := r.URL.Query(); q.Has("amount") {
+		// The calculator's answer: rendered for its amount, not cached
+		// (amounts are unbounded in number).
+		v := build()
+		status := http.StatusOK
+		if calculate(&v.Data.(*agentView).Escrow, q.Get("amount"), prof.Result.Score) {
+			status = http.StatusBadRequest
+		}
+		p.render(w, r, status, "agent", v)
+		return
+	}
 	if !prof.Valid || prof.Certificate.Digest == ([sha256.Size]byte{}) {
 		// An invalid passport's problems are not in the key; it is rare.
 		p.render(w, r, http.StatusOK, "agent", build())
 		return
 	}
-	p.renderCached(w, r, agentPageKey(id, base, expiresIn, &prof), "agent", build)
+	p.renderCached(w, r, agentPageKey(id, base, expiresIn, &prof, &win), "agent", build)
+}
+
+// calculate fills in the escrow calculator's answer for amount, and
+// reports whether amount is not one (the page is then a 400).
+func calculate(e *escrowView, amount string, s int) (bad bool) {
+	e.Amount = amount
+	cents, msg := parseDollars(amount)
+	if msg != "" {
+		e.CalcError = msg
+		return true
+	}
+	h, rel, _ := score.HoldCents(cents, s) // cents is never negative
+	e.Amount, e.CalcHold, e.CalcReleased = dollars(cents), dollars(h), dollars(rel)
+	return false
 }
 
 // agentPageKey names every input of agentPage but the constants: the
 // agent, the origin its badge snippet names, the expiry in words and the
 // certificate's digest (which fixes its counts, hence the score, the
-// dimensions, the gaps and the escrow, and its dates), and each day of the
-// history. A valid profile only: an invalid one's problems are not in it.
-// An input added to agentPage must be added here, or pages would be
-// served with its first value.
-func agentPageKey(id, base, expiresIn string, prof *service.Profile) string {
-	b := make([]byte, 0, len(id)+len(base)+len(expiresIn)+sha256.Size+len(prof.History)*24)
+// dimensions, the gaps and the escrow, and its dates), each day of the
+// history, and the window (its counts by status, oldest event,
+// corrections and open appeals). A valid profile only: an invalid one's
+// problems are not in it. An input added to agentPage must be added here,
+// or pages would be served with its first value.
+func agentPageKey(id, base, expiresIn string, prof *service.Profile, win *service.Window) string {
+	b := make([]byte, 0, len(id)+len(base)+len(expiresIn)+sha256.Size+len(prof.History)*24+96)
 	b = append(append(append(b, id...), 0), base...)
 	b = append(append(append(b, 0), expiresIn...), 0)
 	b = append(b, prof.Certificate.Digest[:]...)
@@ -229,15 +337,28 @@ func agentPageKey(id, base, expiresIn string, prof *service.Profile) string {
 		b = binary.AppendVarint(binary.AppendVarint(b, c.AP2Total), c.AP2Success)
 		b = binary.AppendVarint(b, int64(d.Result.Score)) // the formula's, as shown
 	}
+	for _, n := range []int64{win.AsOf.UnixMicro(), win.Verified, win.Failed, win.Settled, win.Disputed, win.Refunded,
+		win.Oldest.UnixMicro(), win.Corrected, win.Chargebacks, int64(len(win.OpenAppeals))} {
+		b = binary.AppendVarint(b, n)
+	}
+	for _, a := range win.OpenAppeals {
+		b = append(append(append(b, 0), a.ID...), 0)
+		b = append(append(b, a.State...), 0)
+		b = binary.AppendVarint(b, a.FiledAt.Unix())
+	}
 	return string(b)
 }
 
 // agentPage is the view of an agent's page.
-func agentPage(id, base, expiresIn string, prof *service.Profile, hold, released int64) view {
+func agentPage(id, base, expiresIn string, prof *service.Profile, win *service.Window, hold, released int64) view {
 	res := prof.Result
 	v := agentView{
 		ID:         id,
 		Result:     res,
+		AsOf:       prof.Certificate.ComputedAt,
+		Window:     *win,
+		Change:     newChange(prof.History),
+		Volume:     newVolume(res),
 		Escrow:     escrowView{Chart: newEscrowChart(res.Score, res.Escrow), Percent: modifierPercent(res.Escrow), Hold: dollars(hold), Released: dollars(released)},
 		History:    newHistoryChart(prof.History),
 		Disclaimer: disclaimer,
@@ -251,9 +372,11 @@ func agentPage(id, base, expiresIn string, prof *service.Profile, hold, released
 	for _, d := range []struct {
 		dim                     score.Dimension
 		name, unit, successWord string
+		split                   string
 	}{
-		{res.Conduit(), "Conduit execution", "sessions", "verified"},
-		{res.AP2(), "AP2 reliability", "transactions", "settled"},
+		{res.Conduit(), "Conduit execution", "sessions", "verified", ""},
+		{res.AP2(), "AP2 reliability", "transactions", "settled",
+			thousands(win.Settled) + " settled, " + thousands(win.Disputed) + " disputed, " + thousands(win.Refunded) + " refunded"},
 	} {
 		v.Dimensions = append(v.Dimensions, dimensionView{
 			Name: d.name, Unit: d.unit, SuccessWord: d.successWord,
@@ -262,6 +385,7 @@ func agentPage(id, base, expiresIn string, prof *service.Profile, hold, released
 			Rate:         percent(d.dim.Success, d.dim.Total),
 			VolumeFactor: strconv.FormatFloat(d.dim.VolumeFactor(), 'g', 4, 64),
 			Bar:          newBar(d.dim.Contribution, d.dim.MaxContribution),
+			Split:        d.split,
 		})
 	}
 	for _, g := range res.Gaps() {
@@ -273,7 +397,85 @@ func agentPage(id, base, expiresIn string, prof *service.Profile, hold, released
 		Alt: "SwarmScore " + strconv.Itoa(res.Score) + " " + res.Tier.String(),
 	}
 	v.Badge.Markdown = "[![SwarmScore](" + base + v.Badge.URL + ")](" + base + "/agents/" + url.PathEscape(id) + ")"
-	return view{Title: id + " · SwarmScore", Section: "agent", Data: v}
+	return view{Title: id + " · SwarmScore", Section: "agent", Data: &v}
+}
+
+// newVolume compares the agent's volume with STANDARD's (§4.2): below
+// it, no score can give a tier, and the page says what is missing
+// (docs/ERRATA.md E70).
+func newVolume(res score.Result) volumeView {
+	v := volumeView{Enough: true}
+	if n := score.StandardConduit - res.Conduit().Total; n > 0 {
+		v.Enough, v.MissingConduit = false, thousands(n)+" more Conduit "+noun(n, "session")
+	}
+	if n := score.StandardAP2 - res.AP2().Total; n > 0 {
+		v.Enough, v.MissingAP2 = false, thousands(n)+" more AP2 "+noun(n, "transaction")
+	}
+	return v
+}
+
+// changeDays is how far back the page's change in score looks.
+const changeDays = 30
+
+// newChange is today's score against the score changeDays ago, when the
+// agent had events counted then; otherwise the change is not known.
+func newChange(days []service.DayScore) changeView {
+	if len(days) <= changeDays {
+		return changeView{}
+	}
+	then, now := days[len(days)-1-changeDays], days[len(days)-1]
+	if then.Result.Conduit().Total+then.Result.AP2().Total == 0 {
+		return changeView{}
+	}
+	d := now.Result.Score - then.Result.Score
+	cv := changeView{Known: true, Since: then.Day, From: then.Result.Score}
+	switch {
+	case d > 0:
+		cv.Words = "+" + strconv.Itoa(d)
+	case d < 0:
+		cv.Words = "−" + strconv.Itoa(-d)
+	default:
+		cv.Words = "no change"
+	}
+	return cv
+}
+
+// maxDollars bounds the calculator's amount: a trillion dollars, far
+// below what int64 cents hold.
+const maxDollars = 1_000_000_000_000
+
+// parseDollars reads the calculator's amount: dollars with an optional
+// "$", thousands commas and up to two decimals. It returns the amount in
+// cents, or what is wrong with it in words.
+func parseDollars(s string) (int64, string) {
+	const bad = "Give an amount in dollars, such as 250 or 1,249.99."
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "$")
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	whole = strings.ReplaceAll(whole, ",", "")
+	if whole == "" || len(whole) > 13 || (hasFrac && (len(frac) == 0 || len(frac) > 2)) {
+		return 0, bad
+	}
+	var d, c int64
+	for _, r := range whole {
+		if r < '0' || r > '9' {
+			return 0, bad
+		}
+		d = d*10 + int64(r-'0')
+	}
+	for i := 0; i < 2; i++ {
+		c *= 10
+		if i < len(frac) {
+			if frac[i] < '0' || frac[i] > '9' {
+				return 0, bad
+			}
+			c += int64(frac[i] - '0')
+		}
+	}
+	if d > maxDollars {
+		return 0, "The calculator takes amounts up to $1,000,000,000,000."
+	}
+	return d*100 + c, ""
 }
 
 // baseURL is this site's origin as the client reached it, for snippets

@@ -17,6 +17,8 @@ import (
 
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/store/postgres"
+	"github.com/swarmscore/swarmscore/internal/store/postgres/pgtest"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/internal/web/webtest"
 	"github.com/swarmscore/swarmscore/passport"
@@ -56,7 +58,7 @@ type site struct {
 	t       testing.TB
 	u       *service.UseCases
 	cfg     service.Config
-	store   *sqlite.Store
+	store   service.Backend
 	api     *httpapi.Server
 	pages   *Pages
 	clock   *clock
@@ -86,11 +88,34 @@ func (s *syncBuffer) String() string {
 // configuration (and the clock it gives them) before they are made.
 func newSite(t testing.TB, now time.Time, opt httpapi.Options, setup ...func(service.Backend, *service.Config, *clock)) *site {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "web.db"))
+	st, err := sqlite.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "web.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newSiteOn(t, st, now, opt, setup...)
+}
+
+// newSitePostgres is newSite on a scratch PostgreSQL database (pgtest:
+// under CI=true an unreachable server fails the test).
+func newSitePostgres(t testing.TB, now time.Time, opt httpapi.Options, setup ...func(service.Backend, *service.Config, *clock)) *site {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newSiteOn(t, st, now, opt, setup...)
+}
+
+// onBothBackEnds runs f on a site over SQLite, then over PostgreSQL.
+func onBothBackEnds(t *testing.T, f func(t *testing.T, s *site)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, newSite(t, testNow, httpapi.Options{})) })
+	t.Run("postgres", func(t *testing.T) { f(t, newSitePostgres(t, testNow, httpapi.Options{})) })
+}
+
+// newSiteOn is newSite over st, which it closes at the end of the test.
+func newSiteOn(t testing.TB, st service.Backend, now time.Time, opt httpapi.Options, setup ...func(service.Backend, *service.Config, *clock)) *site {
+	t.Helper()
+	ctx := context.Background()
 	t.Cleanup(func() { st.Close() })
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)

@@ -59,6 +59,10 @@ type ScoreService interface {
 	// PublicProfile is an agent's certificate, its score and history;
 	// unknown and unlisted agents are ErrNotFound alike.
 	PublicProfile(ctx context.Context, agentID string, history bool) (service.Profile, error)
+	// ProfileWindow is the events behind a profile's score as of its
+	// certificate, by status, with their corrections and the agent's open
+	// appeals (service.Certificates.ProfileWindow).
+	ProfileWindow(ctx context.Context, p *service.Profile) (service.Window, error)
 	// Agent is what the ledger knows about an agent, unlisted ones too.
 	Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error)
 	// Score is an agent's current score, unlisted ones too.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/httpapi"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/web/webtest"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -187,6 +190,66 @@ func TestHome(t *testing.T) {
 	mustContain(t, body, `aria-invalid="true"`, "An agent id is 1 to 128", `value="no spaces &lt;b&gt;"`)
 }
 
+// TestLeaderboardSort: the leaderboard orders by score, Conduit points,
+// AP2 points or escrow hold through links (no script), server-side and
+// across pages, keeps the order with the tier filter, and says as of when.
+func TestLeaderboardSort(t *testing.T) { onBothBackEnds(t, testLeaderboardSort) }
+
+func testLeaderboardSort(t *testing.T, s *site) {
+	body := s.get("/").page(t, 200)
+	mustContain(t, body, `scores as of <time datetime="2026-06-15T12:00:00Z">2026-06-15 12:00 UTC</time>`,
+		`<th scope="col" class="num sort" aria-sort="descending"><a href="/" aria-current="true">Score</a></th>`,
+		`<a href="/?sort=conduit">Conduit points</a>`, `<a href="/?sort=ap2">AP2 points</a>`, `<a href="/?sort=escrow">Escrow hold</a>`,
+		`<td class="num" data-label="Conduit points (sessions)">304 <span class="muted">(80)</span></td>`)
+	// Every order, read page by page, against the cache's entries sorted here.
+	all, err := s.u.Certificates.Ranking(t.Context(), service.RankingQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range sortOptions {
+		want := slices.Clone(all.Agents)
+		slices.SortStableFunc(want, func(a, b ledger.ScoreEntry) int {
+			if c := cmp.Compare(o.By.Key(b.Result), o.By.Key(a.Result)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.AgentID, b.AgentID)
+		})
+		var wantIDs, got []string
+		for _, e := range want {
+			wantIDs = append(wantIDs, e.AgentID)
+		}
+		href := "/?sort=" + o.Value
+		for page := 0; href != ""; page++ {
+			body := s.get(href).page(t, 200)
+			mustContain(t, body, "Agents "+o.Caption)
+			got = append(got, rows(body)...)
+			href = ""
+			if m := regexp.MustCompile(`<a href="([^"]+)" rel="next">`).FindStringSubmatch(body); m != nil {
+				href = strings.ReplaceAll(m[1], "&amp;", "&")
+				if o.Value != "score" && !strings.Contains(href, "sort="+o.Value) {
+					t.Fatalf("next page %q loses the order", href)
+				}
+			}
+			if page > 3 {
+				t.Fatal("pages do not end")
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(wantIDs) {
+			t.Errorf("sort=%s: %v\nwant %v", o.Value, got, wantIDs)
+		}
+	}
+	// Escrow is the lowest hold first (the score order, checked above), marked ascending.
+	body = s.get("/?sort=escrow").page(t, 200)
+	mustContain(t, body, `aria-sort="ascending"><a href="/?sort=escrow" aria-current="true">Escrow hold</a>`)
+	// AP2 points with the STANDARD filter: the filter form keeps the order.
+	body = s.get("/?sort=ap2&tier=STANDARD").page(t, 200)
+	mustContain(t, body, `<input type="hidden" name="sort" value="ap2">`, "Agents by AP2 points, highest first")
+	if ids := rows(body); fmt.Sprint(ids) != "[elite-1 agent-7]" {
+		t.Fatalf("STANDARD by AP2: %v", ids)
+	}
+	mustContain(t, s.get("/?sort=bogus").page(t, 400), "Unknown order")
+}
+
 func TestAgentPage(t *testing.T) {
 	s := newSite(t, testNow, httpapi.Options{})
 	body := s.get("http://scores.example:8443/agents/agent-7").page(t, 200)
@@ -205,24 +268,34 @@ func TestAgentPage(t *testing.T) {
 		"a $1,000 payment holds $392 in escrow (39.2%) and releases $608",
 		`<path class="curve" d="M64 16 L577.8 196 L612 196"/>`, `<circle class="point" cx="480.5" cy="161.9" r="6"/>`,
 		// The passport.
-		"Valid: signed by this server on 2026-06-15 12:00 UTC, expires 2026-06-22 12:00 UTC (in 7 days).",
+		"Signature valid: signed by this server on 2026-06-15 12:00 UTC, expires 2026-06-22 12:00 UTC (in 7 days).", `<p class="status status-neutral">`,
 		`href="/swarmscore/agent-7/certificate" download="agent-7-passport.json"`,
 		// The badge and its snippet for this host.
 		`<img src="/badge/agent-7.svg" alt="SwarmScore 760 STANDARD" height="20">`,
 		"[![SwarmScore](http://scores.example:8443/badge/agent-7.svg)](http://scores.example:8443/agents/agent-7)",
 		disclaimer)
 
-	// The history: 90 daily points, each the ledger's score as of that
+	// The history: one daily point from the agent's first counted day
+	// (not 90 with a flat 0 before it), each the ledger's score as of that
 	// day (the service's reference, AgentScore as of the day's end).
 	line := regexp.MustCompile(`<polyline class="line" points="([^"]+)"/>`).FindStringSubmatch(body)
-	if line == nil || len(strings.Fields(line[1])) != 90 {
-		t.Fatalf("history line: %v", line)
-	}
 	days := regexp.MustCompile(`<tr><th scope="row">(\d{4}-\d\d-\d\d)</th><td class="num">(\d+)</td><td>(\w+)</td></tr>`).FindAllStringSubmatch(body, -1)
-	if len(days) != 90 || days[89][1] != "2026-06-15" || days[89][2] != "760" || days[0][1] != "2026-03-18" {
-		t.Fatalf("%d daily rows, first %v, last %v", len(days), days[0], days[len(days)-1])
+	if line == nil || len(strings.Fields(line[1])) != len(days) {
+		t.Fatalf("history line: %v, %d rows", line, len(days))
 	}
-	for _, i := range []int{0, 30, 60, 88} {
+	last := len(days) - 1
+	if len(days) != 83 || days[last][1] != "2026-06-15" || days[last][2] != "760" || days[0][1] != "2026-03-25" {
+		t.Fatalf("%d daily rows, first %v, last %v", len(days), days[0], days[last])
+	}
+	first, _ := time.Parse(time.DateOnly, days[0][1])
+	before, err := s.u.Certificates.AgentScore(t.Context(), "agent-7", first.Add(-ledger.Resolution))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := before.Entry.Result; c.Conduit().Total+c.AP2().Total != 0 {
+		t.Fatalf("the chart starts on %s, but the day before already counts %+v", days[0][1], c)
+	}
+	for _, i := range []int{0, 30, 60, last - 1} {
 		day, _ := time.Parse(time.DateOnly, days[i][1])
 		ref, err := s.u.Certificates.AgentScore(t.Context(), "agent-7", day.Add(24*time.Hour-ledger.Resolution))
 		if err != nil {
@@ -232,7 +305,20 @@ func TestAgentPage(t *testing.T) {
 			t.Fatalf("%s: page %s %s, ledger %d %s", days[i][1], days[i][2], days[i][3], ref.Entry.Result.Score, ref.Entry.Result.Tier)
 		}
 	}
-	if days[0][2] == days[89][2] {
+	// Context: as of, the change over 30 days (against the table's row of
+	// 30 days ago), the events behind the score, dated axes with ticks,
+	// tier labels right of the plot, and the escrow chart's 0% tick.
+	month := days[last-30]
+	mustContain(t, body, `as of <time datetime="2026-06-15T12:00:00Z">2026-06-15 12:00 UTC</time>`,
+		fmt.Sprintf("in 30 days <span class=\"muted\">(from %s on %s)</span>", month[2], month[1]),
+		"Based on 120 events since 2026-03-25 (the last 90 days).",
+		"38 settled, 2 disputed, 0 refunded", "2 disputed and 0 refunded transactions in 90 days.", "No chargebacks.", "No corrections.", "No open appeal.",
+		`text-anchor="middle">Jun 15</text>`, `<text x="538" y="`, ">ELITE</text>", ">0%</text>")
+	mustNotContain(t, body, "Not enough history yet", "Low score")
+	if n := strings.Count(body, `<line x1="`) - strings.Count(body, `<line x1="52" x2="532"`); n < 10 {
+		t.Fatalf("%d axis and tick lines", n)
+	}
+	if days[0][2] == days[last][2] {
 		t.Fatal("the seeded history is flat")
 	}
 
@@ -252,6 +338,76 @@ func TestAgentPage(t *testing.T) {
 	body = s.get("/agents/"+url.PathEscape("bad <id>"+strings.Repeat("x", 200))).page(t, 404)
 	mustContain(t, body, "That is not an agent id")
 	mustNotContain(t, body, "bad", "xxxxxxxx")
+}
+
+// TestAgentPageStates: an agent below the volume a tier needs is "not
+// enough history yet", apart from a low score; no transactions is said in
+// words; a chargeback, a correction and an open appeal are shown; the
+// escrow calculator answers any amount without a script.
+func TestAgentPageStates(t *testing.T) { onBothBackEnds(t, testAgentPageStates) }
+
+func testAgentPageStates(t *testing.T, s *site) {
+	body := s.get("/agents/newbie").page(t, 200)
+	mustContain(t, body, `<span class="tier tier-large tier-new">Not enough history yet</span>`,
+		"This agent needs 47 more Conduit sessions and 24 more AP2 transactions before it can be rated STANDARD.")
+	mustNotContain(t, body, "Low score", "in 30 days")
+
+	// fill-00 has sessions and two transactions but never reaches STANDARD's volume.
+	mustContain(t, s.get("/agents/fill-00").page(t, 200), "This agent needs 40 more Conduit sessions and 23 more AP2 transactions")
+
+	// Seen once (and so remembered), then a chargeback (settled, then
+	// refunded) and an open appeal of agent-7: the page shows them at once.
+	mustContain(t, s.get("/agents/agent-7").page(t, 200), "No chargebacks.", "No corrections.", "No open appeal.")
+	if _, _, err := s.u.Corrections.Correct(t.Context(), ledger.CorrectionRequest{
+		EventType: ledger.AP2Transaction, EventID: "agent-7-t0", Action: ledger.ActionStatus, Status: ledger.Refunded,
+		Reason: "chargeback reported by the card network", By: "market-1", At: testNow,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := webtest.SeedAppeal(t.Context(), s.u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = s.get("/agents/agent-7").page(t, 200)
+	mustContain(t, body, "37 of 40 transactions settled", "37 settled, 2 disputed, 1 refunded",
+		"2 disputed and 1 refunded transactions in 90 days.", "1 chargeback: settled payment later reversed.",
+		"1 event corrected by the operator", "An appeal filed "+a.FiledAt.UTC().Format(time.DateOnly)+" is open (submitted).")
+	mustNotContain(t, body, a.Statement)
+	// Another appeal changes no certificate, yet the page (cached by its
+	// inputs) shows it.
+	if _, err := webtest.SeedAppeal(t.Context(), s.u); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(s.get("/agents/agent-7").page(t, 200), "is open (submitted)."); n != 2 {
+		t.Fatalf("%d open appeals shown, want 2", n)
+	}
+
+	// The calculator: an amount in dollars, rounded in the buyer's favour.
+	res, err := s.u.Certificates.PublicProfile(t.Context(), "agent-7", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, released, _ := score.HoldCents(123456, res.Result.Score)
+	body = s.get("/agents/agent-7?amount="+url.QueryEscape("$1,234.56")).page(t, 200)
+	mustContain(t, body, `value="$1,234.56"`, fmt.Sprintf("A $1,234.56 payment holds <strong>$%d.%02d</strong> in escrow and releases $%d.%02d at once.",
+		hold/100, hold%100, released/100, released%100))
+	for _, bad := range []string{"12.345", "-5", "abc", "1e9", "10000000000000", ""} {
+		body = s.get("/agents/agent-7?amount="+url.QueryEscape(bad)).page(t, 400)
+		mustContain(t, body, `aria-invalid="true"`, `<p class="error" role="alert" id="amount-error">`)
+	}
+}
+
+func TestParseDollars(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1": 100, "$1,000": 100000, "12.5": 1250, "12.05": 1205, " 7.99 ": 799, "1000000000000": 100000000000000} {
+		if got, msg := parseDollars(in); got != want || msg != "" {
+			t.Errorf("parseDollars(%q) = %d %q, want %d", in, got, msg, want)
+		}
+	}
+	for _, in := range []string{"", ".", "1.", ".5", "1.234", "1e3", "-1", "1 000", "１", "1000000000001", "$$1"} {
+		if _, msg := parseDollars(in); msg == "" {
+			t.Errorf("parseDollars(%q) accepted", in)
+		}
+	}
 }
 
 func TestBadge(t *testing.T) {

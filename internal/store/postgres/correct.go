@@ -201,3 +201,31 @@ func (s *Store) Corrections(ctx context.Context, typ ledger.Type, eventID string
 	}
 	return out, nil
 }
+
+// Events implements service.EventReader: one query per event type.
+func (s *Store) Events(ctx context.Context, keys []ledger.EventKey) ([]ledger.StoredEvent, error) {
+	ids := map[ledger.Type][]string{}
+	for _, k := range keys {
+		if k.Type.Valid() {
+			ids[k.Type] = append(ids[k.Type], k.ID)
+		}
+	}
+	found := make(map[ledger.EventKey]ledger.StoredEvent, len(keys))
+	for t, list := range ids {
+		rows, err := s.pool.Query(ctx, eventSelect(t)+` WHERE id = ANY($1)`, list)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: read events: %w", classify(err))
+		}
+		if err := scanEvents(t, found)(rows); err != nil {
+			return nil, fmt.Errorf("postgres: read events: %w", classify(err))
+		}
+	}
+	out := make([]ledger.StoredEvent, 0, len(found))
+	for _, k := range keys {
+		if e, ok := found[k]; ok {
+			out = append(out, e)
+			delete(found, k)
+		}
+	}
+	return out, nil
+}

@@ -396,11 +396,12 @@ func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.Sc
 	sql.WriteString(`SELECT ` + cacheColumns + ` FROM swarmscore_cache c JOIN agents a ON a.id = c.agent_id
 		WHERE c.score >= $1 AND c.tier = ANY($2)
 		AND NOT EXISTS (SELECT 1 FROM consent v WHERE v.agent_id = c.agent_id AND v.visibility = 'unlisted')`)
+	key := store.RankKeySQL(q.By, "c.")
 	if q.After != nil {
-		sql.WriteString(` AND (c.score < $4 OR (c.score = $4 AND c.agent_id > $5))`)
+		sql.WriteString(` AND (` + key + ` < $4 OR (` + key + ` = $4 AND c.agent_id > $5))`)
 		args = append(args, q.After.Score, q.After.AgentID)
 	}
-	sql.WriteString(` ORDER BY c.score DESC, c.agent_id LIMIT $3`)
+	sql.WriteString(` ORDER BY ` + key + ` DESC, c.agent_id LIMIT $3`)
 	var out []ledger.ScoreEntry
 	err := s.read(ctx, "", func(db *pgxpool.Pool) error {
 		rows, err := db.Query(ctx, sql.String(), args...)

@@ -185,3 +185,24 @@ func (s *Store) Corrections(ctx context.Context, typ ledger.Type, eventID string
 	}
 	return out, dbErr("read corrections", rows.Err())
 }
+
+// Events implements service.EventReader.
+func (s *Store) Events(ctx context.Context, keys []ledger.EventKey) ([]ledger.StoredEvent, error) {
+	out := make([]ledger.StoredEvent, 0, len(keys))
+	seen := make(map[ledger.EventKey]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] || !k.Type.Valid() {
+			continue
+		}
+		seen[k] = true
+		e, err := scanEvent(k.Type, s.r.QueryRowContext(ctx, eventSelect(k.Type)+` WHERE id = ?`, k.ID).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, dbErr("read events", err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -312,11 +312,12 @@ func (s *Store) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.Sc
 	  WHERE c.score >= ? AND c.tier IN (` + strings.Join(tiers, ", ") + `)
 	    AND NOT EXISTS (SELECT 1 FROM consent v WHERE v.agent_id = c.agent_id AND v.visibility = 'unlisted')`
 	args := []any{q.MinScore}
+	key := store.RankKeySQL(q.By, "c.")
 	if q.After != nil {
-		query += ` AND (c.score < ? OR (c.score = ? AND c.agent_id > ?))`
+		query += ` AND (` + key + ` < ? OR (` + key + ` = ? AND c.agent_id > ?))`
 		args = append(args, q.After.Score, q.After.Score, q.After.AgentID)
 	}
-	query += ` ORDER BY c.score DESC, c.agent_id LIMIT ?`
+	query += ` ORDER BY ` + key + ` DESC, c.agent_id LIMIT ?`
 	args = append(args, q.Limit)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {

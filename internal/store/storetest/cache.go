@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,5 +370,81 @@ func testListScores(t *testing.T, h Harness) {
 	}
 	if err := s.SetVisibility(ctx(t), "agent-03", "hidden", base); err == nil {
 		t.Error("SetVisibility accepted an unknown visibility")
+	}
+}
+
+// testListScoresBy ranks by each key, a page of two at a time, against the
+// order score.Compute's results give: the key descending, then the id.
+// The agents' sessions and transactions are mixed so that the three
+// orders differ, with ties in each, and some are past the volume targets
+// (the contribution's other branch).
+func testListScoresBy(t *testing.T, h Harness) {
+	s := h.Open(t)
+	var evs []ledger.Event
+	mix := []struct{ ct, cs, at, as int }{
+		{120, 90, 0, 0}, {10, 10, 60, 30}, {100, 100, 5, 5}, {3, 3, 50, 49}, {0, 0, 7, 7}, {30, 30, 2, 2}, {150, 149, 55, 54}, {8, 4, 10, 6},
+	}
+	for k, m := range mix {
+		agent := fmt.Sprintf("mix-%02d", k)
+		for n := range m.ct {
+			st := ledger.Verified
+			if n >= m.cs {
+				st = ledger.Failed
+			}
+			evs = append(evs, conduit(fmt.Sprintf("%s-c%d", agent, n), agent, st, base.Add(-2*time.Hour), base.Add(-time.Hour)))
+		}
+		for n := range m.at {
+			st := ledger.Settled
+			if n >= m.as {
+				st = ledger.Refunded
+			}
+			evs = append(evs, ap2(fmt.Sprintf("%s-t%d", agent, n), agent, st, base.Add(-2*time.Hour), base.Add(-time.Hour)))
+		}
+	}
+	ingest(t, s, "op-a", evs...)
+	if _, err := s.RecomputeAll(ctx(t), base, false); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 100})
+	if err != nil || len(all) != len(mix) {
+		t.Fatalf("%d entries (%v), want %d", len(all), err, len(mix))
+	}
+	for _, by := range []ledger.RankBy{ledger.RankScore, ledger.RankConduit, ledger.RankAP2} {
+		want := slices.Clone(all)
+		slices.SortStableFunc(want, func(a, b ledger.ScoreEntry) int {
+			if c := cmp.Compare(by.Key(b.Result), by.Key(a.Result)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.AgentID, b.AgentID)
+		})
+		var got []ledger.ScoreEntry
+		var after *ledger.Cursor
+		for page := 0; ; page++ {
+			es, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 2, By: by, After: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, es...)
+			if len(es) < 2 {
+				break
+			}
+			last := es[len(es)-1]
+			after = &ledger.Cursor{Score: by.Key(last.Result), AgentID: last.AgentID}
+			if page > len(mix) {
+				t.Fatal("pagination does not end")
+			}
+		}
+		ids := func(es []ledger.ScoreEntry) (out []string) {
+			for _, e := range es {
+				out = append(out, fmt.Sprintf("%s:%d", e.AgentID, by.Key(e.Result)))
+			}
+			return out
+		}
+		if fmt.Sprint(ids(got)) != fmt.Sprint(ids(want)) {
+			t.Errorf("by %d: %v\nwant  %v", by, ids(got), ids(want))
+		}
+	}
+	if _, err := s.ListScores(ctx(t), ledger.ListQuery{Limit: 1, By: ledger.RankAP2 + 1}); err == nil {
+		t.Error("ListScores accepted an unknown ranking key")
 	}
 }

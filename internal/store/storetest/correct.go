@@ -195,3 +195,45 @@ func testVerifyCorrectionTampering(t *testing.T, h Harness) {
 		})
 	}
 }
+
+// testEventsByKey reads events by key: as stored, with their corrected
+// state, in the order asked, unknown keys and repeats left out.
+func testEventsByKey(t *testing.T, h Harness) {
+	s := h.Open(t)
+	start, end := base.Add(-2*time.Hour), base.Add(-time.Hour)
+	ingest(t, s, "op-a",
+		conduit("c1", "a", ledger.Verified, start, end),
+		ap2("t1", "a", ledger.Held, start, time.Time{}),
+		ap2("t1", "a", ledger.Settled, start, end),
+		conduit("c2", "b", ledger.Failed, start, end),
+	)
+	cb := correction(ledger.ActionStatus, ledger.AP2Transaction, "t1", base.Add(time.Minute))
+	cb.Status = ledger.Refunded
+	correct(t, s, cb, nil)
+	keys := []ledger.EventKey{
+		{Type: ledger.AP2Transaction, ID: "t1"}, {Type: ledger.ConduitSession, ID: "nope"}, {Type: ledger.ConduitSession, ID: "c2"},
+		{Type: ledger.AP2Transaction, ID: "c1"}, {Type: ledger.ConduitSession, ID: "c1"}, {Type: ledger.AP2Transaction, ID: "t1"},
+	}
+	evs, err := s.Events(ctx(t), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%s/%s %s %s->%s %d %s", e.Event.Type, e.Event.ID, e.Event.AgentID, e.Event.Status, e.CurrentStatus(), e.Event.EscrowAmountCents, e.Operator))
+	}
+	want := []string{
+		fmt.Sprintf("ap2_transaction/t1 a SETTLED->REFUNDED %d op-a", evs[0].Event.EscrowAmountCents),
+		"conduit_session/c2 b FAILED->FAILED 0 op-a",
+		"conduit_session/c1 a VERIFIED->VERIFIED 0 op-a",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Events: %v\nwant %v", got, want)
+	}
+	if !evs[0].Event.EndedAt.Equal(end) || !evs[0].Event.StartedAt.Equal(start) || evs[0].Event.EscrowAmountCents <= 0 {
+		t.Errorf("t1 %+v", evs[0].Event)
+	}
+	if evs, err := s.Events(ctx(t), nil); err != nil || len(evs) != 0 {
+		t.Errorf("no keys: %v %v", evs, err)
+	}
+}
