@@ -212,4 +212,5 @@ type Backend interface {
 	ActionStore
 	SessionStore
 	CredentialStore
+	LogStore
 }

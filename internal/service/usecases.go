@@ -57,6 +57,10 @@ type Config struct {
 	// PseudonymKey keys the buyer pseudonyms an agent sees in its own
 	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
 	PseudonymKey []byte
+	// LogOrigin is the origin line of the transparency log's checkpoint
+	// notes and the name of the log's key (serve --log-origin);
+	// "" means DefaultLogOrigin.
+	LogOrigin string
 }
 
 // UseCases are SwarmScore's use cases over one storage back end, in groups
@@ -86,6 +90,7 @@ type UseCases struct {
 	Rights       *Rights
 	Signals      *Signals
 	Audit        *Audit
+	Log          *Log
 	Console      *Console
 	Credentials  *Credentials
 
@@ -125,6 +130,7 @@ func New(st Backend, cfg Config) *UseCases {
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
 			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
+		Log:         &Log{store: st, clock: clk, keys: keys, origin: cfg.LogOrigin},
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
 		store:       st,

@@ -156,11 +156,11 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 			return err
 		}
 		b = &pgx.Batch{}
-		if err := copyNew(ctx, tx, plan.Operator, &c, &a, plan.Records); err != nil {
+		if err := copyNew(ctx, tx, plan.Operator, &c, &a); err != nil {
 			return err
 		}
 	} else {
-		queueNew(b, plan.Operator, &c, &a, plan.Records)
+		queueNew(b, plan.Operator, &c, &a)
 	}
 	checkRows := func(what string, want int) func(pgconn.CommandTag) error {
 		return func(ct pgconn.CommandTag) error {
@@ -218,6 +218,11 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 				WHERE agent_id = ANY($1) AND valid_until <> computed_at
 				ORDER BY agent_id FOR UPDATE SKIP LOCKED)`, ids)
 	}
+	// The chain records last: appending them to the log takes the lock
+	// every appender shares (appendRecordsSQL).
+	if len(plan.Records) > 0 {
+		b.Queue(appendRecordsSQL, appendRecordsArgs(plan.Records)...).Exec(checkRows("log append", len(plan.Records)))
+	}
 	return tx.SendBatch(ctx, b).Close()
 }
 
@@ -226,8 +231,8 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 // rather than by INSERT … SELECT FROM unnest(…) in the pipeline.
 const copyThreshold = 64
 
-// queueNew queues the inserts of new events and chain records.
-func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []ledger.ChainRecord) {
+// queueNew queues the inserts of new events.
+func queueNew(b *pgx.Batch, operator string, c, a *eventColumns) {
 	if len(c.id) > 0 {
 		b.Queue(`INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, status, started_at, completed_at, seq)
 			SELECT id, agent_id, nullif(buyer_id, ''), $8, status, started_at, completed_at, seq
@@ -242,24 +247,10 @@ func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []ledge
 				AS u(id, provider_id, buyer_id, status, amount, started_at, settled_at, seq)`,
 			a.id, a.agent, a.buyer, a.status, a.amount, a.started, a.ended, a.seq, operator)
 	}
-	ra := make([]string, len(records))
-	rs := make([]int64, len(records))
-	rt := make([]string, len(records))
-	ri := make([]string, len(records))
-	rst := make([]string, len(records))
-	rh := make([][]byte, len(records))
-	rr := make([]*time.Time, len(records))
-	for k := range records {
-		r := &records[k]
-		ra[k], rs[k], rt[k], ri[k], rst[k], rh[k], rr[k] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt)
-	}
-	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])`,
-		ra, rs, rt, ri, rst, rh, rr)
 }
 
-// copyNew inserts new events and chain records by COPY.
-func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns, records []ledger.ChainRecord) error {
+// copyNew inserts new events by COPY.
+func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns) error {
 	if len(c.id) > 0 {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"conduit_sessions"},
 			[]string{"id", "agent_id", "buyer_id", "operator_id", "status", "started_at", "completed_at", "seq"},
@@ -284,13 +275,7 @@ func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns
 			return err
 		}
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_records"},
-		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash", "received_at"},
-		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
-			r := &records[i]
-			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt)}, nil
-		}))
-	return err
+	return nil
 }
 
 // eventColumns holds events column-wise for unnest.
