@@ -34,6 +34,10 @@ CREATE TABLE log_subtrees (
 CREATE TRIGGER log_subtrees_no_update BEFORE UPDATE ON log_subtrees
 BEGIN SELECT RAISE(ABORT, 'log_subtrees is append-only'); END;
 -- +goose StatementEnd
+-- +goose StatementBegin
+CREATE TRIGGER log_subtrees_no_delete BEFORE DELETE ON log_subtrees
+BEGIN SELECT RAISE(ABORT, 'log_subtrees is append-only'); END;
+-- +goose StatementEnd
 
 CREATE TABLE log_checkpoints (
     size        INTEGER PRIMARY KEY CHECK (size >= 0),
