@@ -397,3 +397,39 @@ func (u *Log) Backfill(ctx context.Context, batch int, progress func(BackfillRep
 		}
 	}
 }
+
+// VerifyNote checks an archived checkpoint note against this log: its
+// signature by one of this deployment's keys (Verifiers), its origin, and
+// that the log, as it is now, has at least its size and the same root at
+// that size, recomputed from the stored leaves: the log was not rewritten
+// below it. Errors: ErrInvalid for what is not a checkpoint note, one
+// matching tlog.ErrSignature (and ErrInvalid) for a signature that does
+// not verify; ErrConflict when the log does not extend it; ErrUnavailable.
+func (u *Log) VerifyNote(ctx context.Context, b []byte) (tlog.Checkpoint, error) {
+	vs, err := u.Verifiers(ctx)
+	if err != nil {
+		return tlog.Checkpoint{}, err
+	}
+	_, c, err := tlog.Open(b, vs)
+	if err != nil {
+		return tlog.Checkpoint{}, err
+	}
+	if c.Origin != u.Origin() {
+		return c, fmt.Errorf("%w: the checkpoint is of log %q, this one is %q", errkind.ErrInvalid, c.Origin, u.Origin())
+	}
+	size, err := u.size(ctx)
+	if err != nil {
+		return c, err
+	}
+	if c.Size > size {
+		return c, fmt.Errorf("%w: the checkpoint has %d leaves, the log only %d: it was truncated", errkind.ErrConflict, c.Size, size)
+	}
+	root, err := tlog.RootHash(ctx, logReader{u.store}, c.Size)
+	if err != nil {
+		return c, err
+	}
+	if string(root) != string(c.Root) {
+		return c, fmt.Errorf("%w: the log's first %d leaves no longer hash to the checkpoint's root: it was rewritten", errkind.ErrConflict, c.Size)
+	}
+	return c, nil
+}
