@@ -91,7 +91,7 @@ func (u *Log) size(ctx context.Context) (uint64, error) {
 func (u *Log) noteSigner(ctx context.Context) (note.Signer, error) {
 	k := u.keys.current(ctx).active
 	if k.Alg() != passport.AlgEdDSA || !k.CanSign() {
-		return nil, fmt.Errorf("%w: log checkpoints are signed notes, which need an Ed25519 signing key: the active key is %s (rotate to one with 'swarmscore key rotate --alg ed25519')", errkind.ErrInvalid, orNone(k.Alg()))
+		return nil, fmt.Errorf("%w: log checkpoints are signed notes, which need an Ed25519 signing key: the active key is %s (rotate to one with 'swarmscore key rotate --signing-alg Ed25519')", errkind.ErrInvalid, orNone(k.Alg()))
 	}
 	return tlog.Ed25519Signer(u.Origin(), k.Public(), k.SignMessage)
 }
