@@ -267,4 +267,3 @@ func tamper(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 }
-

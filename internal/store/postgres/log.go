@@ -250,4 +250,3 @@ func (s *Store) BackfillLog(ctx context.Context, batch int) (int64, error) {
 	}
 	return n, nil
 }
-

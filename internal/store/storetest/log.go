@@ -158,4 +158,3 @@ func testLog(t *testing.T, h Harness) {
 		t.Fatalf("after the backfill: %+v %v", r, err)
 	}
 }
-
