@@ -150,6 +150,17 @@ func testTransparencyLog(t *testing.T, db string) {
 		t.Fatalf("partial tile: %v", resp.Header)
 	}
 
+	// An audit bundle proves the agent's head record to be in the log,
+	// offline, from the key history.
+	bundle := cli(0, "audit", "export", "agent-a")
+	bundleFile := save("agent-a.audit.json", bundle)
+	if !strings.Contains(bundle, `"log_inclusion":{"checkpoint":"`+origin) {
+		t.Fatalf("the bundle carries no log inclusion proof:\n%s", bundle[len(bundle)-600:])
+	}
+	if code, out, errs := run(t, env, "", "audit", "verify", bundleFile, "--keys", s.url+client.KeyHistoryPath); code != 0 || !strings.Contains(out, "of the transparency log of") {
+		t.Fatalf("audit verify: %d %s %s", code, out, errs)
+	}
+
 	// After the key is retired, the archived note verifies from the key
 	// history.
 	k2, k1 := rotate(t, env, db, "--signing-alg", "Ed25519")
@@ -164,6 +175,9 @@ func testTransparencyLog(t *testing.T, db string) {
 	}
 	if code, out, errs := run(t, env, "", "log", "verify-consistency", file1, file2, "--server", s.url); code != 0 {
 		t.Fatalf("log verify-consistency after the key retired (%s): %d %s %s", k2, code, out, errs)
+	}
+	if code, out, errs := run(t, env, "", "audit", "verify", bundleFile, "--keys", s.url+client.KeyHistoryPath); code != 0 || !strings.Contains(out, "of the transparency log of") {
+		t.Fatalf("audit verify after the key retired: %d %s %s", code, out, errs)
 	}
 
 	// A record rewritten, its leaf with it and the log's hashes above

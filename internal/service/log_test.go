@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/swarmscore/swarmscore/internal/audit"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
@@ -190,4 +193,77 @@ func TestLog(t *testing.T) {
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, 8, third.Size, p, first.Root, third.Root); err == nil {
 		t.Fatal("a rewritten leaf still proves consistent")
 	}
+}
+
+// TestAuditBundleLogInclusion: a bundle proves the agent's head record to
+// be in the log; audit.Verify checks it offline with the key set, and
+// refuses a false proof, another leaf, a note signed by another key, and
+// no Ed25519 key.
+func TestAuditBundleLogInclusion(t *testing.T) {
+	ctx := context.Background()
+	a, _, _ := newLogging(t)
+	ingest(t, a, conduit("agent-1", "a", 5, 4, t0))
+	ingest(t, a, conduit("agent-2", "b", 3, 3, t0))
+	ingest(t, a, conduit("agent-1", "c", 2, 2, t0))
+	b, _, err := a.Audit.AuditBundle(ctx, "agent-1", AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Log == nil || b.Log.Seq != 7 || b.Log.Index != 9 {
+		t.Fatalf("log inclusion: %+v", b.Log)
+	}
+	set, err := json.Marshal(a.Keys.PublicKeys(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := audit.NewKeys(nil, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := b.AppendJSON(nil)
+	r := audit.VerifyDocument(doc, keys)
+	if !r.Valid || r.LogSize != 10 || r.LogIndex != 9 {
+		t.Fatalf("verify: %+v %v", r, r.Discrepancy)
+	}
+	other := ed25519.NewKeyFromSeed(make([]byte, 32))
+	otherKey, _ := passport.NewEd25519Key(other)
+	otherKey, _ = otherKey.WithID("other-key")
+	otherSet, _ := json.Marshal(passport.JWKSet{Keys: []passport.JWK{mustJWK(t, otherKey)}})
+	otherKeys, _ := audit.NewKeys(nil, otherSet)
+	signer, _ := tlog.Ed25519Signer("test.example/swarmscore", other.Public().(ed25519.PublicKey), otherKey.SignMessage)
+	cp, _ := tlog.ParseCheckpoint(strings.SplitN(string(b.Log.Note), "\n\n", 2)[0] + "\n")
+	forged, _ := tlog.Sign(cp, signer)
+	for name, tc := range map[string]struct {
+		edit func(l *audit.LogInclusion)
+		keys audit.Keys
+	}{
+		"false proof":    {func(l *audit.LogInclusion) { l.Proof[0] = make([]byte, 32) }, keys},
+		"another leaf":   {func(l *audit.LogInclusion) { l.Index-- }, keys},
+		"another record": {func(l *audit.LogInclusion) { l.Seq-- }, keys},
+		"another key":    {func(l *audit.LogInclusion) { l.Note = forged }, keys},
+		"no Ed25519 key": {func(*audit.LogInclusion) {}, audit.Keys{}},
+		"other keys":     {func(*audit.LogInclusion) {}, otherKeys},
+	} {
+		c, err := audit.Parse(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(c.Log)
+		r := audit.VerifyDocument(c.AppendJSON(nil), tc.keys)
+		if r.Valid || (r.Discrepancy.Code != audit.CodeLogInclusion && r.Discrepancy.Code != audit.CodeCheckpoint && r.Discrepancy.Code != audit.CodePassport) {
+			t.Errorf("%s: %+v", name, r.Discrepancy)
+		}
+		if name != "no Ed25519 key" && name != "other keys" && r.Discrepancy.Code != audit.CodeLogInclusion {
+			t.Errorf("%s: %+v", name, r.Discrepancy)
+		}
+	}
+}
+
+func mustJWK(t *testing.T, k passport.Key) passport.JWK {
+	t.Helper()
+	j, err := passport.PublicJWK(k, passport.StatusActive, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

@@ -117,6 +117,7 @@ func New(st Backend, cfg Config) *UseCases {
 	acts := &actionLog{store: st, clock: clk, log: cfg.Logger}
 	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
 		histories: histories}
+	lg := &Log{store: st, clock: clk, keys: keys, origin: cfg.LogOrigin}
 	return &UseCases{
 		Schema:       &Schema{store: st},
 		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts},
@@ -129,8 +130,8 @@ func New(st Backend, cfg Config) *UseCases {
 			pseudonymKey: cfg.PseudonymKey, actions: acts},
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
-			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
-		Log:         &Log{store: st, clock: clk, keys: keys, origin: cfg.LogOrigin},
+			env: cfg.Environment, issuer: cfg.Platform, certificates: cs, log: lg},
+		Log:         lg,
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
 		store:       st,
