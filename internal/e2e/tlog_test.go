@@ -161,6 +161,19 @@ func testTransparencyLog(t *testing.T, db string) {
 		t.Fatalf("audit verify: %d %s %s", code, out, errs)
 	}
 
+	// The Go client: the audit route and VerifyBundle, offline.
+	raw, err := op.Audit(ctx, "agent-a", client.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := os.ReadFile(save("history.json", string(mustGet(t, s.url+client.KeyHistoryPath))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := client.VerifyBundle(raw, hist); err != nil || !rep.Valid || rep.LogSize != second.Size {
+		t.Fatalf("VerifyBundle: %+v %v", rep, err)
+	}
+
 	// After the key is retired, the archived note verifies from the key
 	// history.
 	k2, k1 := rotate(t, env, db, "--signing-alg", "Ed25519")
@@ -280,4 +293,10 @@ func tamper(t *testing.T, dsn string) {
 	if _, err := db.Exec(`UPDATE log_leaves SET hash = $1 WHERE idx = 0`, h[:]); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func mustGet(t *testing.T, url string) []byte {
+	t.Helper()
+	b, _ := getAccept(t, url, "")
+	return b
 }
