@@ -35,7 +35,21 @@ func (s *Server) logRoutes() {
 		return
 	}
 	s.route("GET /swarmscore/log/checkpoint", crossOrigin, maxNoBody, s.logCheckpoint)
-	s.route("GET /swarmscore/log/tile/{path...}", crossOrigin, maxNoBody, s.logTile)
+	// One mux pattern takes every tile path (C2SP tlog-tiles: the index
+	// has as many segments as it has groups of three digits); the routes
+	// documented and counted are the two shapes a path has below 1000
+	// tiles: tile/L/NNN and tile/L/NNN.p/W (or tile/L/xNNN/NNN).
+	full := s.guard("GET /swarmscore/log/tile/{level}/{index}", crossOrigin, maxNoBody, s.logTile)
+	partial := s.guard("GET /swarmscore/log/tile/{level}/{partial}/{width}", crossOrigin, maxNoBody, s.logTile)
+	const pattern = "GET /swarmscore/log/tile/{path...}"
+	s.classify.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Count(r.PathValue("path"), "/") <= 1 {
+			full(w, r)
+			return
+		}
+		partial(w, r)
+	})
 }
 
 // logCheckpoint serves the latest checkpoint note with its cosignatures,
