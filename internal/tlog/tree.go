@@ -3,6 +3,8 @@ package tlog
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"fmt"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -136,16 +138,25 @@ func rehash(ctx context.Context, r Reader, n proof.Nodes) ([][]byte, error) {
 // it).
 func VerifyConsistency(size1, size2 uint64, p [][]byte, root1, root2 []byte) error {
 	if err := proof.VerifyConsistency(hasher, size1, size2, p, root1, root2); err != nil {
-		return fmt.Errorf("%w: the log at %d leaves is not a prefix of the log at %d: %v", errkind.ErrInvalid, size1, size2, err)
+		return fmt.Errorf("%w: the log at %d leaves is not a prefix of the log at %d: %s", errkind.ErrInvalid, size1, size2, proofError(err))
 	}
 	return nil
+}
+
+// proofError says why a proof failed, hashes in base64.
+func proofError(err error) string {
+	var m proof.RootMismatchError
+	if errors.As(err, &m) {
+		return fmt.Sprintf("the proof leads to root %s, not %s", base64.StdEncoding.EncodeToString(m.CalculatedRoot), base64.StdEncoding.EncodeToString(m.ExpectedRoot))
+	}
+	return err.Error()
 }
 
 // VerifyInclusion checks an inclusion proof of a leaf's data at index
 // against a root with transparency-dev/merkle. Errors: ErrInvalid.
 func VerifyInclusion(index, size uint64, leafData []byte, p [][]byte, root []byte) error {
 	if err := proof.VerifyInclusion(hasher, index, size, LeafHash(leafData), p, root); err != nil {
-		return fmt.Errorf("%w: leaf %d is not in the log of %d leaves: %v", errkind.ErrInvalid, index, size, err)
+		return fmt.Errorf("%w: leaf %d is not in the log of %d leaves: %s", errkind.ErrInvalid, index, size, proofError(err))
 	}
 	return nil
 }
