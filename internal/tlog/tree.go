@@ -100,10 +100,16 @@ func RootHash(ctx context.Context, r Reader, size uint64) ([]byte, error) {
 }
 
 // ConsistencyProof is the RFC 9162 consistency proof from the log at size1
-// to the log at size2. Errors: ErrInvalid unless 0 <= size1 <= size2.
+// to the log at size2, empty from size 0. Errors: ErrInvalid unless
+// size1 <= size2.
 func ConsistencyProof(ctx context.Context, r Reader, size1, size2 uint64) ([][]byte, error) {
 	if size1 > size2 {
 		return nil, fmt.Errorf("%w: a consistency proof goes from a smaller tree to a larger one, not from %d to %d", errkind.ErrInvalid, size1, size2)
+	}
+	if size1 == 0 {
+		// Every log extends the empty one: the proof is empty (RFC 9162
+		// §2.1.4; C2SP tlog-witness sends none for an old size of 0).
+		return [][]byte{}, nil
 	}
 	n, err := proof.Consistency(size1, size2)
 	if err != nil {
@@ -134,9 +140,15 @@ func rehash(ctx context.Context, r Reader, n proof.Nodes) ([][]byte, error) {
 }
 
 // VerifyConsistency checks a consistency proof between two roots with
-// transparency-dev/merkle. Errors: ErrInvalid (the proof does not prove
-// it).
+// transparency-dev/merkle; from size 0 the proof must be empty and root1
+// the empty root. Errors: ErrInvalid (the proof does not prove it).
 func VerifyConsistency(size1, size2 uint64, p [][]byte, root1, root2 []byte) error {
+	if size1 == 0 {
+		if len(p) > 0 || string(root1) != string(EmptyRoot()) || size2 < size1 {
+			return fmt.Errorf("%w: a log of 0 leaves has the empty root and an empty consistency proof", errkind.ErrInvalid)
+		}
+		return nil
+	}
 	if err := proof.VerifyConsistency(hasher, size1, size2, p, root1, root2); err != nil {
 		return fmt.Errorf("%w: the log at %d leaves is not a prefix of the log at %d: %s", errkind.ErrInvalid, size1, size2, proofError(err))
 	}
