@@ -220,7 +220,19 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 	}
 	// The chain records last: appending them to the log takes the lock
 	// every appender shares (appendRecordsSQL).
-	if len(plan.Records) > 0 {
+	switch {
+	case len(plan.Records) >= copyThreshold:
+		// Many records go by COPY, numbered from the size this batch's
+		// last statement moves (appendRecordsSQL's lock, taken last).
+		var first int64
+		b.Queue(`UPDATE log_state SET size = size + $1 RETURNING size - $1`, int64(len(plan.Records))).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&first)
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return copyRecords(ctx, tx, plan.Records, first)
+	case len(plan.Records) > 0:
 		b.Queue(appendRecordsSQL, appendRecordsArgs(plan.Records)...).Exec(checkRows("log append", len(plan.Records)))
 	}
 	return tx.SendBatch(ctx, b).Close()
@@ -276,6 +288,26 @@ func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns
 		}
 	}
 	return nil
+}
+
+// copyRecords inserts chain records by COPY, numbered from first in the
+// log, and their leaves.
+func copyRecords(ctx context.Context, tx pgx.Tx, records []ledger.ChainRecord, first int64) error {
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_records"},
+		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash", "received_at", "log_index"},
+		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
+			r := &records[i]
+			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt), first + int64(i)}, nil
+		}))
+	if err != nil {
+		return err
+	}
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "hash", "seq"},
+		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
+			r := &records[i]
+			return []any{first + int64(i), r.Hash[:], r.Seq}, nil
+		}))
+	return err
 }
 
 // eventColumns holds events column-wise for unnest.
