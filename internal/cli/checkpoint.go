@@ -82,7 +82,7 @@ func newLedgerCheckpointCmd(db *string, asJSON *bool) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().String("log-origin", "", "the log's origin line (default $"+logOriginEnv+", else the host of $"+baseURLEnv+" and /swarmscore, else "+service.DefaultLogOrigin+")")
+	cmd.Flags().String("log-origin", "", "the log's origin line (default $"+logOriginEnv+", else the host of $"+baseURLEnv+" and /swarmscore, else the latest note's, else "+service.DefaultLogOrigin+")")
 	return cmd
 }
 

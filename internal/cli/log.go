@@ -27,9 +27,10 @@ const logOriginEnv = "SWARMSCORE_LOG_ORIGIN"
 
 // logOrigin is the log's origin: flag, else $SWARMSCORE_LOG_ORIGIN, else
 // the host of baseURL (serve's --base-url) or of $SWARMSCORE_BASE_URL
-// followed by /swarmscore, else service.DefaultLogOrigin. Serve and the
-// commands that sign on the same machine thus name the log alike. An
-// origin tlog.CheckOrigin refuses is a usage error.
+// followed by /swarmscore, else "": the origin of the latest note signed,
+// else service.DefaultLogOrigin (service.Log.Origin), so that a command
+// run without any of them names the log as the server did. An origin
+// tlog.CheckOrigin refuses is a usage error.
 func logOrigin(cmd *cobra.Command, flag, baseURL string) (string, error) {
 	o := flag
 	if o == "" {
@@ -44,7 +45,7 @@ func logOrigin(cmd *cobra.Command, flag, baseURL string) (string, error) {
 		}
 	}
 	if o == "" {
-		o = service.DefaultLogOrigin
+		return "", nil
 	}
 	if err := tlog.CheckOrigin(o); err != nil {
 		return "", usageErrorf("--log-origin: %v", strings.TrimPrefix(err.Error(), errkind.ErrInvalid.Error()+": "))

@@ -112,7 +112,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
 	f.StringVar(&cfg.baseURL, "base-url", "", "the public origin clients reach this server at, e.g. https://scores.example.com: the credentials' did:web issuer and the URLs in credentials, agent cards and ERC-8004 records (default $"+baseURLEnv+", else http:// and the listening address)")
-	f.StringVar(&cfg.logOrigin, "log-origin", "", "the transparency log's origin, the first line of its checkpoint notes (default $"+logOriginEnv+", else the host of --base-url and /swarmscore, else "+service.DefaultLogOrigin+")")
+	f.StringVar(&cfg.logOrigin, "log-origin", "", "the transparency log's origin, the first line of its checkpoint notes (default $"+logOriginEnv+", else the host of --base-url and /swarmscore, else the latest note's, else "+service.DefaultLogOrigin+")")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
 	f.StringVar(&cfg.dbRead, "db-read", "", "DSN of a streaming replica of --db (PostgreSQL) for the public reads")
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore, or swarmscore-ENVIRONMENT outside production)")

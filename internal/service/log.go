@@ -37,12 +37,22 @@ type Log struct {
 // whose host is not known.
 const DefaultLogOrigin = "localhost/swarmscore"
 
-// Origin is the log's origin line (serve --log-origin).
-func (u *Log) Origin() string {
-	if u.origin == "" {
-		return DefaultLogOrigin
+// Origin is the log's origin line: Config.LogOrigin (serve --log-origin);
+// when none is configured, the origin of the latest note the log signed,
+// so that a command run without it names the log as the server did; else
+// DefaultLogOrigin. Errors: ErrUnavailable.
+func (u *Log) Origin(ctx context.Context) (string, error) {
+	if u.origin != "" {
+		return u.origin, nil
 	}
-	return u.origin
+	c, err := u.checkpoint(ctx, -1)
+	switch {
+	case errkind.Of(err) == errkind.NotFound:
+		return DefaultLogOrigin, nil
+	case err != nil:
+		return "", err
+	}
+	return c.Origin, nil
 }
 
 // reader is the log's hashes as tlog reads them.
@@ -88,12 +98,12 @@ func (u *Log) size(ctx context.Context) (uint64, error) {
 // noteSigner is the one place that chooses the key checkpoint notes are
 // signed with: the active key, which must be Ed25519 (a signed note's
 // signature is Ed25519; an HMAC could be checked by nobody but us).
-func (u *Log) noteSigner(ctx context.Context) (note.Signer, error) {
+func (u *Log) noteSigner(ctx context.Context, origin string) (note.Signer, error) {
 	k := u.keys.current(ctx).active
 	if k.Alg() != passport.AlgEdDSA || !k.CanSign() {
 		return nil, fmt.Errorf("%w: log checkpoints are signed notes, which need an Ed25519 signing key: the active key is %s (rotate to one with 'swarmscore key rotate --signing-alg Ed25519')", errkind.ErrInvalid, orNone(k.Alg()))
 	}
-	return tlog.Ed25519Signer(u.Origin(), k.Public(), k.SignMessage)
+	return tlog.Ed25519Signer(origin, k.Public(), k.SignMessage)
 }
 
 func orNone(alg string) string {
@@ -108,13 +118,17 @@ func orNone(alg string) string {
 // (a note carries no time, so nothing shows it was signed before the
 // revocation), under the log's origin.
 func (u *Log) Verifiers(ctx context.Context) (note.Verifiers, error) {
+	origin, err := u.Origin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s := u.keys.current(ctx)
 	var vs []note.Verifier
 	for i, k := range s.keys {
 		if k.Alg() != passport.AlgEdDSA || s.records[i].State == keyring.Revoked {
 			continue
 		}
-		v, err := tlog.Ed25519Verifier(u.Origin(), k.Public())
+		v, err := tlog.Ed25519Verifier(origin, k.Public())
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +176,11 @@ func (u *Log) Checkpoint(ctx context.Context) (c SignedCheckpoint, created bool,
 	} else if err != nil && errkind.Of(err) != errkind.NotFound {
 		return SignedCheckpoint{}, false, err
 	}
-	signer, err := u.noteSigner(ctx)
+	origin, err := u.Origin(ctx)
+	if err != nil {
+		return SignedCheckpoint{}, false, err
+	}
+	signer, err := u.noteSigner(ctx, origin)
 	if err != nil {
 		return SignedCheckpoint{}, false, err
 	}
@@ -170,7 +188,7 @@ func (u *Log) Checkpoint(ctx context.Context) (c SignedCheckpoint, created bool,
 	if err != nil {
 		return SignedCheckpoint{}, false, err
 	}
-	cp := tlog.Checkpoint{Origin: u.Origin(), Size: size, Root: root}
+	cp := tlog.Checkpoint{Origin: origin, Size: size, Root: root}
 	signed, err := tlog.Sign(cp, signer)
 	if err != nil {
 		return SignedCheckpoint{}, false, err
@@ -414,8 +432,12 @@ func (u *Log) VerifyNote(ctx context.Context, b []byte) (tlog.Checkpoint, error)
 	if err != nil {
 		return tlog.Checkpoint{}, err
 	}
-	if c.Origin != u.Origin() {
-		return c, fmt.Errorf("%w: the checkpoint is of log %q, this one is %q", errkind.ErrInvalid, c.Origin, u.Origin())
+	origin, err := u.Origin(ctx)
+	if err != nil {
+		return c, err
+	}
+	if c.Origin != origin {
+		return c, fmt.Errorf("%w: the checkpoint is of log %q, this one is %q", errkind.ErrInvalid, c.Origin, origin)
 	}
 	size, err := u.size(ctx)
 	if err != nil {

@@ -267,3 +267,24 @@ func mustJWK(t *testing.T, k passport.Key) passport.JWK {
 	}
 	return j
 }
+
+// TestLogOrigin: without a configured origin, the log keeps the origin of
+// its latest note (a command run without --log-origin names the log as the
+// server did), and DefaultLogOrigin before any note.
+func TestLogOrigin(t *testing.T) {
+	ctx := context.Background()
+	a, _, _ := newLogging(t)
+	bare := New(a.store, Config{Key: a.cfg.Key, Now: a.cfg.Now})
+	if o, err := bare.Log.Origin(ctx); err != nil || o != DefaultLogOrigin {
+		t.Fatalf("before any note: %q %v", o, err)
+	}
+	ingest(t, a, conduit("agent-1", "a", 2, 2, t0))
+	if _, _, err := a.Log.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, a, conduit("agent-1", "b", 1, 1, t0))
+	c, created, err := bare.Log.Checkpoint(ctx)
+	if err != nil || !created || c.Origin != "test.example/swarmscore" {
+		t.Fatalf("unconfigured: %+v %v %v", c.Checkpoint, created, err)
+	}
+}

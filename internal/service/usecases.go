@@ -58,8 +58,9 @@ type Config struct {
 	// records (Keyring.Derive(PseudonymLabel)); masked reads fail without one.
 	PseudonymKey []byte
 	// LogOrigin is the origin line of the transparency log's checkpoint
-	// notes and the name of the log's key (serve --log-origin);
-	// "" means DefaultLogOrigin.
+	// notes and the name of the log's key (serve --log-origin); "" means
+	// the origin of the latest note signed, else DefaultLogOrigin
+	// (Log.Origin).
 	LogOrigin string
 }
 
