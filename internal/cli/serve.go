@@ -187,6 +187,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	set, err := cfg.settings(cmd)
+	if set.logs != nil {
+		defer set.logs.Close() // last: every other deferred call may log
+	}
 	if err != nil {
 		return err
 	}
@@ -256,6 +259,7 @@ func serveSite(cmd *cobra.Command, flag string, addr net.Addr) (site.Site, error
 // serveSettings are serve's flags read and checked, and what they name.
 type serveSettings struct {
 	log               *slog.Logger
+	logs              *logBuffer    // what log writes to, when not a terminal; nil otherwise
 	keep              time.Duration // --prune-keep, 0 for never
 	formulas          passport.Acceptance
 	proxies, scrapers []netip.Prefix
@@ -273,7 +277,14 @@ func (cfg *serveConfig) settings(cmd *cobra.Command) (serveSettings, error) {
 	if err != nil {
 		return set, err
 	}
-	set.log = newLogger(cmd.ErrOrStderr(), level)
+	out := cmd.ErrOrStderr()
+	if !isTerminal(out) {
+		// A person at a terminal sees each line at once; a file, a pipe
+		// or a service manager gets them in batches (logBuffer).
+		set.logs = newLogBuffer(out)
+		out = set.logs
+	}
+	set.log = newLogger(out, level)
 	cfg.platform = cfg.keys.platformOf(cmd, cfg.platform)
 	if set.keep, err = cfg.checkLimits(); err != nil {
 		return set, err

@@ -85,3 +85,17 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkScore(b *testing.B) {
+	s, _ := benchServer(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, httptest.NewRequest("GET", "/swarmscore/agent-1", nil))
+			if rec.Code != http.StatusOK {
+				b.Fatal(rec.Code)
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
@@ -60,4 +61,49 @@ func FuzzRequestBodies(f *testing.F) {
 			t.Fatalf("status %d for %s %s %q: %s", rec.Code, method, target, body, rec.Body.String())
 		}
 	})
+}
+
+// FuzzVerifyWrapperFast checks that the verify body's fast reader accepts
+// only bodies the decoder reads the same way: the same certificate bytes
+// and agent, and no problem.
+func FuzzVerifyWrapperFast(f *testing.F) {
+	f.Add(`{"certificate":{"a":[1,{"b":"}\""}]},"agent_id":"agent-1"}`)
+	f.Add(` { "agent_id" : "a.b:c_d-e" , "certificate" : { } } `)
+	f.Add(`{"certificate":{}}`)
+	f.Add(`{"certificate":{},"certificate":{}}`)
+	f.Add(`{"certificate":{},"agent_id":""}`)
+	f.Add(`{"certificate":{},"agent_id":"a\u0062"}`)
+	f.Add(`{"certific\u0061te":{}}`)
+	f.Add(`{"certificate":{},"agent_id":null}`)
+	f.Add(`{"certificate":{},"x":1}`)
+	f.Add(`{"certificate":[],"agent_id":"a"}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		doc, agent, ok := verifyWrapperFast([]byte(body))
+		if !ok {
+			return
+		}
+		gdoc, gagent, err := readVerifyGeneral([]byte(body))
+		if err != nil || !bytes.Equal(doc, gdoc) || agent != gagent {
+			t.Fatalf("fast: %q %q; decoder: %q %q %v", doc, agent, gdoc, gagent, err)
+		}
+	})
+}
+
+func TestVerifyWrapperFast(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"certificate":{"issuer":{"s":"\"}"}},"agent_id":"agent-1"}`: true,
+		` {"agent_id":"a","certificate":{}} `:                         true,
+		`{"certificate":{}}`:                                          true,
+		`{"certificate":{},"certificate":{}}`:                         false,
+		`{"certificate":{},"agent_id":"a b"}`:                         false,
+		`{"certificate":{},"agent_id":"a\u0062"}`:                     false,
+		`{"certificate":{}} x`:                                        false,
+		`{"agent_id":"a"}`:                                            false,
+		`{"certificate":{"a":1}`:                                      false,
+	} {
+		if _, _, ok := verifyWrapperFast([]byte(body)); ok != want {
+			t.Errorf("%s: fast path %v, want %v", body, ok, want)
+		}
+	}
 }

@@ -165,6 +165,15 @@ func readVerifyRequest(body io.Reader, size int64) (doc []byte, agent string, er
 	}
 	b := buf.Bytes()
 	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	if doc, agent, ok := verifyWrapperFast(b); ok {
+		return doc, agent, nil
+	}
+	return readVerifyGeneral(b)
+}
+
+// readVerifyGeneral is readVerifyRequest for any body b: the decoder
+// judges it, and its errors become problems.
+func readVerifyGeneral(b []byte) (doc []byte, agent string, err error) {
 	var req verifyRequest
 	// Repeated names are checked in the wrapper only: the passport is the
 	// verifier's to judge (a repeated name in it is invalid_json, as in a
@@ -212,6 +221,88 @@ func readVerifyRequest(body io.Reader, size int64) (doc []byte, agent string, er
 		return nil, "", errorf(ptWrongType, "field agent_id must be a JSON string, not a JSON %s", k)
 	}
 	return req.Certificate, agent, nil
+}
+
+// verifyWrapperFast reads the usual verify body, the wrapper
+// {"certificate":{…},"agent_id":"…"} (agent_id optional, the members in
+// either order, each once, their names and the agent id with no escape),
+// with one validating scan (json.Valid) and a walk of its top level
+// instead of the decoder's reflection and a second scan for repeated
+// names. ok is false for every other body, which readVerifyGeneral then
+// judges; for a body it accepts, readVerifyGeneral returns the same doc
+// and agent (FuzzVerifyWrapperFast).
+func verifyWrapperFast(b []byte) (doc []byte, agent string, ok bool) {
+	if !json.Valid(b) {
+		return nil, "", false
+	}
+	// b is valid JSON from here on: every index below stays in range.
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return nil, "", false
+	}
+	var haveCert, haveAgent bool
+	for i = skipSpace(b, i+1); b[i] == '"'; {
+		name, end, plain := plainString(b, i)
+		if !plain {
+			return nil, "", false
+		}
+		i = skipSpace(b, skipSpace(b, end)+1) // past the colon
+		switch {
+		case name == "certificate" && !haveCert && b[i] == '{':
+			end = objectEnd(b, i)
+			doc, haveCert = b[i:end], true
+		case name == "agent_id" && !haveAgent && b[i] == '"':
+			agent, end, plain = plainString(b, i)
+			if !plain || !ledger.ValidID(agent) {
+				return nil, "", false
+			}
+			haveAgent = true
+		default:
+			return nil, "", false
+		}
+		if i = skipSpace(b, end); b[i] == '}' {
+			return doc, agent, haveCert
+		}
+		i = skipSpace(b, i+1) // past the comma
+	}
+	return nil, "", false // {}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// plainString reads the JSON string starting at b[i]: its content and the
+// index after its closing quote; plain is false when it holds an escape.
+func plainString(b []byte, i int) (s string, end int, plain bool) {
+	j := bytes.IndexByte(b[i+1:], '"') + i + 1
+	s = string(b[i+1 : j])
+	return s, j + 1, !strings.Contains(s, "\\")
+}
+
+// objectEnd is the index after the valid JSON object or array starting at
+// b[i].
+func objectEnd(b []byte, i int) int {
+	depth := 0
+	for ; ; i++ {
+		switch b[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
 }
 
 // memberNames lists the member names of the JSON object b, in order.

@@ -15,6 +15,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/passport"
+	"github.com/swarmscore/swarmscore/score"
 )
 
 // countingStore counts the store calls a certificate request makes. It
@@ -23,6 +24,7 @@ type countingStore struct {
 	Backend
 	watch                     ledger.CacheWatch
 	stamps, cached, refreshed atomic.Int64
+	counts, passports         atomic.Int64
 	// delay slows every RefreshScore down; the first fail of them fail.
 	delay time.Duration
 	fail  atomic.Int64
@@ -31,6 +33,21 @@ type countingStore struct {
 func (s *countingStore) CacheStamp(ctx context.Context, agentID string) (ledger.ScoreStamp, error) {
 	s.stamps.Add(1)
 	return s.Backend.CacheStamp(ctx, agentID)
+}
+
+func (s *countingStore) Counts(ctx context.Context, agentID string, asOf time.Time) (score.Counts, error) {
+	s.counts.Add(1)
+	return s.Backend.Counts(ctx, agentID, asOf)
+}
+
+func (s *countingStore) Passport(ctx context.Context, id string) (ledger.IssuedPassport, error) {
+	s.passports.Add(1)
+	return s.Backend.Passport(ctx, id)
+}
+
+// queries is how many of the counted reads the store has served.
+func (s *countingStore) queries() int64 {
+	return s.stamps.Load() + s.cached.Load() + s.refreshed.Load() + s.counts.Load() + s.passports.Load()
 }
 
 func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/score"
 )
 
 // certMemoSize bounds the certificates a process keeps: about 1 KB each,
@@ -72,6 +74,8 @@ type memoCert struct {
 	signature             string
 	kid                   string // the key that signed it ("" for Config.Key)
 	digest                [sha256.Size]byte
+	passportID            string       // its agent_passport_id
+	result                score.Result // the entry's score: the passport's counts
 	computedAt, expiresAt time.Time
 	validUntil            time.Time // the stamp's: the first instant it may be wrong
 
@@ -165,12 +169,55 @@ func (m *certMemo) lookup(agentID string, st ledger.ScoreStamp, ck check) (*memo
 // dropped agent costs one passport read on its next request, nothing else.
 func (m *certMemo) remember(agentID string, e *ledger.ScoreEntry, ck check) *memoCert {
 	c := &memoCert{passport: e.Passport, signature: e.Signature, kid: e.KeyID, digest: sha256.Sum256(e.Passport),
-		computedAt: e.ComputedAt, expiresAt: e.ExpiresAt, validUntil: e.ValidUntil,
+		passportID: e.PassportID, result: e.Result, computedAt: e.ComputedAt, expiresAt: e.ExpiresAt, validUntil: e.ValidUntil,
 		trusted: ck.trusted, mark: ck.mark, checked: ck.at}
 	if len(c.passport) > 0 && c.signature != "" {
 		m.put(agentID, c)
 	}
 	return c
+}
+
+// remembered returns the agent's remembered certificate, and so its cache
+// entry, when it answers now and is still the stored one: from memory while
+// the watch vouches for it, else after one stamp read that still names it
+// (and trusts it again). ok is false, with no query made, when the process
+// remembers nothing for the agent or has no running watch; the caller then
+// reads the store as it would without the memo. The score and verify
+// routes use it so that an agent whose certificate this process serves
+// costs them no query either; the key that signed it does not matter to
+// them. Errors: those of CacheStamp (ErrUnavailable).
+func (u *Certificates) remembered(ctx context.Context, agentID string, now time.Time) (*memoCert, bool, error) {
+	m := u.certs
+	w := m.startedWatch()
+	if w == nil {
+		return nil, false, nil
+	}
+	if c, ok := m.serve(w, agentID, now); ok {
+		return c, true, nil
+	}
+	m.mu.RLock()
+	_, known := m.m[agentID]
+	m.mu.RUnlock()
+	if !known {
+		return nil, false, nil
+	}
+	ck := m.begin(w)
+	m.stampReads.Add(1)
+	st, err := u.store.CacheStamp(ctx, agentID)
+	if err != nil || !st.Answers(now) {
+		return nil, false, err
+	}
+	c, ok := m.lookup(agentID, st, ck)
+	if !ok || !c.answers(now) {
+		return nil, false, nil
+	}
+	return c, true, nil
+}
+
+// entry is the cache entry c was served from, as CachedScore returns it.
+func (c *memoCert) entry(agentID string) ledger.ScoreEntry {
+	return ledger.ScoreEntry{AgentID: agentID, Result: c.result, ComputedAt: c.computedAt, ExpiresAt: c.expiresAt,
+		ValidUntil: c.validUntil, Passport: c.passport, Signature: c.signature, PassportID: c.passportID, KeyID: c.kid}
 }
 
 // forget drops the agent's certificate (an erasure: the erased id must

@@ -70,6 +70,14 @@ func (u *Certificates) agentScore(ctx context.Context, agentID string, asOf time
 		asOf = u.clock.now()
 	}
 	asOf = asOf.UTC().Truncate(ledger.Resolution)
+	if current {
+		// The entry of a certificate this process serves, with no query.
+		if c, ok, err := u.remembered(ctx, agentID, asOf); err != nil {
+			return AgentScore{}, err
+		} else if ok {
+			return AgentScore{Entry: c.entry(agentID), AsOf: asOf, Cache: CacheHit}, nil
+		}
+	}
 	if e, ok, err := u.store.CachedScore(ctx, agentID, asOf); err != nil {
 		return AgentScore{}, err
 	} else if ok {

@@ -123,7 +123,7 @@ func New(st Backend, cfg Config) *UseCases {
 		Schema:       &Schema{store: st},
 		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts},
 		Certificates: cs,
-		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas},
+		Verifier:     &Verifier{store: st, clock: clk, keys: keys, formulas: cfg.Formulas, certs: cs},
 		Keys:         &Keys{store: st, clock: clk, keys: keys, actions: acts},
 		Tokens:       &Tokens{store: st, clock: clk, actions: acts},
 		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs, actions: acts},

@@ -22,6 +22,10 @@ type Verifier struct {
 	clock    clock
 	keys     *signing
 	formulas passport.Acceptance // Config.Formulas
+	// certs remembers the certificates this process serves: the L2 check
+	// of an agent's current passport reads their entries (ledgerCounts,
+	// revoked) instead of the store.
+	certs *Certificates
 }
 
 // Verification is the answer to POST /swarmscore/verify (spec §7.3) plus
@@ -219,6 +223,13 @@ func (u *Verifier) revoked(ctx context.Context, p *passport.Passport, v *passpor
 	if !v.SignatureValid || p.AgentPassportID == "" {
 		return false, nil
 	}
+	// The passport of the agent's current entry is not revoked: an
+	// erasure, which revokes, removes the entry.
+	if c, ok, err := u.remembered(ctx, p.AgentID); err != nil {
+		return false, err
+	} else if ok && c.passportID == p.AgentPassportID {
+		return false, nil
+	}
 	ip, err := u.store.Passport(ctx, p.AgentPassportID)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
@@ -241,6 +252,11 @@ func (u *Verifier) revoked(ctx context.Context, p *passport.Passport, v *passpor
 // until is the first instant the counts may differ when they came from a
 // cache entry (its ValidUntil), else asOf itself.
 func (u *Verifier) ledgerCounts(ctx context.Context, agentID string, asOf time.Time) (c score.Counts, until time.Time, err error) {
+	if m, ok, err := u.remembered(ctx, agentID); err != nil {
+		return score.Counts{}, asOf, err
+	} else if ok && !asOf.Before(m.computedAt) && asOf.Before(m.validUntil) {
+		return m.result.Counts, m.validUntil, nil // the entry CachedScore would read
+	}
 	e, ok, err := u.store.CachedScore(ctx, agentID, asOf)
 	if err != nil {
 		return score.Counts{}, asOf, err
@@ -250,4 +266,13 @@ func (u *Verifier) ledgerCounts(ctx context.Context, agentID string, asOf time.T
 	}
 	c, err = u.store.Counts(ctx, agentID, asOf)
 	return c, asOf, err
+}
+
+// remembered is the entry of the agent's certificate this process serves,
+// when it answers now (Certificates.remembered); ok is false without one.
+func (u *Verifier) remembered(ctx context.Context, agentID string) (*memoCert, bool, error) {
+	if u.certs == nil || agentID == "" {
+		return nil, false, nil
+	}
+	return u.certs.remembered(ctx, agentID, u.clock.now())
 }

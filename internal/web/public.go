@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -198,6 +199,42 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, err, "")
 		return
 	}
+	base := p.baseURL(r)
+	expiresIn := until(p.now(), prof.Certificate.ExpiresAt)
+	build := func() view { return agentPage(id, base, expiresIn, &prof, hold, released) }
+	if !prof.Valid || prof.Certificate.Digest == ([sha256.Size]byte{}) {
+		// An invalid passport's problems are not in the key; it is rare.
+		p.render(w, r, http.StatusOK, "agent", build())
+		return
+	}
+	p.renderCached(w, r, agentPageKey(id, base, expiresIn, &prof), "agent", build)
+}
+
+// agentPageKey names every input of agentPage but the constants: the
+// agent, the origin its badge snippet names, the expiry in words and the
+// certificate's digest (which fixes its counts, hence the score, the
+// dimensions, the gaps and the escrow, and its dates), and each day of the
+// history. A valid profile only: an invalid one's problems are not in it.
+// An input added to agentPage must be added here, or pages would be
+// served with its first value.
+func agentPageKey(id, base, expiresIn string, prof *service.Profile) string {
+	b := make([]byte, 0, len(id)+len(base)+len(expiresIn)+sha256.Size+len(prof.History)*24)
+	b = append(append(append(b, id...), 0), base...)
+	b = append(append(append(b, 0), expiresIn...), 0)
+	b = append(b, prof.Certificate.Digest[:]...)
+	for _, d := range prof.History {
+		c := d.Result.Counts
+		b = binary.AppendVarint(b, d.Day.Unix())
+		b = binary.AppendVarint(binary.AppendVarint(b, c.ConduitTotal), c.ConduitSuccess)
+		b = binary.AppendVarint(binary.AppendVarint(b, c.AP2Total), c.AP2Success)
+		b = binary.AppendVarint(b, int64(d.Result.Score)) // the formula's, as shown
+	}
+	return string(b)
+}
+
+// agentPage is the view of an agent's page.
+func agentPage(id, base, expiresIn string, prof *service.Profile, hold, released int64) view {
+	res := prof.Result
 	v := agentView{
 		ID:         id,
 		Result:     res,
@@ -207,7 +244,7 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		Passport: passportView{
 			Valid: prof.Valid, Problems: prof.Problems,
 			ComputedAt: prof.Certificate.ComputedAt, ExpiresAt: prof.Certificate.ExpiresAt,
-			ExpiresIn: until(p.now(), prof.Certificate.ExpiresAt),
+			ExpiresIn: expiresIn,
 			URL:       "/swarmscore/" + url.PathEscape(id) + "/certificate", FileName: id + "-passport.json",
 		},
 	}
@@ -231,13 +268,12 @@ func (p *Pages) agent(w http.ResponseWriter, r *http.Request) {
 		v.NextTier = g.Tier.String()
 		v.Gaps = append(v.Gaps, gapWords(g))
 	}
-	base := p.baseURL(r)
 	v.Badge = badgeView{
 		URL: "/badge/" + url.PathEscape(id) + ".svg",
 		Alt: "SwarmScore " + strconv.Itoa(res.Score) + " " + res.Tier.String(),
 	}
 	v.Badge.Markdown = "[![SwarmScore](" + base + v.Badge.URL + ")](" + base + "/agents/" + url.PathEscape(id) + ")"
-	p.render(w, r, http.StatusOK, "agent", view{Title: id + " · SwarmScore", Section: "agent", Data: v})
+	return view{Title: id + " · SwarmScore", Section: "agent", Data: v}
 }
 
 // baseURL is this site's origin as the client reached it, for snippets

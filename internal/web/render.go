@@ -105,9 +105,7 @@ type nonceKey struct{}
 // with a fresh script nonce, before the handler runs.
 func (p *Pages) secure(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var b [16]byte
-		rand.Read(b[:])
-		nonce := base64.RawURLEncoding.EncodeToString(b[:])
+		nonce := newNonce()
 		securityHeaders(w.Header(), nonce, p.host.SecureRequest(r))
 		h(w, r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce)))
 	}
@@ -171,6 +169,106 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 	if r.Method != http.MethodHead {
 		w.Write(buf.Bytes())
 	}
+}
+
+// renderedPages bounds the pages a process keeps rendered (about 15 KB
+// each, so at most ≈ 15 MB).
+const renderedPages = 1000
+
+// pageCache keeps public pages rendered, each under a key naming every
+// input of its view, with the response's script nonce cut out: serving
+// one again costs its bytes and the request's nonce, not html/template's
+// reflection (≈ 2,000 allocations for an agent page). The zero value is
+// ready; safe for concurrent use.
+type pageCache struct {
+	mu sync.RWMutex
+	m  map[string]*renderedPage
+}
+
+// renderedPage is a page split where the nonce goes: parts[0], nonce,
+// parts[1], …; never modified once stored.
+type renderedPage struct {
+	parts [][]byte
+	size  int // of the parts together
+}
+
+// placeholderNonce stands for the nonce while a cached page is rendered.
+// It has a real nonce's form (22 base64url characters, which no escaper
+// changes), and 128 random bits, so it appears in the page only where the
+// template put the nonce.
+var placeholderNonce = newNonce()
+
+func newNonce() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// renderCached answers as render does with status 200, from the page
+// cached under key when there is one; otherwise it renders v, caches the
+// page and serves it. key must determine the whole page but its nonce:
+// the caller names in it every value its view is built from.
+func (p *Pages) renderCached(w http.ResponseWriter, r *http.Request, key, name string, build func() view) {
+	p.pages.mu.RLock()
+	page := p.pages.m[key]
+	p.pages.mu.RUnlock()
+	if page == nil {
+		v := build()
+		v.Nonce = placeholderNonce
+		buf := bufs.Get().(*bytes.Buffer)
+		buf.Reset()
+		defer bufs.Put(buf)
+		if err := templates[name].ExecuteTemplate(buf, "layout", v); err != nil {
+			p.log.Error("rendering a page", "page", name, "request_id", w.Header().Get("X-Request-Id"), "err", err)
+			http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+			return
+		}
+		page = &renderedPage{parts: bytes.Split(bytes.Clone(buf.Bytes()), []byte(placeholderNonce))}
+		for _, part := range page.parts {
+			page.size += len(part)
+		}
+		p.pages.put(key, page)
+	}
+	nonce := nonceOf(r)
+	size := page.size + (len(page.parts)-1)*len(nonce)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(size))
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache")
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	out := bufs.Get().(*bytes.Buffer)
+	out.Reset()
+	defer bufs.Put(out)
+	out.Grow(size)
+	for i, part := range page.parts {
+		if i > 0 {
+			out.WriteString(nonce)
+		}
+		out.Write(part)
+	}
+	w.Write(out.Bytes())
+}
+
+// put stores a page; when the cache is full, an arbitrary other page is
+// dropped (it is rendered again when asked for).
+func (c *pageCache) put(key string, page *renderedPage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*renderedPage)
+	}
+	for k := range c.m {
+		if len(c.m) < renderedPages {
+			break
+		}
+		delete(c.m, k)
+	}
+	c.m[key] = page
 }
 
 type errorView struct {

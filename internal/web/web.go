@@ -151,6 +151,8 @@ type Pages struct {
 	// signinKey keys the sign-in form's CSRF token (operator.go); it
 	// never leaves the process.
 	signinKey [32]byte
+	// pages are the agent pages rendered (renderCached).
+	pages pageCache
 }
 
 // Mount registers every page on host and returns the site. The routes:

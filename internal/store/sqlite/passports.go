@@ -26,7 +26,7 @@ func scanPassport(scan func(...any) error) (ledger.IssuedPassport, error) {
 
 // Passport implements service.PassportStore.
 func (s *Store) Passport(ctx context.Context, id string) (ledger.IssuedPassport, error) {
-	p, err := scanPassport(s.r.QueryRowContext(ctx, `SELECT `+store.PassportColumns+` FROM passports WHERE id = ?`, id).Scan)
+	p, err := scanPassport(s.rp.QueryRowContext(ctx, `SELECT `+store.PassportColumns+` FROM passports WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("%w: no passport with id %q was issued here", errkind.ErrNotFound, id)
 	}

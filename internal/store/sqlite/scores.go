@@ -339,7 +339,7 @@ func (s *Store) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, er
 	var created int64
 	var hash []byte
 	var vis sql.NullString
-	err := s.r.QueryRowContext(ctx, `SELECT a.id, a.created_at, a.head_seq, a.head_hash, v.visibility, COALESCE(x.seq, 0)
+	err := s.rp.QueryRowContext(ctx, `SELECT a.id, a.created_at, a.head_seq, a.head_hash, v.visibility, COALESCE(x.seq, 0)
 	  FROM agents a LEFT JOIN consent v ON v.agent_id = a.id LEFT JOIN chain_anchors x ON x.agent_id = a.id
 	  WHERE a.id = ?`, agentID).Scan(&a.ID, &created, &a.ChainLength, &hash, &vis, &a.PrunedThrough)
 	if errors.Is(err, sql.ErrNoRows) {
