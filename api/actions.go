@@ -22,7 +22,7 @@ type Action struct {
 	// correction, appeal_ack, appeal_uphold, appeal_reject,
 	// appeal_escalate, appeal_file, consent, visibility, key_rotate,
 	// key_state, erasure, token_create, token_revoke, session_revoke,
-	// denied (a request refused for the token's role; target names it).
+	// webhook_create, webhook_delete, denied (a request refused for the token's role; target names it).
 	Action  string `json:"action"`
 	AgentID string `json:"agent_id,omitempty"`
 	// Target names what was acted on: an appeal, a correction, a key, a

@@ -38,6 +38,8 @@ const (
 	ActTokenCreate    ActionKind = "token_create"
 	ActTokenRevoke    ActionKind = "token_revoke"
 	ActSessionRevoke  ActionKind = "session_revoke"
+	ActWebhookCreate  ActionKind = "webhook_create"
+	ActWebhookDelete  ActionKind = "webhook_delete"
 	// ActDenied is a request refused for the caller's role: Target says
 	// what it asked for.
 	ActDenied ActionKind = "denied"

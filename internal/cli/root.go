@@ -38,7 +38,7 @@ func commands() []*cobra.Command {
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(),
-		newAuditCmd(), newActionsCmd(), newLogCmd(),
+		newAuditCmd(), newActionsCmd(), newLogCmd(), newWebhookCmd(),
 		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
 	}
 }

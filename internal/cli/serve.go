@@ -24,6 +24,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/site"
 	"github.com/swarmscore/swarmscore/internal/web"
+	"github.com/swarmscore/swarmscore/internal/webhook"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -132,6 +133,10 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&cfg.v6Prefix, "rate-ipv6-prefix", 64, "IPv6 clients in one network of this prefix length share a rate-limit bucket (1-128)")
 	cfg.rights.flags(f)
 	cfg.formula.register(f)
+	f.BoolVar(&cfg.webhookLoopback, "webhook-allow-http-loopback", false, "allow webhook URLs with http:// and deliveries to loopback addresses (local receivers and tests; never in production)")
+	f.IntVar(&cfg.webhookWorkers, "webhook-workers", 8, "webhook deliveries attempted at once by this process")
+	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", 10*time.Second, "longest a webhook attempt waits for its answer")
+	f.DurationVar(&cfg.webhookRetryBase, "webhook-retry-base", webhook.DefaultRetry.Base, "wait after a webhook's first failed attempt; each later wait doubles (up to 2h), for 24h")
 	return cmd
 }
 
@@ -156,6 +161,10 @@ type serveConfig struct {
 	v6Prefix           int
 	rights             rightsConfig
 	formula            formulaFlags
+	webhookLoopback    bool
+	webhookWorkers     int
+	webhookTimeout     time.Duration
+	webhookRetryBase   time.Duration
 }
 
 // newLogger logs JSON when w is not a terminal (a service manager, a file, a
@@ -220,6 +229,9 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 	// database goes.
 	defer cfg.startSchedules(ctx, u, set.keep, log)()
 	u.Certificates.StartCacheWatch()
+	// Deferred after the store's Close, so it runs first: the attempts
+	// under way are recorded before the database goes.
+	defer cfg.startDispatcher(ctx, u, st, log)()
 	if err := bootstrapAdmin(ctx, cmd, u.Tokens, log); err != nil {
 		return err
 	}
@@ -350,6 +362,15 @@ func (cfg *serveConfig) checkLimits() (keep time.Duration, err error) {
 	}
 	if cfg.dbTimeout <= 0 || cfg.dbMax < 1 {
 		return 0, usageErrorf("--db-timeout must be positive and --db-max-requests at least 1")
+	}
+	if cfg.webhookWorkers < 1 || cfg.webhookWorkers > 256 {
+		return 0, usageErrorf("--webhook-workers %d is not in 1..256", cfg.webhookWorkers)
+	}
+	if cfg.webhookTimeout < 100*time.Millisecond || cfg.webhookTimeout > 5*time.Minute {
+		return 0, usageErrorf("--webhook-timeout %s is not between 100ms and 5m", cfg.webhookTimeout)
+	}
+	if cfg.webhookRetryBase < 10*time.Millisecond || cfg.webhookRetryBase > time.Hour {
+		return 0, usageErrorf("--webhook-retry-base %s is not between 10ms and 1h", cfg.webhookRetryBase)
 	}
 	if cfg.v6Prefix < 1 || cfg.v6Prefix > 128 {
 		return 0, usageErrorf("--rate-ipv6-prefix %d is not a prefix length in 1..128", cfg.v6Prefix)
@@ -559,4 +580,27 @@ func parseNetworks(flag string, vals []string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
+}
+
+// startDispatcher sets the webhook URL policy and starts delivering the
+// outbox until ctx ends; the function it returns stops it (serve may
+// return on an error before ctx ends) and waits for the attempts under
+// way to be recorded.
+func (cfg *serveConfig) startDispatcher(ctx context.Context, u *service.UseCases, out service.WebhookOutbox, log *slog.Logger) func() {
+	policy := webhook.URLPolicy{AllowHTTPLoopback: cfg.webhookLoopback}
+	u.Webhooks.Policy = policy
+	retry := webhook.DefaultRetry
+	retry.Base = cfg.webhookRetryBase
+	d := service.NewDispatcher(out, service.DispatchConfig{Policy: policy, Retry: retry, Timeout: cfg.webhookTimeout,
+		Workers: cfg.webhookWorkers, Logger: log})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/tlog"
+	"github.com/swarmscore/swarmscore/internal/webhook"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
 )
@@ -240,8 +241,47 @@ encoding:   %x
 leaf hash:  SHA-256(0x00 ‖ encoding) = %x`, h2[:], enc, lh[:])
 
 	out["audit-bundle"] = string(exampleBundle(t))
+
+	hookAt := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	hook := webhook.ScoreEvents(webhook.ScoreData{AgentID: "agent-7", Score: 760, Tier: "STANDARD", PreviousScore: 640, PreviousTier: "NONE",
+		ComputedAt: ledger.FormatTime(hookAt), EscrowModifierBP: 3920}, hookAt)
+	body, err := hook[0].Payload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := webhook.ParseSecret(exampleHookSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hookID = "msg_2n3wbkbm6ytqk6a3n7ojrhndvi"
+	sig := webhook.Signature(secret, hookID, hookAt.Unix(), body)
+	if !webhook.Verify(secret, hookID, hookAt.Unix(), body, sig, hookAt, time.Minute) {
+		t.Fatal("the webhook example does not verify")
+	}
+	out["webhook-delivery"] = fmt.Sprintf(`POST /hooks HTTP/1.1
+content-type: application/json
+webhook-id: %s
+webhook-timestamp: %d
+webhook-signature: %s
+
+%s
+
+secret:            %s
+key:               base64-decode(secret after "whsec_"), %d bytes
+signed content:    "%s.%d." followed by the body`, hookID, hookAt.Unix(), sig, body, exampleHookSecret, len(mustB64(t, exampleHookSecret[6:])), hookID, hookAt.Unix())
 	logExamples(t, out, priv)
 	return out
+}
+
+// exampleHookSecret is the webhook example's secret (not for use).
+const exampleHookSecret = "whsec_ZXhhbXBsZS13ZWJob29rLXNlY3JldC0wMTIz"
+
+func mustB64(t *testing.T, s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // exampleOrigin is the origin of the example log.

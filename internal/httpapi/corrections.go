@@ -89,10 +89,14 @@ func (s *Server) correctionRoutes() {
 	s.route("POST /swarmscore/appeals/{id}/escalate", appellant, maxAppealBody, s.appealAction(appeal.Escalate))
 	s.route("GET /swarmscore/checkpoints/latest", crossOrigin, maxNoBody, s.checkpoint)
 	s.logRoutes()
-	s.items(map[string]http.HandlerFunc{
+	items := map[string]http.HandlerFunc{
 		"appeals":     s.guard("GET /swarmscore/appeals/{id}", appellant, maxNoBody, s.showAppeal),
 		"checkpoints": s.guard("GET /swarmscore/checkpoints/{number}", crossOrigin, maxNoBody, s.checkpoint),
-	})
+	}
+	if s.svc.Webhooks != nil {
+		items["webhooks"] = s.guard("GET /swarmscore/webhooks/{id}", operator, maxNoBody, s.getWebhook)
+	}
+	s.items(items)
 }
 
 // items serves GET /swarmscore/{collection}/{item} for the collections in

@@ -58,13 +58,17 @@ type Services struct {
 	// /swarmscore/log/ (log.go); nil leaves them out and the latest
 	// checkpoint is the JSON document only.
 	Log LogService
+	// Webhooks serves the webhook routes (webhooks.go); nil leaves them
+	// out.
+	Webhooks WebhookService
 }
 
 // ServicesOf is the groups of u that the handlers call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
-		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console, Log: u.Log}
+		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console,
+		Webhooks: u.Webhooks, Log: u.Log}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking
@@ -291,6 +295,7 @@ func New(svc Services, opt Options) *Server {
 	s.rightsRoutes()
 	s.erasureRoutes()
 	s.actionRoutes()
+	s.webhookRoutes()
 	s.route("GET /healthz", probe, maxNoBody, s.healthz)
 	s.route("GET /readyz", probe, maxNoBody, s.readyz)
 	s.route("GET /metrics", scraper, maxNoBody, s.metrics.handler().ServeHTTP)

@@ -70,6 +70,8 @@ type fake struct {
 	SignalService
 	// ErasureService is nil (erasure_test.go uses real use cases).
 	ErasureService
+	// WebhookService is nil (webhooks_test.go uses real use cases).
+	WebhookService
 }
 
 // everyService is a fake of every group of use cases.
@@ -88,12 +90,13 @@ type everyService interface {
 	ErasureService
 	SignalService
 	ConsoleService
+	WebhookService
 }
 
 // every gives v every group of use cases.
 func every(v everyService) Services {
 	s := Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
-		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v, Log: v}
+		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v, Webhooks: v, Log: v}
 	if c, ok := v.(CredentialService); ok {
 		s.Credentials = c
 	}

@@ -243,6 +243,19 @@ var catalogue = []Table{
 	{Name: "log_subtrees", Key: []string{"level", "idx"}, Columns: cols(Plain, "level", "idx", "hash")},
 	{Name: "log_checkpoints", Key: []string{"size"}, Columns: cols(Plain, "size", "created_at", "root", "note")},
 	{Name: "checkpoint_cosignatures", Key: []string{"size", "key_name"}, Columns: cols(Plain, "size", "key_name", "signature", "created_at")},
+	// Webhooks (internal/webhook). An endpoint is an operator's: it names
+	// no agent. A message's payload names the agent it is about, in its
+	// data: the stored copy is renamed like every other record (what was
+	// delivered is the receiver's).
+	{Name: "webhooks", Key: []string{"id"}, Columns: cols(Plain, "id", "url", "events", "secret", "created_at", "created_by", "deleted_at")},
+	{Name: "webhook_messages", Key: []string{"id"},
+		Columns: join(cols(Plain, "id", "endpoint_id", "event_type"), cols(AgentRef, "agent_id"), cols(AgentText, "payload"),
+			cols(Plain, "created_at", "state", "attempts", "next_attempt_at", "delivered_at", "last_status", "last_error"))},
+	{Name: "webhook_attempts", Key: []string{"message_id", "n"}, Columns: cols(Plain, "message_id", "n", "at", "status", "error", "duration_us")},
+	// The last score and tier announced for an agent are derived data:
+	// the agent's row is deleted, as its cache entry is.
+	{Name: "webhook_scores", Key: []string{"agent_id"}, Owner: "agent_id",
+		Columns: join(cols(DeleteRow, "agent_id"), cols(Plain, "score", "tier"))},
 	{Name: "signing_keys", Key: []string{"id"},
 		Columns: cols(Plain, "id", "alg", "environment", "state", "created_at", "state_changed_at", "active_from", "active_until", "public_key", "sealed_key")},
 }

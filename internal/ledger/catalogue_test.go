@@ -113,8 +113,8 @@ func TestCheckSchema(t *testing.T) {
 		"conduit_sessions.escrow_agent (text): names an agent and is not in the ledger catalogue")
 	check("a plain column added", append(slices.Clone(live), SchemaColumn{"appeals", "priority", "integer"}),
 		"appeals.priority (integer): column not in the ledger catalogue")
-	check("a table added", append(slices.Clone(live), SchemaColumn{"webhooks", "id", "text"}, SchemaColumn{"webhooks", "agent_id", "text"}),
-		"webhooks.agent_id (text): table not in the ledger catalogue", "webhooks.id (text): table not in the ledger catalogue")
+	check("a table added", append(slices.Clone(live), SchemaColumn{"notices", "id", "text"}, SchemaColumn{"notices", "agent_id", "text"}),
+		"notices.agent_id (text): table not in the ledger catalogue", "notices.id (text): table not in the ledger catalogue")
 	dropped := slices.DeleteFunc(slices.Clone(live), func(c SchemaColumn) bool {
 		return c.Table == "corrections" && c.Column == "reason" || c.Table == "conduit_sessions" && c.Column == "action_count" ||
 			c.Table == "signing_keys"

@@ -323,7 +323,10 @@ type Progress struct {
 // batch with the running totals. On an error (the database failing, ctx
 // ending, or reading r failing) the returned report covers the batches
 // already committed, and the error says which line the uncommitted batch
-// started at. Errors: ErrInvalid for a batch size outside
+// started at. After a stream that accepted AnalyzeAfter events or more,
+// a back end that keeps planner statistics (PostgreSQL) refreshes them
+// before IngestStream returns; if that fails, the error says the events
+// are recorded. Errors: ErrInvalid for a batch size outside
 // 1..api.MaxEvents or an invalid operator, Ingest's, and r's.
 func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Reader, batchSize int, progress func(Progress)) (IngestReport, error) {
 	if batchSize == 0 {
@@ -371,5 +374,26 @@ func (u *Ingestion) IngestStream(ctx context.Context, operator string, r io.Read
 			}
 		}
 	}
-	return total, flush(last)
+	if err := flush(last); err != nil {
+		return total, err
+	}
+	if a, ok := u.store.(analyzer); ok && total.Accepted >= AnalyzeAfter {
+		if err := a.Analyze(ctx); err != nil {
+			return total, fmt.Errorf("the events are recorded, but analysing the tables after them failed: %w", err)
+		}
+	}
+	return total, nil
+}
+
+// AnalyzeAfter is how many events IngestStream must have accepted for it
+// to have the back end's statistics brought up to date afterwards (a bulk
+// load changes the tables' sizes by more than the planner's last look at
+// them; PostgreSQL with autovacuum off never looks again by itself).
+const AnalyzeAfter = 10_000
+
+// analyzer is implemented by back ends whose query planner relies on table
+// statistics that a bulk load makes stale (PostgreSQL). Ingest itself
+// never depends on them; reads over whole tables (recompute, signals) do.
+type analyzer interface {
+	Analyze(ctx context.Context) error
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/swarmscore/swarmscore/api"
 	"path/filepath"
 	"strings"
@@ -303,5 +304,54 @@ func TestReadEventsBOM(t *testing.T) {
 	}
 	if items, _ := ReadEvents(strings.NewReader(bom + "\n" + good)); items[0].Line != 2 {
 		t.Errorf("line %d, want 2", items[0].Line)
+	}
+}
+
+// analyzingStore is a back end that counts the statistics refreshes
+// IngestStream asks for.
+type analyzingStore struct {
+	*sqlite.Store
+	calls int
+	err   error
+}
+
+func (s *analyzingStore) Analyze(context.Context) error {
+	s.calls++
+	return s.err
+}
+
+func TestIngestStreamAnalyzesAfterBulkLoad(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	as := &analyzingStore{Store: st}
+	u := New(as, Config{Now: func() time.Time { return ledgerNow }})
+	events := func(prefix string, n int) *strings.Reader {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, `{"type":"conduit_session","id":"%s-%d","agent_id":"agent-%d","status":"VERIFIED","started_at":"2026-03-16T10:00:00Z","completed_at":"2026-03-16T10:05:00Z"}`+"\n", prefix, i, i%50)
+		}
+		return strings.NewReader(b.String())
+	}
+	// Fewer accepted than AnalyzeAfter: no refresh. Re-sent events are
+	// duplicates and do not count towards it.
+	if _, err := u.Ingest.IngestStream(t.Context(), "op", events("a", AnalyzeAfter-1), 0, nil); err != nil || as.calls != 0 {
+		t.Fatalf("small load: %v, %d refreshes", err, as.calls)
+	}
+	if rep, err := u.Ingest.IngestStream(t.Context(), "op", events("a", AnalyzeAfter), 0, nil); err != nil || rep.Accepted != 1 || as.calls != 0 {
+		t.Fatalf("re-sent load: %+v %v, %d refreshes", rep, err, as.calls)
+	}
+	if rep, err := u.Ingest.IngestStream(t.Context(), "op", events("b", AnalyzeAfter), 0, nil); err != nil || rep.Accepted != AnalyzeAfter || as.calls != 1 {
+		t.Fatalf("bulk load: %+v %v, %d refreshes", rep, err, as.calls)
+	}
+	as.err = fmt.Errorf("%w: the database went away", errkind.ErrUnavailable)
+	rep, err := u.Ingest.IngestStream(t.Context(), "op", events("c", AnalyzeAfter), 0, nil)
+	if !errors.Is(err, errkind.ErrUnavailable) || !strings.Contains(err.Error(), "events are recorded") || rep.Accepted != AnalyzeAfter {
+		t.Fatalf("failed refresh: %+v %v", rep, err)
 	}
 }

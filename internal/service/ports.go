@@ -213,4 +213,6 @@ type Backend interface {
 	SessionStore
 	CredentialStore
 	LogStore
+	WebhookStore
+	WebhookOutbox
 }

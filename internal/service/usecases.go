@@ -94,6 +94,7 @@ type UseCases struct {
 	Log          *Log
 	Console      *Console
 	Credentials  *Credentials
+	Webhooks     *Webhooks
 
 	// What New was given, for this package's tests.
 	store Backend
@@ -135,6 +136,7 @@ func New(st Backend, cfg Config) *UseCases {
 		Log:         lg,
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
+		Webhooks:    &Webhooks{store: st, clock: clk, actions: acts},
 		store:       st,
 		cfg:         cfg,
 	}

@@ -41,6 +41,7 @@ var consolePages = []consolePage{
 	{Path: "/operator/signals", Title: "Gaming flags", Name: "signals", Permission: auth.ReadOperator, Load: (*Pages).loadSignals},
 	{Path: "/operator/appeals", Title: "Appeals", Name: "appeals", Permission: auth.ReadOperator, Load: (*Pages).loadAppeals},
 	{Path: "/operator/keys", Title: "Signing keys", Name: "keys", Permission: auth.ReadOperator, Load: (*Pages).loadKeys},
+	{Path: "/operator/webhooks", Title: "Webhooks", Name: "webhooks", Permission: auth.ReadOperator, Load: (*Pages).loadWebhooks},
 	{Path: "/operator/actions", Title: "Action log", Name: "actions", Permission: auth.ReadActions, Load: (*Pages).loadActions},
 	{Path: "/operator/sessions", Title: "Sessions", Name: "sessions", Permission: auth.ManageSessions, Load: (*Pages).loadSessions},
 }

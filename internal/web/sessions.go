@@ -24,7 +24,7 @@ type actionsView struct {
 // actionKinds are the kinds of action the page's filter offers.
 var actionKinds = []auth.ActionKind{auth.ActSignIn, auth.ActSignOut, auth.ActIngest, auth.ActCorrection, auth.ActAppealAck,
 	auth.ActAppealUphold, auth.ActAppealReject, auth.ActAppealEscalate, auth.ActAppealFile, auth.ActConsent, auth.ActVisibility,
-	auth.ActKeyRotate, auth.ActKeyState, auth.ActErasure, auth.ActTokenCreate, auth.ActTokenRevoke, auth.ActSessionRevoke, auth.ActDenied}
+	auth.ActKeyRotate, auth.ActKeyState, auth.ActErasure, auth.ActTokenCreate, auth.ActTokenRevoke, auth.ActSessionRevoke, auth.ActWebhookCreate, auth.ActWebhookDelete, auth.ActDenied}
 
 // loadActions is the action log, newest first, filtered by operator,
 // kind and agent, a page at a time.

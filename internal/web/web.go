@@ -38,15 +38,16 @@ type Services struct {
 	Verifier     VerifyService
 	Console      ConsoleService // sign-in, sessions and the action log (operator.go, sessions.go)
 	Ingest       ActivityService
-	Signals      SignalsService // the gaming flags page (signals.go)
-	Corrections  AppealsService // the appeals pages (appeals.go)
-	Keys         KeysService    // the signing keys pages (keys.go)
+	Signals      SignalsService  // the gaming flags page (signals.go)
+	Corrections  AppealsService  // the appeals pages (appeals.go)
+	Keys         KeysService     // the signing keys pages (keys.go)
+	Webhooks     WebhooksService // the webhooks page (webhooks.go); nil shows none
 }
 
 // ServicesOf is the groups of u that the pages call.
 func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Console: u.Console, Ingest: u.Ingest,
-		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys}
+		Signals: u.Signals, Corrections: u.Corrections, Keys: u.Keys, Webhooks: u.Webhooks}
 }
 
 // ScoreService is what the public pages and the console's agent pages

@@ -7,6 +7,7 @@ package wire
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/signal"
+	"github.com/swarmscore/swarmscore/internal/webhook"
 	"github.com/swarmscore/swarmscore/passport"
 )
 
@@ -239,6 +241,38 @@ func ActionsOf(as []auth.Action, limit int) api.Actions {
 	if len(as) > 0 && len(as) == limit {
 		next := as[len(as)-1].Seq
 		out.Next = &next
+	}
+	return out
+}
+
+// WebhookOf is e as the API shows it, without its secret.
+func WebhookOf(e webhook.Endpoint) api.Webhook {
+	w := api.Webhook{ID: e.ID, URL: e.URL, Events: make([]string, len(e.Events)), CreatedAt: e.CreatedAt.UTC(), CreatedBy: e.CreatedBy}
+	for i, t := range e.Events {
+		w.Events[i] = string(t)
+	}
+	return w
+}
+
+// WebhookDeliveriesOf is ms as the API shows them.
+func WebhookDeliveriesOf(ms []webhook.Message) api.WebhookDeliveries {
+	out := api.WebhookDeliveries{Deliveries: make([]api.WebhookDelivery, 0, len(ms))}
+	for _, m := range ms {
+		d := api.WebhookDelivery{ID: m.ID, Type: string(m.Type), AgentID: m.AgentID, CreatedAt: m.CreatedAt.UTC(), State: string(m.State),
+			Attempts: m.Attempts, LastStatus: m.LastStatus, LastError: m.LastError, Payload: json.RawMessage(m.Payload),
+			History: make([]api.WebhookAttempt, 0, len(m.History))}
+		if m.State == webhook.Pending {
+			t := m.NextAttemptAt.UTC()
+			d.NextAttemptAt = &t
+		}
+		if !m.DeliveredAt.IsZero() {
+			t := m.DeliveredAt.UTC()
+			d.DeliveredAt = &t
+		}
+		for _, a := range m.History {
+			d.History = append(d.History, api.WebhookAttempt{N: a.N, At: a.At.UTC(), Status: a.Status, Error: a.Error, DurationMS: a.Duration.Milliseconds()})
+		}
+		out.Deliveries = append(out.Deliveries, d)
 	}
 	return out
 }

@@ -342,6 +342,23 @@ func TestConformance(t *testing.T) {
 	s.do(api, req{method: "GET", path: "/swarmscore/actions?limit=2", header: admin()}, 200)
 	s.do(api, req{method: "GET", path: "/swarmscore/actions?limit=0", header: admin()}, 400)
 	s.do(api, req{method: "GET", path: "/swarmscore/actions", header: s.asAgent()}, 403)
+	hook := s.do(api, req{method: "POST", path: "/swarmscore/webhooks", header: admin(jsonBody()...),
+		body: `{"url":"https://93.184.216.34/hooks","events":["score.changed","hold.updated"]}`}, 201)
+	var created struct{ ID string }
+	if err := json.Unmarshal(hook.body, &created); err != nil || created.ID == "" {
+		t.Fatalf("webhook: %v %s", err, hook.body)
+	}
+	s.do(api, req{method: "POST", path: "/swarmscore/webhooks", header: admin(jsonBody()...), body: `{"url":"https://10.0.0.1/x","events":["score.changed"]}`}, 400)
+	s.do(api, req{method: "POST", path: "/swarmscore/webhooks", header: admin(jsonBody()...), body: `{}`, length: 1 << 20}, 413)
+	s.do(api, req{method: "POST", path: "/swarmscore/webhooks", header: s.asAgent(jsonBody()...), body: `{"url":"https://93.184.216.34/x","events":["score.changed"]}`}, 403)
+	s.do(api, req{method: "GET", path: "/swarmscore/webhooks", header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/webhooks/" + created.ID, header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/webhooks/ep_nope", header: admin()}, 404)
+	s.do(api, req{method: "GET", path: "/swarmscore/agent-7", header: admin()}, 200) // a score.changed for the deliveries
+	s.do(api, req{method: "GET", path: "/swarmscore/webhooks/" + created.ID + "/deliveries", header: admin()}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/webhooks/" + created.ID + "/deliveries?limit=0", header: admin()}, 400)
+	s.do(api, req{method: "DELETE", path: "/swarmscore/webhooks/" + created.ID, header: admin()}, 204)
+	s.do(api, req{method: "DELETE", path: "/swarmscore/webhooks/" + created.ID, header: admin()}, 404)
 
 	// What agents and their tools read.
 	cred := s.do(api, req{method: "GET", path: "/swarmscore/agent-7/credential"}, 200)

@@ -53,7 +53,10 @@ func (s *Store) CreateAppeal(ctx context.Context, a appeal.Appeal) error {
 				return err
 			}
 		}
-		return appendActions(ctx, tx, a, 0)
+		if err := appendActions(ctx, tx, a, 0); err != nil {
+			return err
+		}
+		return emitWebhook(ctx, tx, store.AppealEvent(a, ""))
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: file appeal: %w", err)
@@ -208,7 +211,10 @@ func (s *Store) SaveAppeal(ctx context.Context, a appeal.Appeal, from appeal.Sta
 			nullable(saved.ReissuedAt), saved.ID); err != nil {
 			return err
 		}
-		return appendActions(ctx, tx, saved, actions)
+		if err := appendActions(ctx, tx, saved, actions); err != nil {
+			return err
+		}
+		return emitWebhook(ctx, tx, store.AppealEvent(saved, from))
 	})
 	var ie issueError
 	if errors.As(err, &ie) {

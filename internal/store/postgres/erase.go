@@ -60,7 +60,7 @@ func (s *Store) Erasures(ctx context.Context) ([]ledger.Erasure, error) {
 // PostgreSQL aborts one of the two, and both retry (inTx).
 var erasureLocked = []string{"conduit_sessions", "ap2_transactions", "task_offers", "corrections",
 	"ledger_records", "checkpoints", "checkpoint_leaves", "appeals", "appeal_actions", "api_tokens",
-	"consent", "chain_breaks", "ledger_summaries", "ledger_summary_rows", "operator_actions"}
+	"consent", "chain_breaks", "ledger_summaries", "ledger_summary_rows", "operator_actions", "webhook_messages", "webhook_scores"}
 
 // erasureScope is store.ErasureScope over this back end's chain walk.
 var erasureScope = store.ErasureScope(dialect, chainSelect)

@@ -47,6 +47,23 @@ func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, e
 	return plan.Outcomes, nil
 }
 
+// keyPlans makes every statement after it in the transaction find rows by
+// their keys, whatever the planner believes of the tables' sizes.
+//
+// Without it, a fresh database's ingest collapsed (issue 25): the event
+// tables' key is (id, period), so without statistics (none until an
+// ANALYZE, and with autovacuum off none ever) the planner takes an id to
+// match 0.5% of the rows, and a batch's 1000 ids all of them: the lookups
+// and the UPDATE … FROM unnest joins scan the whole table, once per batch.
+// A generic plan made while the tables were nearly empty is also kept for
+// the life of the connection, statistics or not. With sequential scans,
+// hash and merge joins priced out, the only plans left are index probes
+// (a bitmap scan for = ANY, a nested loop for the joins), cheap at any
+// size; nothing the ingest transaction runs needs a scan. SET LOCAL ends
+// with the transaction, so nothing else on the connection is affected.
+const keyPlans = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true)`
+
 // load locks and reads the chain heads of the agents p names and reads the
 // stored rows of its events, in one round trip. The lock comes first: the
 // later statements of the pipeline take their snapshots after it is
@@ -54,6 +71,7 @@ func (s *Store) Ingest(ctx context.Context, b ledger.Batch) ([]ledger.Outcome, e
 func load(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (ledger.State, error) {
 	st := ledger.State{Heads: make(map[string]ledger.Head, len(p.Agents)), Events: make(map[ledger.EventKey]ledger.StoredEvent, len(p.Events))}
 	b := &pgx.Batch{}
+	b.Queue(keyPlans)
 	b.Queue(`SELECT id, head_seq, head_hash FROM agents WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, p.Agents).
 		Query(func(rows pgx.Rows) error {
 			var id string
@@ -71,7 +89,11 @@ func load(ctx context.Context, tx pgx.Tx, p *ledger.Prepared) (ledger.State, err
 		})
 	for _, t := range ledger.Types {
 		if ids := p.IDs(t); len(ids) > 0 {
-			b.Queue(eventSelect(t)+` WHERE id = ANY($1)`, ids).Query(scanEvents(t, st.Events))
+			// The cast makes the text differ from Prune's same lookup, so
+			// a plan that one cached on the connection under the default
+			// settings is never this one's (prepared statements are cached
+			// by text, and a cached plan ignores later settings).
+			b.Queue(eventSelect(t)+` WHERE id = ANY($1::text[])`, ids).Query(scanEvents(t, st.Events))
 		}
 	}
 	return st, tx.SendBatch(ctx, b).Close()

@@ -101,7 +101,31 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
+	// A migration that moved rows (00020's partitions) leaves tables no
+	// statistics, and nothing else may ever gather them (autovacuum off,
+	// and autovacuum never analyses a partitioned table's parent).
+	if len(applied) > 0 {
+		if err := s.Analyze(ctx); err != nil {
+			return applied, fmt.Errorf("postgres: migrations applied, but analysing the tables failed: %w", err)
+		}
+	}
 	return applied, nil
+}
+
+// analyzed are the tables whose statistics the reads over the whole ledger
+// (recompute, signals, pages) plan with. ANALYZE of a partitioned table
+// covers its partitions too.
+const analyzed = "agents, conduit_sessions, ap2_transactions, task_offers, ledger_records, swarmscore_cache"
+
+// Analyze brings the planner's statistics of the ledger's tables up to
+// date (ANALYZE samples a bounded number of rows per table: seconds at
+// most). Ingest does not need it (see keyPlans); the service calls it
+// after a bulk load. Errors: ErrUnavailable, or an internal error.
+func (s *Store) Analyze(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+analyzed); err != nil {
+		return fmt.Errorf("postgres: analyze: %w", classify(err))
+	}
+	return nil
 }
 
 // Ready reports whether the database answers and is fully migrated.

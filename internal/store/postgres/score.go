@@ -276,6 +276,9 @@ func refreshIn(ctx context.Context, tx pgx.Tx, agentID string, asOf time.Time, i
 			return ledger.ScoreEntry{}, err
 		}
 	}
+	if err := announceScore(ctx, tx, &entry); err != nil {
+		return ledger.ScoreEntry{}, err
+	}
 	return entry, nil
 }
 

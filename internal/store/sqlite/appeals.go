@@ -54,6 +54,9 @@ func (s *Store) CreateAppeal(ctx context.Context, a appeal.Appeal) error {
 	if err := appendActions(ctx, tx, a, 0); err != nil {
 		return err
 	}
+	if err := emitWebhook(ctx, tx, store.AppealEvent(a, "")); err != nil {
+		return err
+	}
 	return dbErr("commit appeal", tx.Commit())
 }
 
@@ -205,6 +208,9 @@ func (s *Store) SaveAppeal(ctx context.Context, a appeal.Appeal, from appeal.Sta
 		return nil, dbErr("save appeal", err)
 	}
 	if err := appendActions(ctx, tx, a, actions); err != nil {
+		return nil, err
+	}
+	if err := emitWebhook(ctx, tx, store.AppealEvent(a, from)); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -234,6 +234,9 @@ func refreshIn(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time, 
 			return ledger.ScoreEntry{}, dbErr("record passport", err)
 		}
 	}
+	if err := announceScore(ctx, tx, &e); err != nil {
+		return ledger.ScoreEntry{}, err
+	}
 	return e, nil
 }
 

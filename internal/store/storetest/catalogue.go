@@ -31,16 +31,16 @@ func testCatalogue(t *testing.T, h Harness) {
 func testCatalogueCatchesUnregistered(t *testing.T, h Harness) {
 	s := h.Open(t)
 	h.Tamper.Exec(t, s, `ALTER TABLE conduit_sessions ADD COLUMN escrow_agent TEXT;
-		CREATE TABLE webhooks (id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, url TEXT NOT NULL)`)
+		CREATE TABLE notices (id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, url TEXT NOT NULL)`)
 	got := ledger.CheckSchema(h.Tamper.Schema(t, s))
 	for i, line := range got {
 		got[i] = strings.ToLower(line)
 	}
 	want := []string{
 		"conduit_sessions.escrow_agent (text): names an agent and is not in the ledger catalogue",
-		"webhooks.agent_id (text): table not in the ledger catalogue",
-		"webhooks.id (text): table not in the ledger catalogue",
-		"webhooks.url (text): table not in the ledger catalogue",
+		"notices.agent_id (text): table not in the ledger catalogue",
+		"notices.id (text): table not in the ledger catalogue",
+		"notices.url (text): table not in the ledger catalogue",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("unregistered columns reported as\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
