@@ -45,6 +45,8 @@ func TestErasureSQL(t *testing.T) {
 		{"UPDATE chain_anchors SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"UPDATE ledger_summaries SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
 		{"UPDATE ledger_summary_rows SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
+		{"UPDATE webhook_messages SET agent_id = ?1 WHERE agent_id = ?2", []store.EraseArg{P, X}},
+		{"DELETE FROM webhook_scores WHERE agent_id = ?1", []store.EraseArg{X}},
 	}
 	if len(e.Updates) != len(want) {
 		t.Errorf("%d statements, want %d", len(e.Updates), len(want))
@@ -65,13 +67,14 @@ func TestErasureSQL(t *testing.T) {
 		"SELECT appeal_id, seq, actor, note FROM appeal_actions WHERE instr(COALESCE(actor, ''), ?1) > 0 OR instr(COALESCE(note, ''), ?1) > 0":                                                 "UPDATE appeal_actions SET actor = ?1, note = ?2 WHERE appeal_id = ?3 AND seq = ?4",
 		"SELECT agent_id, reason FROM chain_breaks WHERE instr(COALESCE(reason, ''), ?1) > 0":                                                                                                  "UPDATE chain_breaks SET reason = ?1 WHERE agent_id = ?2",
 		"SELECT seq, detail FROM operator_actions WHERE instr(COALESCE(detail, ''), ?1) > 0":                                                                                                   "UPDATE operator_actions SET detail = ?1 WHERE seq = ?2",
+		"SELECT id, payload FROM webhook_messages WHERE instr(COALESCE(payload, ''), ?1) > 0":                                                                                                  "UPDATE webhook_messages SET payload = ?1 WHERE id = ?2",
 	} {
 		if got, ok := texts[sel]; !ok || got != upd {
 			t.Errorf("text rename %s: %q (%v), want %s", sel, got, ok, upd)
 		}
 	}
-	if len(e.Texts) != 6 {
-		t.Errorf("%d text renames, want 6", len(e.Texts))
+	if len(e.Texts) != 7 {
+		t.Errorf("%d text renames, want 7", len(e.Texts))
 	}
 	st := e.Updates[13]
 	if got := st.Values("p", "x", int64(7), "era"); !slices.Equal(got, []any{"p", int64(7), "x"}) {
