@@ -57,6 +57,11 @@ type Bundle struct {
 	// Chains (Record.SealedBy), by erasure id, sorted; each erasure's
 	// record is in Chains and commits to them.
 	Sealings []Sealing
+	// Log proves the audited agent's head record to be in the exporter's
+	// transparency log, against a signed checkpoint note; nil when the
+	// exporter signs no notes (an HMAC key) or the record is not in the
+	// log yet.
+	Log *LogInclusion
 }
 
 // Sealing is what an erasure (GDPR Art. 17, spec §11.4) sealed: the

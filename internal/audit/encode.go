@@ -103,6 +103,10 @@ func (b *Bundle) AppendJSON(dst []byte) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if b.Log != nil {
+		dst = append(dst, ",\n"+`"log_inclusion":`...)
+		dst = b.Log.appendJSON(dst)
+	}
 	return append(dst, "}\n"...)
 }
 

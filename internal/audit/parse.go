@@ -100,6 +100,8 @@ func Parse(data []byte) (*Bundle, error) {
 				b.Sealings = append(b.Sealings, g)
 				return err
 			})
+		case "log_inclusion":
+			b.Log, err = s.logInclusion()
 		default:
 			return s.fail("unknown member %s", strconv.Quote(clip(name)))
 		}

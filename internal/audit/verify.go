@@ -55,6 +55,11 @@ type Report struct {
 	// the audited chain's last record it anchors (0 for none).
 	Checkpoint int64 `json:"checkpoint"`
 	Anchored   int64 `json:"anchored"`
+	// LogSize and LogIndex are the size of the log checkpoint note the
+	// audited agent's head record was proved in and its leaf index (0 and
+	// 0 when the bundle carries no log inclusion proof).
+	LogSize  uint64 `json:"log_size"`
+	LogIndex int64  `json:"log_index"`
 	// Events counts the events by outcome as of AsOf.
 	Events map[Outcome]int `json:"events"`
 	// Counts and Score are what the records give as of AsOf.
@@ -133,6 +138,9 @@ func verify(b *Bundle, keys Keys, r *Report) *Finding {
 		return f
 	}
 	if f := checkCheckpoint(b, keys, r); f != nil {
+		return f
+	}
+	if f := checkLogInclusion(b, keys, r); f != nil {
 		return f
 	}
 	dv, f := derive(b, dec)

@@ -257,6 +257,9 @@ func printAuditReport(out io.Writer, r *audit.Report) error {
 	case r.Checkpoint > 0:
 		fmt.Fprintf(w, "checkpoint\t%d, which does not anchor the agent's chain\n", r.Checkpoint)
 	}
+	if r.LogSize > 0 {
+		fmt.Fprintf(w, "log\tthe head record is leaf %d of the transparency log of %d leaves (signed note)\n", r.LogIndex, r.LogSize)
+	}
 	if len(r.Events) > 0 {
 		outcomes := make([]string, 0, len(r.Events))
 		total := 0

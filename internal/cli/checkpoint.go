@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,15 +19,25 @@ import (
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/tlog"
 )
 
-const checkpointLong = `Sign a checkpoint (spec §8.3, external notarisation): an RFC 6962 Merkle
-root over every agent's hash chain head, with their count and the time,
-numbered after the latest. It is stored, published at
-GET /swarmscore/checkpoints/latest and /swarmscore/checkpoints/{number}, and
-printed on standard output. Archive it elsewhere: 'swarmscore ledger verify
---checkpoint FILE' later proves that the ledger still extends it, and names
-any agent whose chain was rewritten, truncated or dropped.
+const checkpointLong = `Sign a checkpoint (spec §8.3, external notarisation) of the transparency
+log: a C2SP tlog-checkpoint signed note (docs/FORMATS.md) of the log's
+origin, size and RFC 6962 root, signed with the active Ed25519 key under the
+origin's name. It is stored, published at GET /swarmscore/checkpoints/latest
+and /swarmscore/log/checkpoint with the witnesses' cosignatures, and
+printed on standard output. 'swarmscore log verify-consistency OLD NEW'
+proves that a later log extends it.
+
+The JSON checkpoint of every agent's chain head is signed too (an RFC 6962
+Merkle root over the heads, with their count and the time, numbered after
+the latest), published at GET /swarmscore/checkpoints/latest with Accept:
+application/json and /swarmscore/checkpoints/{number}, and printed with
+--json. Archive it elsewhere: 'swarmscore ledger verify --checkpoint FILE'
+later proves that the ledger still extends it, and names any agent whose
+chain was rewritten, truncated or dropped. With an HMAC active key no note
+can be signed: the JSON checkpoint is printed and standard error says why.
 
 It is signed with the key passports are signed with, named in issuer.kid
 and issuer.alg: the active key of the keyring kept in the database (HS256 or
@@ -36,11 +49,11 @@ SWARMSCORE_PLATFORM (default swarmscore).
 'serve --checkpoint-every' makes them on a schedule.`
 
 // newLedgerCheckpointCmd is `ledger checkpoint`; db is the ledger
-// command's --db.
-func newLedgerCheckpointCmd(db *string) *cobra.Command {
-	return &cobra.Command{
+// command's --db, asJSON its --json.
+func newLedgerCheckpointCmd(db *string, asJSON *bool) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "checkpoint",
-		Short: "Sign and publish a checkpoint of every chain head; print it",
+		Short: "Sign and publish a checkpoint of the log and of every chain head; print the note",
 		Long:  checkpointLong,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -49,11 +62,28 @@ func newLedgerCheckpointCmd(db *string) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				_, err = cmd.OutOrStdout().Write(append(nc.Document, '\n'))
+				lc, _, lerr := u.Log.Checkpoint(cmd.Context())
+				if lerr != nil && errkind.Of(lerr) != errkind.Invalid {
+					return lerr
+				}
+				if *asJSON {
+					_, err = cmd.OutOrStdout().Write(append(nc.Document, '\n'))
+					return err
+				}
+				if lerr != nil {
+					// An HMAC key signs no note: say so, and print what
+					// was signed.
+					fmt.Fprintf(cmd.ErrOrStderr(), "no log checkpoint note: %v\n", strings.TrimPrefix(lerr.Error(), errkind.ErrInvalid.Error()+": "))
+					_, err = cmd.OutOrStdout().Write(append(nc.Document, '\n'))
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(lc.Note())
 				return err
 			})
 		},
 	}
+	cmd.Flags().String("log-origin", "", "the log's origin line (default $"+logOriginEnv+", else the host of $"+baseURLEnv+" and /swarmscore, else the latest note's, else "+service.DefaultLogOrigin+")")
+	return cmd
 }
 
 // checkpointVerifyJSON is `ledger verify --checkpoint FILE --json`: the
@@ -95,6 +125,9 @@ func verifyCheckpoint(cmd *cobra.Command, db, file string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	if t := bytes.TrimSpace(doc); len(t) > 0 && t[0] != '{' {
+		return verifyNoteFile(cmd, db, file, doc, asJSON)
+	}
 	// Only read: checking needs the keys that exist, and never makes one.
 	keys := func(st service.Backend, cfg *service.Config) error {
 		return openKeyring(cmd, db, st, cfg, slog.New(slog.DiscardHandler), false)
@@ -129,6 +162,44 @@ func verifyCheckpoint(cmd *cobra.Command, db, file string, asJSON bool) error {
 		}
 		return nil
 	}, keys, configure(cmd))
+}
+
+// verifyNoteFile is `ledger verify --checkpoint FILE` for a log checkpoint
+// note: its signature by a key of the keyring, and the log's first size
+// leaves still hashing to its root (service.Log.VerifyNote); then the walk
+// of every chain.
+func verifyNoteFile(cmd *cobra.Command, db, file string, note []byte, asJSON bool) error {
+	return withSigning(cmd, db, readOnly, func(u *service.UseCases) error {
+		c, err := u.Log.VerifyNote(cmd.Context(), note)
+		switch {
+		case errors.Is(err, tlog.ErrSignature), errkind.Of(err) == errkind.Conflict:
+			return withStatus(ExitFailure, fmt.Errorf("%s: %w", file, err))
+		case err != nil:
+			return err
+		}
+		r, err := u.Signals.VerifyLedger(cmd.Context())
+		if err != nil {
+			return err
+		}
+		root := base64.StdEncoding.EncodeToString(c.Root)
+		if asJSON {
+			if err := printJSON(cmd, map[string]any{"ledger": verifyJSON(r), "checkpoint": map[string]any{
+				"origin": c.Origin, "size": c.Size, "root": root, "extends": true}}); err != nil {
+				return err
+			}
+		} else {
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "log checkpoint %s of %d leaves, root %s: signature valid, the log extends it\n", c.Origin, c.Size, root)
+			fmt.Fprintf(out, "%d agents, %d chain records, %d events checked\n", r.Agents, r.Records, r.Events)
+			for _, b := range r.Broken {
+				fmt.Fprintf(out, "BROKEN %s\n", b)
+			}
+		}
+		if len(r.Broken) > 0 {
+			return withStatus(ExitFailure, fmt.Errorf("%d of %d chains broken", len(r.Broken), r.Agents))
+		}
+		return nil
+	})
 }
 
 func readCheckpointFile(cmd *cobra.Command, file string) ([]byte, error) {
@@ -214,7 +285,7 @@ const minCheckpointEvery = time.Second
 // being re-signed on every tick. Failures are logged and retried at the
 // next tick. stop ends the schedule and waits for a checkpoint under way,
 // so that the store can be closed after it.
-func startCheckpoints(ctx context.Context, a *service.Audit, every time.Duration, log *slog.Logger) (stop func()) {
+func startCheckpoints(ctx context.Context, a *service.Audit, lg *service.Log, every time.Duration, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -222,6 +293,7 @@ func startCheckpoints(ctx context.Context, a *service.Audit, every time.Duration
 		defer wg.Done()
 		t := time.NewTicker(every)
 		defer t.Stop()
+		warned := false
 		for {
 			nc, err := a.MakeCheckpoint(ctx, true)
 			switch {
@@ -233,6 +305,22 @@ func startCheckpoints(ctx context.Context, a *service.Audit, every time.Duration
 				log.Info("checkpoint made", "checkpoint", nc.Checkpoint.Number, "agents", nc.Checkpoint.Agents, "root", nc.Checkpoint.Root.String())
 			default:
 				log.Debug("no chain head moved since the latest checkpoint", "checkpoint", nc.Checkpoint.Number)
+			}
+			// The log's note, when the log grew; an HMAC key signs none,
+			// which is said once.
+			lc, created, err := lg.Checkpoint(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case errkind.Of(err) == errkind.Invalid:
+				if !warned {
+					log.Warn("no log checkpoint notes are signed", "err", err)
+					warned = true
+				}
+			case err != nil:
+				log.Warn("signing a log checkpoint failed; retrying at the next tick", "err", err)
+			case created:
+				log.Info("log checkpoint signed", "origin", lc.Origin, "size", lc.Size)
 			}
 			select {
 			case <-ctx.Done():

@@ -39,7 +39,13 @@ func configure(cmd *cobra.Command) setupFunc {
 		cfg.Platform = kf.platformOf(cmd, "")
 		cfg.Environment = kf.env(cmd)
 		cfg.Now = process(cmd).Now
-		return nil
+		var flag string
+		if f := cmd.Flags().Lookup("log-origin"); f != nil {
+			flag = f.Value.String()
+		}
+		origin, err := logOrigin(cmd, flag, "")
+		cfg.LogOrigin = origin
+		return err
 	}
 }
 

@@ -200,7 +200,7 @@ func TestAppealCommands(t *testing.T) {
 // agent); another key's signature and a file that is no checkpoint.
 func TestCheckpointCommands(t *testing.T) {
 	c := newCorrectionsCLI(t)
-	r := c.run("", "ledger", "checkpoint")
+	r := c.run("", "ledger", "checkpoint", "--json")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, `{"agents":1,"checkpoint":1,"environment":"production","issuer":{"alg":"HS256",`) {
 		t.Fatalf("checkpoint: %+v", r)
 	}

@@ -232,5 +232,13 @@ func withStore(cmd *cobra.Command, db string, mode dbMode, f func(st service.Bac
 	if err != nil {
 		return err
 	}
+	if mode != readOnly {
+		err = backfillLog(ctx, st, func(r service.BackfillReport) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "transparency log: %d records appended, %d left\n", r.Appended, r.Left)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return f(st, applied)
 }

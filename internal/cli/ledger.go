@@ -79,7 +79,7 @@ not extend it.`,
 		},
 	}
 	verify.Flags().StringVar(&checkpointFile, "checkpoint", "", "an archived checkpoint the ledger must extend")
-	cmd.AddCommand(verify, newLedgerCheckpointCmd(&db))
+	cmd.AddCommand(verify, newLedgerCheckpointCmd(&db, &asJSON))
 	var stale bool
 	recompute := &cobra.Command{
 		Use:   "recompute",

@@ -38,7 +38,7 @@ func commands() []*cobra.Command {
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(), newProofCmd(),
-		newAuditCmd(), newActionsCmd(), newWebhookCmd(),
+		newAuditCmd(), newActionsCmd(), newLogCmd(), newWebhookCmd(),
 		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
 	}
 }

@@ -334,7 +334,7 @@ func TestHelpTellsTheTruth(t *testing.T) {
 				t.Fatalf("key rotate: %q", errs)
 			}
 		}
-		code, out, errs := runCLI(t, nil, "ledger", "checkpoint", "--db", db)
+		code, out, errs := runCLI(t, nil, "ledger", "checkpoint", "--json", "--db", db)
 		var cp struct{ Issuer struct{ KID, Alg string } }
 		if code != ExitOK || json.Unmarshal([]byte(out), &cp) != nil {
 			t.Fatalf("checkpoint: %d %q %q", code, out, errs)

@@ -118,6 +118,7 @@ func newServeCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free one)")
 	f.StringVar(&cfg.baseURL, "base-url", "", "the public origin clients reach this server at, e.g. https://scores.example.com: the credentials' did:web issuer and the URLs in credentials, agent cards and ERC-8004 records (default $"+baseURLEnv+", else http:// and the listening address)")
+	f.StringVar(&cfg.logOrigin, "log-origin", "", "the transparency log's origin, the first line of its checkpoint notes (default $"+logOriginEnv+", else the host of --base-url and /swarmscore, else the latest note's, else "+service.DefaultLogOrigin+")")
 	f.StringVar(&cfg.db, "db", "", dbFlagUsage)
 	f.StringVar(&cfg.dbRead, "db-read", "", "DSN of a streaming replica of --db (PostgreSQL) for the public reads")
 	f.StringVar(&cfg.platform, "platform", "", "issuer.platform of passports (default $SWARMSCORE_PLATFORM, else swarmscore, or swarmscore-ENVIRONMENT outside production)")
@@ -151,6 +152,7 @@ type serveConfig struct {
 	requireProof       bool // --require-proof
 	addr, db, platform string
 	baseURL            string
+	logOrigin          string
 	dbRead             string
 	rate               float64
 	burst              int
@@ -451,9 +453,17 @@ func (cfg *serveConfig) useCases(ctx context.Context, cmd *cobra.Command, st ser
 	if _, err := st.Migrate(ctx); err != nil {
 		return nil, err
 	}
+	if err := backfillLog(ctx, st, func(r service.BackfillReport) {
+		log.Info("appending the ledger's records to the transparency log", "appended", r.Appended, "left", r.Left)
+	}); err != nil {
+		return nil, err
+	}
+	origin, err := logOrigin(cmd, cfg.logOrigin, cfg.baseURL)
+	if err != nil {
+		return nil, err
+	}
 	c := service.Config{Platform: cfg.platform, MaxClockSkew: cfg.skew, Environment: cfg.keys.env(cmd),
-		Now: process(cmd).Now, Formulas: formulas, Logger: log, PlatformFeeBPS: cfg.feeBPS, RequireProof: cfg.requireProof}
-	var err error
+		Now: process(cmd).Now, Formulas: formulas, Logger: log, PlatformFeeBPS: cfg.feeBPS, RequireProof: cfg.requireProof, LogOrigin: origin}
 	if c.Keys, err = openServeKeys(ctx, st, keys, log); err != nil {
 		return nil, err
 	}
@@ -467,7 +477,7 @@ func (cfg *serveConfig) useCases(ctx context.Context, cmd *cobra.Command, st ser
 func (cfg *serveConfig) startSchedules(ctx context.Context, u *service.UseCases, keep time.Duration, log *slog.Logger) (stop func()) {
 	var stops []func()
 	if cfg.checkpointEvery > 0 {
-		stops = append(stops, startCheckpoints(ctx, u.Audit, cfg.checkpointEvery, log))
+		stops = append(stops, startCheckpoints(ctx, u.Audit, u.Log, cfg.checkpointEvery, log))
 	}
 	if keep > 0 {
 		stops = append(stops, startPrunes(ctx, u.Audit, keep, cfg.pruneEvery, log))

@@ -38,7 +38,7 @@ func TestKeyHistoryArchive(t *testing.T) {
 	at := p.Issuer.ComputedAt.Format(time.RFC3339)
 	certFile := filepath.Join(dir, "cert.json")
 	os.WriteFile(certFile, cert.Raw, 0o600)
-	if code, out, errs := run(t, nil, "", "ledger", "checkpoint", "--db", db); code != 0 || !strings.Contains(out, k1) {
+	if code, out, errs := run(t, nil, "", "ledger", "checkpoint", "--json", "--db", db); code != 0 || !strings.Contains(out, k1) {
 		t.Fatalf("ledger checkpoint: %d %s %s", code, out, errs)
 	}
 	code, bundle, errs := run(t, nil, "", "audit", "export", "agent-arch", "--db", db)

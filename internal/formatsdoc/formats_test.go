@@ -7,6 +7,7 @@ package formatsdoc
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
@@ -24,12 +25,14 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
+	notepkg "golang.org/x/mod/sumdb/note"
 
 	"github.com/swarmscore/swarmscore/internal/audit"
 	"github.com/swarmscore/swarmscore/internal/audit/audittest"
 	"github.com/swarmscore/swarmscore/internal/checkpoint"
 	"github.com/swarmscore/swarmscore/internal/keyring"
 	"github.com/swarmscore/swarmscore/internal/ledger"
+	"github.com/swarmscore/swarmscore/internal/tlog"
 	"github.com/swarmscore/swarmscore/internal/webhook"
 	"github.com/swarmscore/swarmscore/passport"
 	"github.com/swarmscore/swarmscore/score"
@@ -266,6 +269,7 @@ webhook-signature: %s
 secret:            %s
 key:               base64-decode(secret after "whsec_"), %d bytes
 signed content:    "%s.%d." followed by the body`, hookID, hookAt.Unix(), sig, body, exampleHookSecret, len(mustB64(t, exampleHookSecret[6:])), hookID, hookAt.Unix())
+	logExamples(t, out, priv)
 	return out
 }
 
@@ -278,6 +282,94 @@ func mustB64(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// exampleOrigin is the origin of the example log.
+const exampleOrigin = "scores.example.com/swarmscore"
+
+// memoryLog is a log of a few leaves, for tlog.
+type memoryLog [][]byte
+
+func (m memoryLog) Hashes(_ context.Context, level int, from, to uint64) ([][]byte, error) {
+	if level != 0 || to > uint64(len(m)) {
+		return nil, fmt.Errorf("not stored")
+	}
+	var out [][]byte
+	for _, d := range m[from:to] {
+		out = append(out, tlog.LeafHash(d))
+	}
+	return out, nil
+}
+
+// logExamples are the transparency log's: a leaf, a checkpoint note of
+// the example bundle's four records signed with RFC 8037's Ed25519 key,
+// tile paths, and the bundle's log inclusion proof of its head record.
+func logExamples(t *testing.T, out map[string]string, priv ed25519.PrivateKey) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := audit.Parse(exampleBundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log memoryLog
+	for i, r := range b.Chains[0].Records {
+		log = append(log, ledger.LogLeaf{Hash: r.Hash, Seq: int64(i + 1)}.Data())
+	}
+	l2 := ledger.LogLeaf{Hash: b.Chains[0].Records[1].Hash, Seq: 2}
+	out["log-leaf"] = fmt.Sprintf(`record:     seq 2, hash %x
+leaf:       %x
+            (the chain hash's 32 raw bytes; the seq as 8 bytes, big-endian)
+leaf hash:  SHA-256(0x00 ‖ leaf) = %x`, l2.Hash[:], l2.Data(), tlog.LeafHash(l2.Data()))
+
+	pub := priv.Public().(ed25519.PublicKey)
+	signer, err := tlog.Ed25519Signer(exampleOrigin, pub, func(m []byte) ([]byte, error) { return ed25519.Sign(priv, m), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := tlog.RootHash(ctx, log, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := tlog.Sign(tlog.Checkpoint{Origin: exampleOrigin, Size: 4, Root: root}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vkey, err := notepkg.NewEd25519VerifierKey(exampleOrigin, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := notepkg.NewVerifier(vkey)
+	if _, err := notepkg.Open(note, notepkg.VerifierList(v)); err != nil {
+		t.Fatal(err)
+	}
+	var kh [4]byte
+	binary.BigEndian.PutUint32(kh[:], signer.KeyHash())
+	out["log-note"] = fmt.Sprintf(`%s
+key hash:      %x = the first 4 bytes of SHA-256(origin ‖ "\n" ‖ 0x01 ‖ public key)
+verifier key:  %s`, note, kh, vkey)
+
+	out["log-tiles"] = fmt.Sprintf(`%s   tile 0 of level 0, full: leaf hashes 0 to 255
+%s   tile 1234 of level 0, full: leaf hashes 315904 to 316159
+%s   tile 1 of level 0, its first 52 hashes: leaves 256 to 307 of a log of 308
+%s   tile 0 of level 1, full: the roots of leaves 0 to 65535, 256 at a time`,
+		tlog.Tile{Level: 0, Index: 0, Width: 256}.Path(), tlog.Tile{Level: 0, Index: 1234, Width: 256}.Path(),
+		tlog.Tile{Level: 0, Index: 1, Width: 52}.Path(), tlog.Tile{Level: 1, Index: 0, Width: 256}.Path())
+
+	p, err := tlog.InclusionProof(ctx, log, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Log = &audit.LogInclusion{Note: note, Index: 3, Seq: 4, Proof: p}
+	j := string(b.AppendJSON(nil))
+	member := j[strings.Index(j, `"log_inclusion":`):]
+	keys, err := audit.NewKeys([]byte(audittest.Secret), []byte(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"`+base64.RawURLEncoding.EncodeToString(pub)+`","kid":"rfc8037-a","alg":"EdDSA","use":"sig"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := audit.VerifyDocument([]byte(j), keys); !rep.Valid || rep.LogSize != 4 || rep.LogIndex != 3 {
+		t.Fatalf("the example bundle with its log inclusion: %+v %v", rep, rep.Discrepancy)
+	}
+	out["audit-log-inclusion"] = strings.TrimSuffix(member, "}\n")
 }
 
 // exampleBundle is the audit bundle of a small ledger: agent-7 with two

@@ -6,7 +6,9 @@ import (
 )
 
 // checkpoint publishes a signed checkpoint, the bytes exactly as stored so
-// that every archived copy is the same document: the latest
+// that every archived copy is the same document: the latest log
+// checkpoint note (text/plain), or with Accept: application/json the latest
+// JSON checkpoint
 // (GET /swarmscore/checkpoints/latest), which changes, or one by number
 // (GET /swarmscore/checkpoints/{number}, through items), which never does.
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
@@ -19,6 +21,21 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		number, cache = n, "public, max-age=31536000, immutable"
+	}
+	if number == 0 && s.svc.Log != nil && !wantsJSON(r) {
+		// The latest as a C2SP signed note, cosignatures included; the
+		// JSON document stays at Accept: application/json.
+		c, err := s.svc.Log.LatestCheckpoint(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Vary", "Accept")
+		writeNote(w, c.Note())
+		return
+	}
+	if number == 0 {
+		w.Header().Set("Vary", "Accept")
 	}
 	doc, err := s.svc.Checkpoints.PublishedCheckpoint(r.Context(), number)
 	if err != nil {

@@ -88,6 +88,7 @@ func (s *Server) correctionRoutes() {
 	s.route("POST /swarmscore/appeals/{id}/reject", operator, maxAppealBody, s.appealAction(appeal.Reject))
 	s.route("POST /swarmscore/appeals/{id}/escalate", appellant, maxAppealBody, s.appealAction(appeal.Escalate))
 	s.route("GET /swarmscore/checkpoints/latest", crossOrigin, maxNoBody, s.checkpoint)
+	s.logRoutes()
 	items := map[string]http.HandlerFunc{
 		"appeals":     s.guard("GET /swarmscore/appeals/{id}", appellant, maxNoBody, s.showAppeal),
 		"checkpoints": s.guard("GET /swarmscore/checkpoints/{number}", crossOrigin, maxNoBody, s.checkpoint),

@@ -70,7 +70,7 @@ func withService(t testing.TB, h *harness) (*service.UseCases, *clockwork) {
 	if _, err := u.Certificates.Certificate(ctx, "agent-1"); err != nil {
 		t.Fatal(err)
 	}
-	h.f.CorrectionsService, h.f.CheckpointService, h.st = u.Corrections, u.Audit, st
+	h.f.CorrectionsService, h.f.CheckpointService, h.f.LogService, h.st = u.Corrections, u.Audit, u.Log, st
 	return u, c
 }
 
@@ -258,9 +258,14 @@ func TestAppealRoutes(t *testing.T) {
 func TestCheckpointRoutes(t *testing.T) {
 	h := newHarness(t, Options{})
 	u, _ := withService(t, h)
-	p := h.do("GET", "/swarmscore/checkpoints/latest", nil).problem(t, "not-found", 404)
+	asJSON := []string{"Accept", "application/json"}
+	p := h.do("GET", "/swarmscore/checkpoints/latest", nil, asJSON...).problem(t, "not-found", 404)
 	if p.Detail != "no checkpoint has been made yet" {
 		t.Errorf("detail %q", p.Detail)
+	}
+	// The log's note by default: an HMAC key signs none.
+	if p := h.do("GET", "/swarmscore/checkpoints/latest", nil).problem(t, "not-found", 404); p.Detail != "no log checkpoint has been signed yet" {
+		t.Errorf("note detail %q", p.Detail)
 	}
 	first, err := u.Audit.MakeCheckpoint(context.Background(), false)
 	if err != nil {
@@ -270,8 +275,8 @@ func TestCheckpointRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := h.do("GET", "/swarmscore/checkpoints/latest", nil)
-	if r.code != 200 || !bytes.Equal(r.body, second.Document) || r.header.Get("Cache-Control") != "no-cache" ||
+	r := h.do("GET", "/swarmscore/checkpoints/latest", nil, "Accept", "application/json, text/plain")
+	if r.code != 200 || !bytes.Equal(r.body, second.Document) || r.header.Get("Cache-Control") != "no-cache" || r.header.Get("Vary") != "Accept" ||
 		r.header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("latest: %d %v %s", r.code, r.header, r.body)
 	}

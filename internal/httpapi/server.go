@@ -53,6 +53,11 @@ type Services struct {
 	// Credentials serves the W3C credential routes (agents.go); nil
 	// leaves them out.
 	Credentials CredentialService
+	// Log serves the transparency log: the checkpoint note at
+	// GET /swarmscore/checkpoints/latest and the tlog-tiles routes under
+	// /swarmscore/log/ (log.go); nil leaves them out and the latest
+	// checkpoint is the JSON document only.
+	Log LogService
 	// Webhooks serves the webhook routes (webhooks.go); nil leaves them
 	// out.
 	Webhooks WebhookService
@@ -69,7 +74,7 @@ func ServicesOf(u *service.UseCases) Services {
 	return Services{Certificates: u.Certificates, Verifier: u.Verifier, Ingest: u.Ingest, Tokens: u.Tokens,
 		Schema: u.Schema, Keys: u.Keys, Corrections: u.Corrections, Checkpoints: u.Audit, Audit: u.Audit,
 		Rights: u.Rights, Erasure: u.Rights, Signals: u.Signals, Credentials: u.Credentials, Console: u.Console,
-		Webhooks: u.Webhooks, Holds: u.Holds, Proofs: u.Proofs}
+		Webhooks: u.Webhooks, Holds: u.Holds, Proofs: u.Proofs, Log: u.Log}
 }
 
 // CertificateService is what the certificate, score, escrow and ranking

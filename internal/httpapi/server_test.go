@@ -38,6 +38,8 @@ type fake struct {
 	// corrections.go; nil (any call panics) in tests of the other routes.
 	CorrectionsService
 	CheckpointService
+	// LogService answers the log's routes; nil in the tests of others.
+	LogService
 
 	mu        sync.Mutex
 	cert      service.Certificate
@@ -82,6 +84,7 @@ type everyService interface {
 	KeyService
 	CorrectionsService
 	CheckpointService
+	LogService
 	AuditService
 	RightsService
 	ErasureService
@@ -93,7 +96,7 @@ type everyService interface {
 // every gives v every group of use cases.
 func every(v everyService) Services {
 	s := Services{Certificates: v, Verifier: v, Ingest: v, Tokens: v, Schema: v, Keys: v, Corrections: v, Checkpoints: v,
-		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v, Webhooks: v}
+		Audit: v, Rights: v, Erasure: v, Signals: v, Console: v, Webhooks: v, Log: v}
 	if c, ok := v.(CredentialService); ok {
 		s.Credentials = c
 	}

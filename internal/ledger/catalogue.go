@@ -153,7 +153,7 @@ var catalogue = []Table{
 		Columns: join(cols(AgentRef, "agent_id"),
 			// event_id is an event's, an erasure's or a summary's id;
 			// the record's hash covers it, so it is never renamed.
-			cols(Plain, "seq", "event_type", "event_id", "status", "hash", "correction_id", "received_at"),
+			cols(Plain, "seq", "event_type", "event_id", "status", "hash", "correction_id", "received_at", "log_index"),
 			cols(Sealed, "sealed_by"),
 			cols(Plain, "period"))}, // period: PostgreSQL (its partition)
 	{Name: "conduit_sessions", Key: []string{"id"}, Owner: "agent_id", Event: ConduitSession, Ends: "completed_at",
@@ -250,6 +250,15 @@ var catalogue = []Table{
 	// The partitions of the event tables and the chain (PostgreSQL only:
 	// postgres/partitions.go); a partition's rows are its tables'.
 	{Name: "ledger_partitions", Key: []string{"period"}, Only: "postgres", Columns: cols(Plain, "period", "opened_at", "closed_at", "dropped_at")},
+	// The transparency log (logleaf.go): leaves are a record's hash and
+	// seq, subtrees and checkpoints hashes of them, cosignatures a
+	// witness's key name and signature; none names an agent, so erasure
+	// renames nothing there.
+	{Name: "log_state", Key: []string{"one"}, Only: "postgres", Columns: cols(Plain, "one", "size")},
+	{Name: "log_leaves", Key: []string{"idx"}, Columns: cols(Plain, "idx", "hash", "seq")},
+	{Name: "log_subtrees", Key: []string{"level", "idx"}, Columns: cols(Plain, "level", "idx", "hash")},
+	{Name: "log_checkpoints", Key: []string{"size"}, Columns: cols(Plain, "size", "created_at", "root", "note")},
+	{Name: "checkpoint_cosignatures", Key: []string{"size", "key_name"}, Columns: cols(Plain, "size", "key_name", "signature", "created_at")},
 	// Webhooks (internal/webhook). An endpoint is an operator's: it names
 	// no agent. A message's payload names the agent it is about, in its
 	// data: the stored copy is renamed like every other record (what was

@@ -26,6 +26,7 @@ type Audit struct {
 	env           string              // Config.Environment
 	issuer        string              // Config.Platform
 	certificates  currentCertificate
+	log           *Log // proves bundles' head records in the transparency log
 }
 
 // currentCertificate serves an agent's current certificate (Certificates).
@@ -89,6 +90,9 @@ func (u *Audit) AuditBundle(ctx context.Context, agentID string, q AuditQuery) (
 		}
 		b, err := audit.Build(src)
 		if err != nil {
+			return nil, nil, err
+		}
+		if b.Log, err = u.logInclusion(ctx, b); err != nil {
 			return nil, nil, err
 		}
 		var open audit.Openings
@@ -182,4 +186,29 @@ func (u *Audit) passportInForce(ctx context.Context, agentID string, asOf time.T
 		}
 	}
 	return nil, nil
+}
+
+// logInclusion proves the bundle's audited head record to be in the
+// transparency log (Log.ProveRecord), against the latest checkpoint note
+// (signed now if it does not cover the record yet). No proof, and no
+// error, when the deployment signs no notes (its active key is HMAC) or
+// the record has no log index yet (a backfill under way).
+func (u *Audit) logInclusion(ctx context.Context, b *audit.Bundle) (*audit.LogInclusion, error) {
+	if u.log == nil || len(b.Chains) == 0 || len(b.Chains[0].Records) == 0 {
+		return nil, nil
+	}
+	ch := &b.Chains[0]
+	seq := ch.FromSeq + int64(len(ch.Records)) - 1
+	in, err := u.log.ProveRecord(ctx, b.AgentID, seq)
+	switch errkind.Of(err) {
+	case errkind.Unknown:
+		if err != nil {
+			return nil, err
+		}
+	case errkind.Invalid, errkind.Conflict:
+		return nil, nil
+	default:
+		return nil, err
+	}
+	return &audit.LogInclusion{Note: in.Checkpoint.Note(), Index: in.Record.Index, Seq: seq, Proof: in.Proof}, nil
 }

@@ -222,6 +222,7 @@ type Backend interface {
 	ActionStore
 	SessionStore
 	CredentialStore
+	LogStore
 	WebhookStore
 	WebhookOutbox
 	HoldStore

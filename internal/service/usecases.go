@@ -65,6 +65,11 @@ type Config struct {
 	// RequireProof refuses a VERIFIED Conduit session reported without a
 	// proof_hash (code proof_required; serve and ingest --require-proof).
 	RequireProof bool
+	// LogOrigin is the origin line of the transparency log's checkpoint
+	// notes and the name of the log's key (serve --log-origin); "" means
+	// the origin of the latest note signed, else DefaultLogOrigin
+	// (Log.Origin).
+	LogOrigin string
 }
 
 // UseCases are SwarmScore's use cases over one storage back end, in groups
@@ -94,6 +99,7 @@ type UseCases struct {
 	Rights       *Rights
 	Signals      *Signals
 	Audit        *Audit
+	Log          *Log
 	Console      *Console
 	Credentials  *Credentials
 	Webhooks     *Webhooks
@@ -124,6 +130,7 @@ func New(st Backend, cfg Config) *UseCases {
 	acts := &actionLog{store: st, clock: clk, log: cfg.Logger}
 	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
 		histories: histories, windows: windows}
+	lg := &Log{store: st, clock: clk, keys: keys, origin: cfg.LogOrigin}
 	return &UseCases{
 		Schema:       &Schema{store: st},
 		Ingest:       &Ingestion{store: st, clock: clk, horizon: hz, certs: certs, actions: acts, requireProof: cfg.RequireProof},
@@ -136,7 +143,8 @@ func New(st Backend, cfg Config) *UseCases {
 			pseudonymKey: cfg.PseudonymKey, actions: acts},
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,
-			env: cfg.Environment, issuer: cfg.Platform, certificates: cs},
+			env: cfg.Environment, issuer: cfg.Platform, certificates: cs, log: lg},
+		Log:         lg,
 		Console:     &Console{store: st, clock: clk, actions: acts},
 		Credentials: &Credentials{store: st, certs: cs, keys: keys, clock: clk},
 		Webhooks:    &Webhooks{store: st, clock: clk, actions: acts},

@@ -289,6 +289,7 @@ func TestConformance(t *testing.T) {
 	s.do(api, req{method: "POST", path: "/swarmscore/events", header: s.asAgent(jsonBody()...), body: pending}, 403)
 	s.do(api, req{method: "POST", path: "/swarmscore/events", header: admin(jsonBody()...), body: `[]`, length: 1 << 30}, 413)
 	s.do(api, req{method: "GET", path: "/swarmscore/checkpoints/latest"}, 404)
+	s.do(api, req{method: "GET", path: "/swarmscore/log/checkpoint"}, 404)
 	if _, err := s.u.Audit.MakeCheckpoint(ctx, false); err != nil {
 		t.Fatal(err)
 	}
@@ -348,6 +349,23 @@ func TestConformance(t *testing.T) {
 
 	// Transparency.
 	s.do(api, req{method: "GET", path: "/swarmscore/checkpoints/latest"}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/checkpoints/latest", header: []string{"Accept", "application/json"}}, 200)
+	s.do(api, req{method: "GET", path: "/swarmscore/log/checkpoint"}, 200)
+	cp, _, err := s.u.Log.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Size >= 256 {
+		s.do(api, req{method: "GET", path: "/swarmscore/log/tile/0/000"}, 200)
+	} else {
+		s.do(api, req{method: "GET", path: "/swarmscore/log/tile/0/000"}, 404)
+	}
+	if w := cp.Size % 256; w > 0 && cp.Size < 256*1000 {
+		s.do(api, req{method: "GET", path: fmt.Sprintf("/swarmscore/log/tile/0/%03d.p/%d", cp.Size/256, w)}, 200)
+	}
+	s.do(api, req{method: "GET", path: "/swarmscore/log/tile/0/x999/999"}, 404)
+	s.do(api, req{method: "GET", path: "/swarmscore/log/tile/0/1"}, 400)
+	s.do(api, req{method: "GET", path: "/swarmscore/log/tile/0/000.p/0"}, 400)
 	s.do(api, req{method: "GET", path: "/swarmscore/checkpoints/1"}, 200)
 	s.do(api, req{method: "GET", path: "/swarmscore/checkpoints/first"}, 400)
 	s.do(api, req{method: "GET", path: "/swarmscore/checkpoints/999"}, 404)

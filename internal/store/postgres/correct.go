@@ -136,11 +136,8 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 		c.Reason, c.AppealID, c.By, c.At); err != nil {
 		return err
 	}
-	for _, r := range plan.Records {
-		if _, err := tx.Exec(ctx, `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, correction_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], r.CorrectionID); err != nil {
-			return err
-		}
+	if _, err := tx.Exec(ctx, appendRecordsSQL, appendRecordsArgs(plan.Records)...); err != nil {
+		return err
 	}
 	// Every affected agent's score is recomputed as of the correction in
 	// the same transaction, so no stale passport outlives it.

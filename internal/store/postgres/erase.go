@@ -218,8 +218,8 @@ func writeErasurePlan(ctx context.Context, tx pgx.Tx, x string, plan *ledger.Era
 	    WHERE r.agent_id = w.agent_id AND r.seq = w.seq`, e.ID, agents, seqs); err != nil {
 		return err
 	}
-	return exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES ($1, $2, $3, $4, '', $5)`,
-		p, plan.Record.Seq, string(ledger.ErasureType), e.ID, plan.Record.Hash[:])
+	return exec(appendRecordsSQL, appendRecordsArgs([]ledger.ChainRecord{{AgentID: p, Seq: plan.Record.Seq, Type: ledger.ErasureType,
+		EventID: e.ID, Hash: plan.Record.Hash}})...)
 }
 
 // renameLeaves renames x to p in the checkpoint leaves, each keeping the

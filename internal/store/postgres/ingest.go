@@ -178,11 +178,11 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 			return err
 		}
 		b = &pgx.Batch{}
-		if err := copyNew(ctx, tx, plan.Operator, &c, &a, plan.Records); err != nil {
+		if err := copyNew(ctx, tx, plan.Operator, &c, &a); err != nil {
 			return err
 		}
 	} else {
-		queueNew(b, plan.Operator, &c, &a, plan.Records)
+		queueNew(b, plan.Operator, &c, &a)
 	}
 	checkRows := func(what string, want int) func(pgconn.CommandTag) error {
 		return func(ct pgconn.CommandTag) error {
@@ -250,6 +250,23 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 			}
 		}
 	}
+	// The chain records last: appending them to the log takes the lock
+	// every appender shares (appendRecordsSQL).
+	switch {
+	case len(plan.Records) >= copyThreshold:
+		// Many records go by COPY, numbered from the size this batch's
+		// last statement moves (appendRecordsSQL's lock, taken last).
+		var first int64
+		b.Queue(`UPDATE log_state SET size = size + $1 RETURNING size - $1`, int64(len(plan.Records))).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&first)
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return copyRecords(ctx, tx, plan.Records, first)
+	case len(plan.Records) > 0:
+		b.Queue(appendRecordsSQL, appendRecordsArgs(plan.Records)...).Exec(checkRows("log append", len(plan.Records)))
+	}
 	return tx.SendBatch(ctx, b).Close()
 }
 
@@ -258,8 +275,8 @@ func writePlan(ctx context.Context, tx pgx.Tx, plan *ledger.Plan) error {
 // rather than by INSERT … SELECT FROM unnest(…) in the pipeline.
 const copyThreshold = 64
 
-// queueNew queues the inserts of new events and chain records.
-func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []ledger.ChainRecord) {
+// queueNew queues the inserts of new events.
+func queueNew(b *pgx.Batch, operator string, c, a *eventColumns) {
 	if len(c.id) > 0 {
 		b.Queue(`INSERT INTO conduit_sessions (id, agent_id, buyer_id, operator_id, status, started_at, completed_at, seq)
 			SELECT id, agent_id, nullif(buyer_id, ''), $8, status, started_at, completed_at, seq
@@ -274,24 +291,10 @@ func queueNew(b *pgx.Batch, operator string, c, a *eventColumns, records []ledge
 				AS u(id, provider_id, buyer_id, status, amount, started_at, settled_at, seq)`,
 			a.id, a.agent, a.buyer, a.status, a.amount, a.started, a.ended, a.seq, operator)
 	}
-	ra := make([]string, len(records))
-	rs := make([]int64, len(records))
-	rt := make([]string, len(records))
-	ri := make([]string, len(records))
-	rst := make([]string, len(records))
-	rh := make([][]byte, len(records))
-	rr := make([]*time.Time, len(records))
-	for k := range records {
-		r := &records[k]
-		ra[k], rs[k], rt[k], ri[k], rst[k], rh[k], rr[k] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt)
-	}
-	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::timestamptz[])`,
-		ra, rs, rt, ri, rst, rh, rr)
 }
 
-// copyNew inserts new events and chain records by COPY.
-func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns, records []ledger.ChainRecord) error {
+// copyNew inserts new events by COPY.
+func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns) error {
 	if len(c.id) > 0 {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"conduit_sessions"},
 			[]string{"id", "agent_id", "buyer_id", "operator_id", "status", "started_at", "completed_at", "seq"},
@@ -316,11 +319,25 @@ func copyNew(ctx context.Context, tx pgx.Tx, operator string, c, a *eventColumns
 			return err
 		}
 	}
+	return nil
+}
+
+// copyRecords inserts chain records by COPY, numbered from first in the
+// log, and their leaves.
+func copyRecords(ctx context.Context, tx pgx.Tx, records []ledger.ChainRecord, first int64) error {
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"ledger_records"},
-		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash", "received_at"},
+		[]string{"agent_id", "seq", "event_type", "event_id", "status", "hash", "received_at", "log_index"},
 		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
 			r := &records[i]
-			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt)}, nil
+			return []any{r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], optTime(r.ReceivedAt), first + int64(i)}, nil
+		}))
+	if err != nil {
+		return err
+	}
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "hash", "seq"},
+		pgx.CopyFromSlice(len(records), func(i int) ([]any, error) {
+			r := &records[i]
+			return []any{first + int64(i), r.Hash[:], r.Seq}, nil
 		}))
 	return err
 }

@@ -281,9 +281,9 @@ func writePrune(ctx context.Context, tx pgx.Tx, agentID string, plan *ledger.Pru
 		b.Queue(`INSERT INTO ledger_summary_rows (agent_id, seq, month, event_type, status, voided, count, escrow_cents) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			agentID, sm.Seq, r.Month, string(r.Type), string(r.Status), r.Voided, r.Count, r.EscrowCents)
 	}
-	b.Queue(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES ($1, $2, $3, $4, '', $5)`,
-		agentID, plan.Record.Seq, string(ledger.SummaryType), plan.Record.EventID, plan.Record.Hash[:])
 	b.Queue(`UPDATE agents SET head_seq = $1, head_hash = $2 WHERE id = $3`, plan.Head.Seq, plan.Head.Hash[:], agentID)
+	b.Queue(appendRecordsSQL, appendRecordsArgs([]ledger.ChainRecord{{AgentID: agentID, Seq: plan.Record.Seq, Type: ledger.SummaryType,
+		EventID: plan.Record.EventID, Hash: plan.Record.Hash}})...)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}

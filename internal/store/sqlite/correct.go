@@ -119,10 +119,18 @@ func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.Correction
 		c.FromAgent, c.ToAgent, string(c.FromStatus), string(c.ToStatus), c.Reason, c.AppealID, c.By, micros(c.At)); err != nil {
 		return ledger.Correction{}, false, dbErr("store correction", err)
 	}
-	for _, r := range plan.Records {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, correction_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], r.CorrectionID); err != nil {
+	next, err := nextLogIndex(ctx, tx)
+	if err != nil {
+		return ledger.Correction{}, false, err
+	}
+	for i, r := range plan.Records {
+		idx := next + int64(i)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, correction_id, log_index) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], r.CorrectionID, idx); err != nil {
 			return ledger.Correction{}, false, dbErr("append chain record", err)
+		}
+		if err := appendLeaf(ctx, tx, idx, r.Hash, r.Seq); err != nil {
+			return ledger.Correction{}, false, err
 		}
 	}
 	// Every affected agent's score is recomputed as of the correction in

@@ -178,8 +178,15 @@ func writeErasurePlan(ctx context.Context, tx *sql.Tx, x string, plan *ledger.Er
 			return err
 		}
 	}
-	return exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES (?, ?, ?, ?, '', ?)`,
-		p, plan.Record.Seq, string(ledger.ErasureType), e.ID, plan.Record.Hash[:])
+	idx, err := nextLogIndex(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if err := exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, log_index) VALUES (?, ?, ?, ?, '', ?, ?)`,
+		p, plan.Record.Seq, string(ledger.ErasureType), e.ID, plan.Record.Hash[:], idx); err != nil {
+		return err
+	}
+	return appendLeaf(ctx, tx, idx, plan.Record.Hash, plan.Record.Seq)
 }
 
 // renameLeaves renames x to p in the checkpoint leaves, each keeping the

@@ -193,10 +193,23 @@ func (it *ingestTx) write(ctx context.Context, plan *ledger.Plan) error {
 	if err := it.proofHashes(ctx, plan); err != nil {
 		return err
 	}
-	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at) VALUES `,
-		"(?, ?, ?, ?, ?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
+	// Each record is appended to the log as it is stored (issue 23).
+	next, err := nextLogIndex(ctx, it.tx)
+	if err != nil {
+		return err
+	}
+	err = it.insert(ctx, "append chain records", `INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, received_at, log_index) VALUES `,
+		"(?, ?, ?, ?, ?, ?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
 			r := &plan.Records[i]
-			a[0], a[1], a[2], a[3], a[4], a[5], a[6] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], nullTime(r.ReceivedAt)
+			a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] = r.AgentID, r.Seq, string(r.Type), r.EventID, string(r.Status), r.Hash[:], nullTime(r.ReceivedAt), next+int64(i)
+		})
+	if err != nil {
+		return err
+	}
+	err = it.insert(ctx, "append log leaves", `INSERT INTO log_leaves (idx, hash, seq) VALUES `,
+		"(?, ?, ?)", "", nil, len(plan.Records), func(i int, a []any) {
+			r := &plan.Records[i]
+			a[0], a[1], a[2] = next+int64(i), r.Hash[:], r.Seq
 		})
 	if err != nil {
 		return err

@@ -330,8 +330,15 @@ func writePrune(ctx context.Context, tx *sql.Tx, agentID string, plan *ledger.Pr
 			return err
 		}
 	}
-	if _, err := exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash) VALUES (?, ?, ?, ?, '', ?)`,
-		agentID, plan.Record.Seq, string(ledger.SummaryType), plan.Record.EventID, plan.Record.Hash[:]); err != nil {
+	idx, err := nextLogIndex(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if _, err := exec(`INSERT INTO ledger_records (agent_id, seq, event_type, event_id, status, hash, log_index) VALUES (?, ?, ?, ?, '', ?, ?)`,
+		agentID, plan.Record.Seq, string(ledger.SummaryType), plan.Record.EventID, plan.Record.Hash[:], idx); err != nil {
+		return err
+	}
+	if err := appendLeaf(ctx, tx, idx, plan.Record.Hash, plan.Record.Seq); err != nil {
 		return err
 	}
 	_, err = exec(`UPDATE agents SET head_seq = ?, head_hash = ? WHERE id = ?`, plan.Head.Seq, plan.Head.Hash[:], agentID)

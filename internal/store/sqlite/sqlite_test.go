@@ -68,7 +68,9 @@ func (h *harness) Exec(t *testing.T, s service.Backend, query string) {
 	db.SetMaxOpenConns(1)
 	guards := "PRAGMA foreign_keys = OFF; PRAGMA ignore_check_constraints = ON; " +
 		"DROP TRIGGER IF EXISTS ledger_records_no_update; DROP TRIGGER IF EXISTS ledger_records_no_delete; " +
-		"DROP TRIGGER IF EXISTS operator_actions_no_update; DROP TRIGGER IF EXISTS operator_actions_no_delete; "
+		"DROP TRIGGER IF EXISTS operator_actions_no_update; DROP TRIGGER IF EXISTS operator_actions_no_delete; " +
+		"DROP TRIGGER IF EXISTS log_leaves_no_update; DROP TRIGGER IF EXISTS log_leaves_no_delete; " +
+		"DROP TRIGGER IF EXISTS log_subtrees_no_update; DROP TRIGGER IF EXISTS log_subtrees_no_delete; "
 	if _, err := db.ExecContext(context.Background(), guards+query); err != nil {
 		t.Fatalf("tamper %q: %v", query, err)
 	}

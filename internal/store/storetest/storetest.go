@@ -113,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 		{"Credentials", testCredentials},
 		{"Appeals", testAppeals},
 		{"Checkpoints", testCheckpoints},
+		{"Log", testLog},
 		{"Consent", testConsent},
 		{"Records", testRecords},
 		{"Catalogue", testCatalogue},
