@@ -40,6 +40,7 @@ func commands() []*cobra.Command {
 		newCorrectCmd(), newAppealCmd(),
 		newAuditCmd(), newActionsCmd(),
 		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
+		newLogCmd(),
 	}
 }
 
@@ -119,6 +120,10 @@ type Process struct {
 	// --formula and --accept-formula may name; nil means score.Builtin()
 	// (V1 only). Tests add formulas of their own here.
 	Formulas score.Formulas
+	// Witness gives `log witness` the transparency log and the
+	// cosignature store of the database it opened; nil in a build without
+	// a transparency log, where `log witness` fails as unavailable.
+	Witness WitnessPorts
 	// Now is the clock of the use cases (service.Config.Now: deadlines,
 	// corrections, checkpoints, passports); nil means time.Now.
 	Now func() time.Time
