@@ -237,6 +237,7 @@ encoding:   %x
 leaf hash:  SHA-256(0x00 ‖ encoding) = %x`, h2[:], enc, lh[:])
 
 	out["audit-bundle"] = string(exampleBundle(t))
+	out["witness-request"], out["witness-cosignature"] = exampleWitness(t)
 	return out
 }
 

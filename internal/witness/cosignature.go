@@ -58,7 +58,8 @@ func NewCosignatureVerifier(vkey string) (*CosignatureVerifier, error) {
 		return nil, fmt.Errorf("%w: witness key: want name+hash+base64 key", errkind.ErrInvalid)
 	}
 	key, err := base64.StdEncoding.Strict().DecodeString(key64)
-	if err != nil || len(key) != 1+ed25519.PublicKeySize {
+	// The decoder skips line breaks; a key is one line.
+	if err != nil || len(key) != 1+ed25519.PublicKeySize || strings.ContainsAny(key64, "\r\n") {
 		return nil, fmt.Errorf("%w: witness key: the key is not base64 of a type byte and 32 bytes", errkind.ErrInvalid)
 	}
 	if key[0] != algCosignatureV1 {
