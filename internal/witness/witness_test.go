@@ -418,6 +418,32 @@ func TestRequestAndAnswers(t *testing.T) {
 		})
 	}
 
+	t.Run("a witness that lost its state", func(t *testing.T) {
+		// The sink says 3; a witness holding nothing answers 409 with 0
+		// (tlog-witness: the old size must be 0 when it never cosigned),
+		// and the retry sends old 0 without a proof.
+		f := &fake{answer: func(n int, _ string, w http.ResponseWriter) {
+			if n == 1 {
+				sizeAnswer(w, "0\n")
+				return
+			}
+			io.WriteString(w, k.line(text5, now)+"\n")
+		}}
+		sink := &witnesstest.Sink{}
+		if err := sink.StoreCosignature(ctx, 3, k.name, "— stored before"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := client(t, f.start(t), k.vkey).Submit(ctx, log, sink)
+		if err != nil || r.Old != 0 || r.Attempts != 2 {
+			t.Fatalf("%+v, %v", r, err)
+		}
+		if !strings.HasPrefix(f.bodies[0], "old 3\n") || strings.Count(strings.SplitN(f.bodies[0], "\n\n", 2)[0], "\n") < 1 {
+			t.Fatalf("first request %q: want old 3 and a proof", f.bodies[0])
+		}
+		if want := "old 0\n\n" + string(signed5); f.bodies[1] != want {
+			t.Fatalf("retry %q, want %q", f.bodies[1], want)
+		}
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
