@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/service"
 	"github.com/swarmscore/swarmscore/internal/witness"
 	"github.com/swarmscore/swarmscore/internal/witness/witnesstest"
@@ -26,10 +28,18 @@ type growingLog struct {
 	mu   sync.Mutex
 	grow int
 	done func()
+	// down fails that many first calls as a database that cannot be
+	// reached.
+	down int
 }
 
 func (g *growingLog) LatestNote(ctx context.Context) ([]byte, uint64, error) {
 	g.mu.Lock()
+	if g.down > 0 {
+		g.down--
+		g.mu.Unlock()
+		return nil, 0, fmt.Errorf("%w: the database is restarting", errkind.ErrUnavailable)
+	}
 	if g.grow > 0 {
 		g.grow--
 		g.Append("leaf")
@@ -94,14 +104,16 @@ func TestLogWitness(t *testing.T) {
 	// --every: three new checkpoints, then the test interrupts it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src = &growingLog{Log: log, grow: 3, done: cancel}
+	// A first round that cannot reach the database is reported on stderr
+	// and retried.
+	src = &growingLog{Log: log, grow: 3, done: cancel, down: 1}
 	r = runW(ctx, ports, append(flags, "--every", "5ms")...)
 	if r.code != 0 || r.stdout != "witness.test/w1: cosigned tree size 5 (after 4), 1 cosignature(s) stored\n"+
 		"witness.test/w1: cosigned tree size 6 (after 5), 1 cosignature(s) stored\n"+
-		"witness.test/w1: cosigned tree size 7 (after 6), 1 cosignature(s) stored\n" {
+		"witness.test/w1: cosigned tree size 7 (after 6), 1 cosignature(s) stored\n" ||
+		r.stderr != "swarmscore: unavailable: the database is restarting (next try in 5ms)\n" {
 		t.Fatalf("--every: %+v", r)
 	}
-	checkStderr(t, r)
 	src = log
 
 	fork := log.Fork(t)
