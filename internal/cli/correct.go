@@ -20,9 +20,8 @@ import (
 // ($SWARMSCORE_PLATFORM, else serve's default), the environment and the
 // process's clock. The database is checked first, so nothing is created for
 // a database that does not exist.
-// Each of setup, in order, runs after that, as withUseCases runs them.
-func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error, setup ...setupFunc) error {
-	keys := func(st service.Backend, cfg *service.Config) error {
+func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.UseCases) error) error {
+	return withUseCases(cmd, db, mode, f, func(st service.Backend, cfg *service.Config) error {
 		// Only a generated key would be logged at Info; the CLI says
 		// nothing on success.
 		quiet := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -30,8 +29,7 @@ func withSigning(cmd *cobra.Command, db string, mode dbMode, f func(*service.Use
 			return err
 		}
 		return configure(cmd)(st, cfg)
-	}
-	return withUseCases(cmd, db, mode, f, append([]setupFunc{keys}, setup...)...)
+	})
 }
 
 // configure gives the use cases what serve gives them besides keys.

@@ -16,7 +16,9 @@ func newLogCmd() *cobra.Command {
 			return usageErrorf("missing subcommand (witness)")
 		},
 	}
+	var asJSON bool
 	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
-	cmd.AddCommand(newLogWitnessCmd(&db))
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.AddCommand(newLogWitnessCmd(&db, &asJSON))
 	return cmd
 }

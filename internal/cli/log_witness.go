@@ -16,8 +16,9 @@ import (
 
 // WitnessPorts gives `log witness` the transparency log whose checkpoints
 // it submits and the store the cosignatures go to, over the database the
-// command opened (st) and its use cases (u, configured with the signing
-// keys as `ledger checkpoint` is). Errors are returned as they are.
+// command opened (st) and its use cases (u, configured as `ledger
+// checkpoint`'s but without signing keys: the checkpoints witnessed are
+// those the log already published). Errors are returned as they are.
 type WitnessPorts func(ctx context.Context, st service.Backend, u *service.UseCases) (witness.Source, witness.Sink, error)
 
 const logWitnessLong = `Submit the transparency log's checkpoints to a witness, per C2SP
@@ -50,12 +51,12 @@ larger tree or another root: the log forked or was rewritten); 6 it trusts
 none of the checkpoint's signatures (403); 1 it answered without a valid
 cosignature by --key.`
 
-// newLogWitnessCmd is `log witness`; db is the log command's --db.
-func newLogWitnessCmd(db *string) *cobra.Command {
+// newLogWitnessCmd is `log witness`; db and asJSON are the log command's
+// --db and --json.
+func newLogWitnessCmd(db *string, asJSON *bool) *cobra.Command {
 	var (
 		witnessURL, vkey string
 		every            time.Duration
-		asJSON           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "witness --url URL --key VKEY [--every DURATION]",
@@ -82,7 +83,10 @@ func newLogWitnessCmd(db *string) *cobra.Command {
 			}
 			var st service.Backend
 			capture := func(b service.Backend, _ *service.Config) error { st = b; return nil }
-			return withSigning(cmd, *db, readOnly, func(u *service.UseCases) error {
+			// No keys: the checkpoints witnessed are the ones the log
+			// published (serve, 'ledger checkpoint'); this command signs
+			// nothing of its own.
+			return withUseCases(cmd, *db, readOnly, func(u *service.UseCases) error {
 				ctx := cmd.Context()
 				src, sink, err := ports(ctx, st, u)
 				if err != nil {
@@ -90,7 +94,7 @@ func newLogWitnessCmd(db *string) *cobra.Command {
 				}
 				c := &witness.Client{URL: witnessURL, Key: key, Now: process(cmd).Now}
 				show := func(r witness.Result) error {
-					if asJSON {
+					if *asJSON {
 						return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
 					}
 					_, err := fmt.Fprintln(cmd.OutOrStdout(), witnessLine(r))
@@ -124,13 +128,12 @@ func newLogWitnessCmd(db *string) *cobra.Command {
 					return err
 				}
 				return printErr
-			}, capture)
+			}, capture, configure(cmd))
 		},
 	}
 	cmd.Flags().StringVar(&witnessURL, "url", "", "the witness's submission prefix (http or https); requests go to URL/add-checkpoint")
 	cmd.Flags().StringVar(&vkey, "key", "", "the witness's cosignature verifier key: name+hash+base64, key type 0x04 (C2SP tlog-cosignature)")
 	cmd.Flags().DurationVar(&every, "every", 0, "submit every DURATION (e.g. 1m) until interrupted; 0 submits once")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per submission")
 	return cmd
 }
 
