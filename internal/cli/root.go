@@ -38,9 +38,8 @@ func commands() []*cobra.Command {
 		newServeCmd(), newTokenCmd(),
 		newMigrateCmd(), newIngestCmd(), newAgentCmd(), newLedgerCmd(),
 		newCorrectCmd(), newAppealCmd(),
-		newAuditCmd(), newActionsCmd(),
+		newAuditCmd(), newActionsCmd(), newLogCmd(),
 		newMCPCmd(), newExportCmd(), newAgentCardCmd(),
-		newLogCmd(),
 	}
 }
 
