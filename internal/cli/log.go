@@ -70,7 +70,7 @@ checkpointed as C2SP signed notes ('swarmscore ledger checkpoint').`,
 	}
 	cmd.PersistentFlags().StringVar(&db, "db", "", dbFlagUsage)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd.AddCommand(newLogConsistencyCmd(&db, &asJSON), newLogInclusionCmd(&db, &asJSON))
+	cmd.AddCommand(newLogConsistencyCmd(&db, &asJSON), newLogInclusionCmd(&db, &asJSON), newLogWitnessCmd(&db, &asJSON))
 	return cmd
 }
 

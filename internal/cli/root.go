@@ -121,6 +121,10 @@ type Process struct {
 	// --formula and --accept-formula may name; nil means score.Builtin()
 	// (V1 only). Tests add formulas of their own here.
 	Formulas score.Formulas
+	// Witness gives `log witness` the transparency log and the
+	// cosignature store of the database it opened; nil means the
+	// database's own (tests give a log of their own).
+	Witness WitnessPorts
 	// Now is the clock of the use cases (service.Config.Now: deadlines,
 	// corrections, checkpoints, passports); nil means time.Now.
 	Now func() time.Time

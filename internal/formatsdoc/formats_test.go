@@ -270,6 +270,7 @@ secret:            %s
 key:               base64-decode(secret after "whsec_"), %d bytes
 signed content:    "%s.%d." followed by the body`, hookID, hookAt.Unix(), sig, body, exampleHookSecret, len(mustB64(t, exampleHookSecret[6:])), hookID, hookAt.Unix())
 	logExamples(t, out, priv)
+	out["witness-request"], out["witness-cosignature"] = exampleWitness(t)
 	return out
 }
 

@@ -266,6 +266,12 @@ func (u *Log) AddCosignature(ctx context.Context, size int64, line string) error
 	return u.store.AddCosignature(ctx, size, ledger.Cosignature{KeyName: name, Line: line, At: u.clock.exact()})
 }
 
+// LastCosigned is the largest checkpoint size the witness key named name
+// cosigned (AddCosignature), 0 when none. Errors: ErrUnavailable.
+func (u *Log) LastCosigned(ctx context.Context, name string) (int64, error) {
+	return u.store.LastCosigned(ctx, name)
+}
+
 // ConsistencyProof is the RFC 9162 consistency proof from the log at size1
 // to the log at size2. Errors: ErrInvalid unless 0 <= size1 <= size2 <=
 // the log's size, ErrUnavailable.

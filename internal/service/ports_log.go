@@ -39,6 +39,9 @@ type LogStore interface {
 	// Cosignatures returns the cosignatures of the checkpoint of size, by
 	// key name.
 	Cosignatures(ctx context.Context, size int64) ([]ledger.Cosignature, error)
+	// LastCosigned returns the largest checkpoint size the witness key
+	// named keyName cosigned, 0 when it cosigned none.
+	LastCosigned(ctx context.Context, keyName string) (int64, error)
 	// LoggedRecords returns the chain records of an event (every agent's,
 	// by agent id then seq) with their log index (-1 when not appended).
 	LoggedRecords(ctx context.Context, typ ledger.Type, eventID string) ([]ledger.LoggedRecord, error)

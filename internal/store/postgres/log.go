@@ -131,6 +131,15 @@ func (s *Store) AddCosignature(ctx context.Context, size int64, c ledger.Cosigna
 	return nil
 }
 
+// LastCosigned implements service.LogStore.
+func (s *Store) LastCosigned(ctx context.Context, keyName string) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(size), 0) FROM checkpoint_cosignatures WHERE key_name = $1`, keyName).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: read cosignatures: %w", classify(err))
+	}
+	return n, nil
+}
+
 // Cosignatures implements service.LogStore.
 func (s *Store) Cosignatures(ctx context.Context, size int64) ([]ledger.Cosignature, error) {
 	rows, err := s.pool.Query(ctx, `SELECT key_name, signature, created_at FROM checkpoint_cosignatures WHERE size = $1 ORDER BY key_name COLLATE "C"`, size)

@@ -187,6 +187,13 @@ func (s *Store) AddCosignature(ctx context.Context, size int64, c ledger.Cosigna
 	})
 }
 
+// LastCosigned implements service.LogStore.
+func (s *Store) LastCosigned(ctx context.Context, keyName string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(size), 0) FROM checkpoint_cosignatures WHERE key_name = ?`, keyName).Scan(&n)
+	return n, dbErr("read cosignatures", err)
+}
+
 // Cosignatures implements service.LogStore.
 func (s *Store) Cosignatures(ctx context.Context, size int64) ([]ledger.Cosignature, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT key_name, signature, created_at FROM checkpoint_cosignatures WHERE size = ? ORDER BY key_name`, size)
