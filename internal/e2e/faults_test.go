@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -60,6 +61,32 @@ func dbRoutes(agent string, cert []byte) []call {
 		{name: "leaderboard page", method: "GET", path: "/", page: true},
 		{name: "agent page", method: "GET", path: "/agents/" + agent, page: true},
 	}
+}
+
+// supersededCertificate returns a certificate of agent that a later one,
+// which the server then serves, replaced: verifying it needs the database
+// (its revocation and the ledger's counts at its time), whereas the
+// server may answer for the certificate it serves from memory, as the
+// certificate route does.
+func supersededCertificate(t *testing.T, s *server, agent string) *client.Certificate {
+	t.Helper()
+	ctx := context.Background()
+	old, err := s.client("").Certificate(ctx, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := client.ConduitSession(agent+"-late", agent, "VERIFIED", t0.Add(time.Hour), t0.Add(time.Hour+time.Minute))
+	if _, err := s.client(adminToken).IngestEvents(ctx, []client.Event{late}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := s.client("").Certificate(ctx, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(cur.Raw, old.Raw) {
+		t.Fatalf("the certificate of %s was not replaced", agent)
+	}
+	return old
 }
 
 type answer struct {
@@ -238,10 +265,7 @@ func TestOutagePostgres(t *testing.T) {
 	if _, err := op.IngestEvents(ctx, append(history("agent-o"), history("agent-p")...)); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := s.client("").Certificate(ctx, "agent-o")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := supersededCertificate(t, s, "agent-o")
 	admin := pgtest.NewAdmin(t, dsn)
 	admin.AllowConnections(false)
 	t.Cleanup(func() { admin.AllowConnections(true) })
@@ -352,10 +376,7 @@ func TestPartition(t *testing.T) {
 	if _, err := op.IngestEvents(ctx, append(history("agent-n"), history("agent-m")...)); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := s.client("").Certificate(ctx, "agent-n")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := supersededCertificate(t, s, "agent-n")
 	for _, c := range dbRoutes("agent-n", cert.Raw) { // warm every path
 		s.send(c)
 	}
