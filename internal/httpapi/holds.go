@@ -165,27 +165,12 @@ func (s *Server) changeHold(a ledger.HoldAction) http.HandlerFunc {
 
 // listHolds lists holds by state and provider_id, oldest first.
 func (s *Server) listHolds(w http.ResponseWriter, r *http.Request) {
-	values, err := url.ParseQuery(r.URL.RawQuery)
+	p, err := singleParams(r, "state", "provider_id")
 	if err != nil {
-		s.fail(w, r, errorf(ptInvalid, "the query string is not valid: %v", err))
+		s.fail(w, r, err)
 		return
 	}
-	var q service.HoldQuery
-	for k, vals := range values {
-		if len(vals) > 1 {
-			s.fail(w, r, errorf(ptInvalid, "query parameter %s is given %d times", k, len(vals)))
-			return
-		}
-		switch v := vals[0]; k {
-		case "state":
-			q.State = ledger.HoldState(v)
-		case "provider_id":
-			q.ProviderID = v
-		default:
-			s.fail(w, r, errorf(ptInvalid, "unknown query parameter %q (known: state, provider_id)", k))
-			return
-		}
-	}
+	q := service.HoldQuery{State: ledger.HoldState(p["state"]), ProviderID: p["provider_id"]}
 	list, err := s.svc.Holds.Holds(r.Context(), q)
 	if err != nil {
 		s.fail(w, r, err)
