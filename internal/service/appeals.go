@@ -91,10 +91,24 @@ func (u *Corrections) fileAppeal(ctx context.Context, c Caller, f AppealFiling) 
 	if err != nil {
 		return AppealStatus{}, err
 	}
-	if err := u.store.CreateAppeal(ctx, a); err != nil {
+	err = u.store.CreateAppeal(ctx, a)
+	if err == nil || mayHaveCommitted(err) {
+		u.wroteAppeal(a.AgentID)
+	}
+	if err != nil {
 		return AppealStatus{}, err
 	}
 	return appealStatus(a, now), nil
+}
+
+// wroteAppeal tells the cache watch, if this process started one, that the
+// agent's appeals may have changed, so that its page names them on the
+// next request (read-your-writes; other processes learn of it from the
+// watch: pageMemo).
+func (u *Corrections) wroteAppeal(agentID string) {
+	if w := u.certs.startedWatch(); w != nil {
+		w.Wrote([]string{agentID})
+	}
 }
 
 // mayAppeal admits operators and agents' tokens to the appeal routes;
@@ -291,6 +305,9 @@ func (u *Corrections) actOnAppeal(ctx context.Context, id string, c Caller, d Ap
 		return AppealStatus{}, nil, err
 	}
 	done, err := u.store.SaveAppeal(ctx, next, a.State, reqs, u.keys.signer(u.keys.current(ctx).active))
+	if err == nil || mayHaveCommitted(err) {
+		u.wroteAppeal(a.AgentID)
+	}
 	if err != nil {
 		if len(reqs) > 0 && mayHaveCommitted(err) {
 			u.wroteCorrections(ctx, reqs, nil)

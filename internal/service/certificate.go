@@ -28,6 +28,7 @@ type Certificates struct {
 	pubs      *publication
 	histories *historyMemo
 	windows   *windowMemo
+	pages     *pageMemo
 }
 
 // Certificate is an agent's current signed Execution Passport (spec §7.2).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/store/sqlite"
 	"github.com/swarmscore/swarmscore/passport"
@@ -25,6 +26,10 @@ type countingStore struct {
 	watch                     ledger.CacheWatch
 	stamps, cached, refreshed atomic.Int64
 	counts, passports         atomic.Int64
+	// The other reads of the certificates' and publication's ports
+	// (CertificateStore, ConsentReader): agents, records, appeals,
+	// consent, listings.
+	others atomic.Int64
 	// delay slows every RefreshScore down; the first fail of them fail.
 	delay time.Duration
 	fail  atomic.Int64
@@ -45,9 +50,40 @@ func (s *countingStore) Passport(ctx context.Context, id string) (ledger.IssuedP
 	return s.Backend.Passport(ctx, id)
 }
 
-// queries is how many of the counted reads the store has served.
+func (s *countingStore) Agent(ctx context.Context, agentID string) (ledger.AgentInfo, error) {
+	s.others.Add(1)
+	return s.Backend.Agent(ctx, agentID)
+}
+
+func (s *countingStore) Records(ctx context.Context, agentID string, asOf time.Time) ([]ledger.StoredEvent, error) {
+	s.others.Add(1)
+	return s.Backend.Records(ctx, agentID, asOf)
+}
+
+func (s *countingStore) AppealSummaries(ctx context.Context) ([]appeal.Appeal, error) {
+	s.others.Add(1)
+	return s.Backend.AppealSummaries(ctx)
+}
+
+func (s *countingStore) Consent(ctx context.Context, agentID string) (ledger.Consent, error) {
+	s.others.Add(1)
+	return s.Backend.Consent(ctx, agentID)
+}
+
+func (s *countingStore) ChangedSince(ctx context.Context, agentID string, asOf, issuedAt time.Time) ([]ledger.EventKey, score.Counts, error) {
+	s.others.Add(1)
+	return s.Backend.ChangedSince(ctx, agentID, asOf, issuedAt)
+}
+
+func (s *countingStore) ListScores(ctx context.Context, q ledger.ListQuery) ([]ledger.ScoreEntry, error) {
+	s.others.Add(1)
+	return s.Backend.ListScores(ctx, q)
+}
+
+// queries is how many of the counted reads the store has served: every
+// read of the ports Certificates, Verifier and the publication rule hold.
 func (s *countingStore) queries() int64 {
-	return s.stamps.Load() + s.cached.Load() + s.refreshed.Load() + s.counts.Load() + s.passports.Load()
+	return s.stamps.Load() + s.cached.Load() + s.refreshed.Load() + s.counts.Load() + s.passports.Load() + s.others.Load()
 }
 
 func (s *countingStore) CachedScore(ctx context.Context, agentID string, asOf time.Time) (ledger.ScoreEntry, bool, error) {

@@ -154,5 +154,6 @@ func (u *Rights) forgetAgent(ids ...string) {
 		u.pubs.forget(id)
 		u.histories.forget(id)
 		u.windows.forget(id)
+		u.pages.forget(id)
 	}
 }

@@ -58,6 +58,9 @@ type DayScore struct {
 // each past day's window once (LedgerStore.Counts, indexed range counts;
 // no score is stored or signed).
 //
+// The agent's ledger row is remembered too (pageMemo), so that a profile
+// asked for again, while nothing changed, makes no query.
+//
 // Errors: ErrInvalid for a malformed id; ErrNotFound, with the same
 // message, for an unknown agent and an unlisted one, so that the answer
 // does not reveal which; ErrUnavailable.
@@ -68,7 +71,7 @@ func (u *Certificates) PublicProfile(ctx context.Context, agentID string, histor
 	if err := u.pubs.public(ctx, Caller{}, agentID); err != nil {
 		return Profile{}, err
 	}
-	info, err := u.store.Agent(ctx, agentID)
+	info, err := u.agent(ctx, agentID)
 	switch {
 	case errors.Is(err, errkind.ErrNotFound):
 		return Profile{}, notPublic(agentID)

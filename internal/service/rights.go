@@ -110,6 +110,7 @@ type Rights struct {
 	certs        *certMemo
 	histories    *historyMemo
 	windows      *windowMemo
+	pages        *pageMemo
 	pseudonymKey []byte // Config.PseudonymKey
 	actions      *actionLog
 }

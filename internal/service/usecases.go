@@ -127,9 +127,10 @@ func New(st Backend, cfg Config) *UseCases {
 	pubs := &publication{store: st, require: cfg.RequireConsent, certs: certs}
 	histories := &historyMemo{}
 	windows := &windowMemo{}
+	pages := &pageMemo{}
 	acts := &actionLog{store: st, clock: clk, log: cfg.Logger}
 	cs := &Certificates{store: st, clock: clk, horizon: hz, keys: keys, formulas: cfg.Formulas, certs: certs, pubs: pubs,
-		histories: histories, windows: windows}
+		histories: histories, windows: windows, pages: pages}
 	lg := &Log{store: st, clock: clk, keys: keys, origin: cfg.LogOrigin}
 	return &UseCases{
 		Schema:       &Schema{store: st},
@@ -139,7 +140,7 @@ func New(st Backend, cfg Config) *UseCases {
 		Keys:         &Keys{store: st, clock: clk, keys: keys, actions: acts},
 		Tokens:       &Tokens{store: st, clock: clk, actions: acts},
 		Corrections:  &Corrections{store: st, clock: clk, keys: keys, certs: certs, actions: acts},
-		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories, windows: windows,
+		Rights: &Rights{store: st, clock: clk, horizon: hz, pubs: pubs, certs: certs, histories: histories, windows: windows, pages: pages,
 			pseudonymKey: cfg.PseudonymKey, actions: acts},
 		Signals: &Signals{store: st, clock: clk, horizon: hz, thresholds: cfg.SignalThresholds},
 		Audit: &Audit{store: st, clock: clk, keys: keys, checkpointKey: cfg.CheckpointKey,

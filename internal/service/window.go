@@ -49,33 +49,25 @@ type OpenAppeal struct {
 // PublicProfile returned, as of its certificate: the public may see the
 // agent (PublicProfile checked), and the agent's chain head is the
 // profile's, so it costs no second lookup. The counts are remembered per
-// agent, chain head and instant (windowMemo); the open appeals are read
-// each time. Errors: ErrUnavailable.
+// agent, chain head and instant (windowMemo); the open appeals while the
+// store's watch vouches for them (pageMemo), else read. The returned
+// OpenAppeals may be shared with other calls and must not be modified.
+// Errors: ErrUnavailable.
 func (u *Certificates) ProfileWindow(ctx context.Context, p *Profile) (Window, error) {
 	return u.window(ctx, p.Info.ID, p.Info.ChainHead, p.Certificate.ComputedAt)
 }
 
 func (u *Certificates) window(ctx context.Context, agentID string, head ledger.Hash, asOf time.Time) (Window, error) {
 	w, ok := u.windows.load(agentID, head, asOf)
+	var err error
 	if !ok {
-		var err error
 		if w, err = u.countWindow(ctx, agentID, asOf); err != nil {
 			return Window{}, err
 		}
 		u.windows.store(agentID, head, w)
 	}
-	appeals, err := u.store.AppealSummaries(ctx)
-	if err != nil {
-		return Window{}, fmt.Errorf("agent %q's appeals: %w", agentID, err)
-	}
-	for _, a := range appeals {
-		if a.AgentID != agentID {
-			continue
-		}
-		switch a.State {
-		case appeal.Submitted, appeal.Acknowledged, appeal.Escalated:
-			w.OpenAppeals = append(w.OpenAppeals, OpenAppeal{ID: a.ID, State: a.State, FiledAt: a.FiledAt})
-		}
+	if w.OpenAppeals, err = u.openAppeals(ctx, agentID); err != nil {
+		return Window{}, err
 	}
 	return w, nil
 }

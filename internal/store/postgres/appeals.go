@@ -56,12 +56,24 @@ func (s *Store) CreateAppeal(ctx context.Context, a appeal.Appeal) error {
 		if err := appendActions(ctx, tx, a, 0); err != nil {
 			return err
 		}
+		if err := notifyAppeal(ctx, tx, a.ID); err != nil {
+			return err
+		}
 		return emitWebhook(ctx, tx, store.AppealEvent(a, ""))
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: file appeal: %w", err)
 	}
 	return nil
+}
+
+// notifyAppeal notifies the cache channel (NotifyChannel), at commit, of
+// the agent of appeal id: an agent's public page names its open appeals,
+// and serving processes remember them while their watch hears nothing of
+// the agent (service.Certificates.ProfileWindow).
+func notifyAppeal(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, agent_id) FROM appeals WHERE id = $2`, NotifyChannel, id)
+	return err
 }
 
 func appendActions(ctx context.Context, tx pgx.Tx, a appeal.Appeal, from int) error {
@@ -212,6 +224,9 @@ func (s *Store) SaveAppeal(ctx context.Context, a appeal.Appeal, from appeal.Sta
 			return err
 		}
 		if err := appendActions(ctx, tx, saved, actions); err != nil {
+			return err
+		}
+		if err := notifyAppeal(ctx, tx, saved.ID); err != nil {
 			return err
 		}
 		return emitWebhook(ctx, tx, store.AppealEvent(saved, from))

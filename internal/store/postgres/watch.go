@@ -14,8 +14,10 @@ import (
 )
 
 // NotifyChannel is the channel the triggers of migration 00003 notify at
-// the commit of every write that may change a cache stamp. The payload is
-// the agent ids concerned, separated by spaces, or NotifyAll.
+// the commit of every write that may change a cache stamp (and those of
+// 00016 at a consent choice, CreateAppeal and SaveAppeal at an appeal's).
+// The payload is the agent ids concerned, separated by spaces, or
+// NotifyAll.
 const NotifyChannel = "swarmscore_cache"
 
 // NotifyAll is the payload that names every agent (a batch too large to

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swarmscore/swarmscore/internal/appeal"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
 )
@@ -29,7 +30,7 @@ type WatchHarness struct {
 // RunWatch checks a back end's ledger.CacheWatch: marks hold while nothing is
 // written, and every commit that can change a cache stamp, through any
 // handle, un-holds them within the back end's delay (at once for writes
-// reported with Wrote).
+// reported with Wrote), as does every write to an agent's appeals.
 func RunWatch(t *testing.T, h WatchHarness) {
 	s := h.Open(t)
 	other := h.Reopen(t, s)
@@ -131,6 +132,32 @@ func RunWatch(t *testing.T, h WatchHarness) {
 		t.Fatal(err)
 	}
 	changed("another handle's consent", "b", m)
+
+	// Another handle files an appeal against b's passport, then acts on
+	// it: an agent's public page names its open appeals.
+	m = mark()
+	filed, err := appeal.New(appeal.Filing{ID: "apl-w", PassportID: "p-b", Grounds: appeal.IncorrectStatus, Statement: "b1 failed",
+		Events: []ledger.EventKey{{Type: ledger.ConduitSession, ID: "b1"}}, By: "op-a", At: base.Add(5 * time.Minute)},
+		ledger.IssuedPassport{ID: "p-b", AgentID: "b", ComputedAt: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.CreateAppeal(ctx(t), filed); err != nil {
+		t.Fatal(err)
+	}
+	changed("another handle's appeal", "b", m)
+	if h.PerAgent {
+		holds("another agent's appeal", "a", m)
+	}
+	m = mark()
+	rejected, err := appeal.Apply(filed, appeal.Reject, "op-a", base.Add(6*time.Minute), "no")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.SaveAppeal(ctx(t), rejected, appeal.Submitted, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	changed("another handle's decision on an appeal", "b", m)
 
 	// This handle's own writes, reported with Wrote: at once.
 	m = mark()
