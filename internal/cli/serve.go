@@ -249,7 +249,13 @@ func serve(cmd *cobra.Command, cfg serveConfig) error {
 		return err
 	}
 	mcpHandler := mcp.Handler(mcp.ServicesOf(u), mcp.Options{Version: version(), Logger: log})
-	handler := httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, RateLimit: cfg.rate, RateBurst: cfg.burst,
+	var accessLog io.Writer
+	if set.logs != nil {
+		// log is then a JSON handler on set.logs (newLogger): the access
+		// log writes the same lines there by hand.
+		accessLog = set.logs
+	}
+	handler := httpapi.New(httpapi.ServicesOf(u), httpapi.Options{Logger: log, AccessLog: accessLog, RateLimit: cfg.rate, RateBurst: cfg.burst,
 		TrustedProxies: set.proxies, MetricsAllow: set.scrapers, RateIPv6Prefix: cfg.v6Prefix, DBTimeout: cfg.dbTimeout, DBMaxRequests: cfg.dbMax,
 		Site: pub, Version: version(), MCP: mcpHandler})
 	defer handler.Close()

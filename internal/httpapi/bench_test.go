@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -98,4 +100,33 @@ func BenchmarkScore(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAccessLog is a cached certificate with the access log on, as
+// serve writes it when stderr is not a terminal: through slog's JSON
+// handler, and appended by hand (Options.AccessLog). The sub-benchmarks
+// alternate with -count.
+func BenchmarkAccessLog(b *testing.B) {
+	for _, hand := range []bool{false, true} {
+		name := "slog"
+		if hand {
+			name = "hand"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, _ := benchServer(b)
+			opt := Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+			if hand {
+				opt.AccessLog = io.Discard
+			}
+			s = New(s.svc, opt)
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				s.ServeHTTP(rec, httptest.NewRequest("GET", "/swarmscore/agent-1/certificate", nil))
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
+	}
 }

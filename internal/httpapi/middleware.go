@@ -209,27 +209,21 @@ func (s *Server) outer(next http.Handler) http.Handler {
 			if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 				return
 			}
-			var buf [10]slog.Attr
-			attrs := append(buf[:0],
-				slog.String("request_id", id),
-				slog.String("method", r.Method),
-				slog.String("route", route.name),
-				slog.String("path", r.URL.Path),
-				slog.Int("status", rw.status),
-				slog.Int64("bytes", rw.bytes),
-				slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-				slog.String("client", s.clientOf(rw, r)))
-			if rw.operator != "" {
-				attrs = append(attrs, slog.String("operator", rw.operator))
-			}
+			l := accessLine{requestID: id, method: r.Method, route: route.name, path: r.URL.Path, status: rw.status,
+				bytes: rw.bytes, durationMS: float64(d.Microseconds()) / 1000, client: s.clientOf(rw, r), operator: rw.operator}
 			if rw.rateLimited {
 				ok, held := s.limited.take(s.now())
 				if !ok {
 					return
 				}
-				attrs = append(attrs, slog.Int64("rate_limited_not_logged", held))
+				l.rateLimited, l.heldBack = true, held
 			}
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+			if s.accessLog != nil {
+				s.accessLog.write(time.Now(), &l)
+				return
+			}
+			var buf [10]slog.Attr
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(buf[:0])...)
 		}()
 		next.ServeHTTP(rw, r)
 	})

@@ -154,6 +154,13 @@ type KeyService interface {
 type Options struct {
 	// Logger receives the access log and internal errors; nil discards.
 	Logger *slog.Logger
+	// AccessLog, when set, receives the access log instead of Logger, as
+	// the lines slog.NewJSONHandler(AccessLog, nil) would write for it
+	// (the same fields, in the same order and format), appended by hand:
+	// set it to the writer of Logger's handler when that handler is such
+	// a JSON handler with no attributes or groups added. Logger's level
+	// still decides whether they are written.
+	AccessLog io.Writer
 	// RateLimit is the sustained requests per second allowed per client IP
 	// on the public score routes; 0 disables rate limiting.
 	RateLimit float64
@@ -224,21 +231,22 @@ type Server struct {
 	log *slog.Logger
 	// mux holds the routes and a catch-all; classify holds the routes
 	// only, and says what the catch-all's requests are (a 404, a 405).
-	mux      *http.ServeMux
-	classify *http.ServeMux
-	routes   map[string]bool
-	access   map[string]access // who may call each route, for the OpenAPI test
-	limits   map[string]int64  // each route's body limit, for the OpenAPI test
-	metrics  *metrics
-	limiter  *ipLimiter
-	proxies  []netip.Prefix // Options.TrustedProxies
-	scrapers []netip.Prefix // Options.MetricsAllow
-	cors     map[string]bool
-	now      func() time.Time
-	handler  http.Handler
-	limited  logSampler // the access log of rate-limited requests
-	site     site.Site  // Options.Site
-	card     []byte     // the service's A2A agent card
+	mux       *http.ServeMux
+	classify  *http.ServeMux
+	routes    map[string]bool
+	access    map[string]access // who may call each route, for the OpenAPI test
+	limits    map[string]int64  // each route's body limit, for the OpenAPI test
+	metrics   *metrics
+	limiter   *ipLimiter
+	proxies   []netip.Prefix // Options.TrustedProxies
+	scrapers  []netip.Prefix // Options.MetricsAllow
+	cors      map[string]bool
+	now       func() time.Time
+	handler   http.Handler
+	limited   logSampler     // the access log of rate-limited requests
+	accessLog *jsonAccessLog // Options.AccessLog, nil when not set
+	site      site.Site      // Options.Site
+	card      []byte         // the service's A2A agent card
 
 	// Bounded waits and failures (limits.go).
 	gate          *dbGate
@@ -268,6 +276,9 @@ func New(svc Services, opt Options) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opt.AccessLog != nil {
+		s.accessLog = &jsonAccessLog{w: opt.AccessLog}
 	}
 	if s.now == nil {
 		s.now = time.Now
