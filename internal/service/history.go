@@ -28,6 +28,22 @@ type pastDays struct {
 	newest int64
 	counts [HistoryDays - 1]score.Counts
 	known  [HistoryDays - 1]bool
+	// days are the past days as a history lists them (oldest first), all
+	// of them known: what a profile asked for again on the same day
+	// copies.
+	days []DayScore
+}
+
+// past returns the agent's past days at head, as a history lists them,
+// when all of newest's are remembered. The slice is shared: copy it.
+func (h *historyMemo) past(agentID string, head ledger.Hash, newest int64) ([]DayScore, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.m[agentID]
+	if p == nil || p.head != head || p.newest != newest || p.days == nil {
+		return nil, false
+	}
+	return p.days, true
 }
 
 // load copies into dst, aligned so that dst[i] is day newest−i, the
@@ -51,11 +67,12 @@ func (h *historyMemo) load(agentID string, head ledger.Hash, newest int64, dst *
 	return known
 }
 
-// store remembers a complete set of past days. When the memo is full an
-// arbitrary agent (Go's map order) is forgotten: it costs that agent one
-// recount, and needs no bookkeeping on the read path.
-func (h *historyMemo) store(agentID string, head ledger.Hash, newest int64, counts *[HistoryDays - 1]score.Counts) {
-	p := &pastDays{head: head, newest: newest, counts: *counts}
+// store remembers a complete set of past days, their counts and as a
+// history lists them. When the memo is full an arbitrary agent (Go's map
+// order) is forgotten: it costs that agent one recount, and needs no
+// bookkeeping on the read path.
+func (h *historyMemo) store(agentID string, head ledger.Hash, newest int64, counts *[HistoryDays - 1]score.Counts, days []DayScore) {
+	p := &pastDays{head: head, newest: newest, counts: *counts, days: days}
 	for i := range p.known {
 		p.known[i] = true
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/swarmscore/swarmscore/internal/errkind"
@@ -110,6 +111,12 @@ func (u *Certificates) PublicProfile(ctx context.Context, agentID string, histor
 func (u *Certificates) history(ctx context.Context, info ledger.AgentInfo, now time.Time, current score.Result) ([]DayScore, error) {
 	today := now.Truncate(24 * time.Hour) // the Unix epoch starts a UTC day
 	newest := today.Unix()/secondsPerDay - 1
+	out := make([]DayScore, HistoryDays)
+	out[HistoryDays-1] = DayScore{Day: today, AsOf: now, Result: current}
+	if days, ok := u.histories.past(info.ID, info.ChainHead, newest); ok {
+		copy(out, days)
+		return out, nil
+	}
 	var past [HistoryDays - 1]score.Counts
 	known := u.histories.load(info.ID, info.ChainHead, newest, &past)
 	for i := range past {
@@ -123,9 +130,6 @@ func (u *Certificates) history(ctx context.Context, info ledger.AgentInfo, now t
 		}
 		past[i], known[i] = c, true
 	}
-	u.histories.store(info.ID, info.ChainHead, newest, &past)
-
-	out := make([]DayScore, HistoryDays)
 	for i := range past {
 		r, err := score.Compute(past[i])
 		if err != nil {
@@ -134,7 +138,7 @@ func (u *Certificates) history(ctx context.Context, info ledger.AgentInfo, now t
 		day := today.AddDate(0, 0, -1-i)
 		out[HistoryDays-2-i] = DayScore{Day: day, AsOf: endOfDay(day), Result: r}
 	}
-	out[HistoryDays-1] = DayScore{Day: today, AsOf: now, Result: current}
+	u.histories.store(info.ID, info.ChainHead, newest, &past, slices.Clone(out[:HistoryDays-1]))
 	return out, nil
 }
 
