@@ -226,7 +226,7 @@ var catalogue = []Table{
 			cols(AgentText, "reason"), cols(Plain, "created_at", "updated_at", "seq", "hash"))},
 	{Name: "escrow_hold_steps", Key: []string{"transaction_id", "seq"},
 		Columns: join(cols(Plain, "transaction_id", "seq", "action", "state", "at", "actor", "payout_cents", "fee_cents", "refund_cents"),
-			cols(AgentText, "reason"), cols(Plain, "hash"))},
+			cols(AgentText, "reason"), cols(Plain, "correction_id", "hash"))},
 	// A proof check names a Conduit session by its event id and an
 	// operator: no agent.
 	{Name: "conduit_proofs", Key: []string{"event_id", "seq"},
