@@ -468,7 +468,7 @@ func VerifyHold(h *Hold, steps []HoldStep) error {
 		if (s.Action == HoldCorrect) != (s.Correction != "") {
 			return fmt.Errorf("hold %s: step %d is %s and names correction %q: only a correction's step names one, and it must", h.TransactionID, s.Seq, s.Action, s.Correction)
 		}
-		if !holdMoveAllowed(state, s.Action, s.State) {
+		if !HoldMoveAllowed(state, s.Action, s.State) {
 			if state == "" {
 				return fmt.Errorf("hold %s: step 1 is %s to %s, not hold to held", h.TransactionID, s.Action, s.State)
 			}
@@ -502,9 +502,10 @@ func CheckHoldMoney(h *Hold) error {
 	return nil
 }
 
-// holdMoveAllowed reports whether action a may move a hold from state from
-// ("" before its first step) to state to.
-func holdMoveAllowed(from HoldState, a HoldAction, to HoldState) bool {
+// HoldMoveAllowed reports whether action a may move a hold from state from
+// ("" before its first step) to state to: DecideHold's transitions and
+// CorrectHold's moves.
+func HoldMoveAllowed(from HoldState, a HoldAction, to HoldState) bool {
 	switch {
 	case from == "":
 		return a == HoldCreate && to == HoldHeld
