@@ -285,7 +285,7 @@ func printAuditReport(out io.Writer, r *audit.Report) error {
 		fmt.Fprintf(w, "passport\t%s verified\n", r.PassportID)
 	}
 	if r.Holds > 0 {
-		fmt.Fprintf(w, "holds\t%d escrow holds: chains, money, the passports that priced them, the ledger's reports\n", r.Holds)
+		fmt.Fprintf(w, "holds\t%d checked: chains, money, the passports that priced them, the chain's reports\n", r.Holds)
 	}
 	for _, f := range r.Warnings {
 		fmt.Fprintf(w, "warning\t%s\n", f.Error())

@@ -190,7 +190,7 @@ func TestEscrowHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		if code, out, errOut := run(t, env, "", "audit", "verify", bundleFile); code != 0 || !strings.Contains(out, "every check passed") ||
-			!strings.Contains(out, " 3 escrow holds:") {
+			!strings.Contains(out, "holds     3 checked:") {
 			t.Fatalf("audit verify: %d %s %s", code, out, errOut)
 		}
 		tampered := strings.Replace(bundle, `"score":772,"seq":1`, `"score":900,"seq":1`, 1)
