@@ -461,3 +461,34 @@ func testAuditHolds(t *testing.T, be auditBackend) {
 	}
 	t.Run("tamper", func(t *testing.T) { audittest.Run(t, b, keys) })
 }
+
+// TestAuditHoldErasedBuyer: after the buyer of a hold is erased, the hold
+// names its pseudonym and no longer hashes; the provider's bundle marks its
+// steps sealed, takes their hashes as stated with a warning, and still
+// verifies its price, money and reports.
+func TestAuditHoldErasedBuyer(t *testing.T) {
+	u, _ := newUseCases(t)
+	ctx := t.Context()
+	op := OperatorCaller("op-1")
+	ingest(t, u, conduit("prov", "p", 10, 9, t0))
+	ingest(t, u, conduit("buyer-gone", "b", 1, 1, t0))
+	if _, _, err := u.Holds.CreateHold(ctx, op, HoldInput{TransactionID: "hz-1", ProviderID: "prov", BuyerID: "buyer-gone", AmountCents: 5000, Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Holds.ChangeHold(ctx, op, "hz-1", HoldAction{Action: ledger.HoldRelease}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Rights.EraseAgent(ctx, op, "buyer-gone", ""); err != nil {
+		t.Fatal(err)
+	}
+	b := exportBundle(t, u, "prov", AuditQuery{})
+	if strings.Contains(string(b.AppendJSON(nil)), "buyer-gone") || len(b.Holds) != 1 || b.Holds[0].Steps[0].SealedBy == "" {
+		t.Fatalf("the bundle after the buyer's erasure: %d holds", len(b.Holds))
+	}
+	r := audit.Verify(b, auditKeys(t))
+	if !r.Valid || r.Holds != 1 || !slices.ContainsFunc(r.Warnings, func(f audit.Finding) bool {
+		return f.Code == audit.WarnSealed && strings.Contains(f.Message, "hold steps")
+	}) {
+		t.Fatalf("%+v %v", r.Warnings, r.Discrepancy)
+	}
+}
