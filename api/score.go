@@ -96,8 +96,12 @@ type RankedAgent struct {
 	EscrowModifier score.Modifier `json:"escrow_modifier"`
 	ConduitTotal   int64          `json:"conduit_sessions_90d"`
 	AP2Total       int64          `json:"ap2_sessions_90d"`
-	ComputedAt     time.Time      `json:"computed_at"`
-	ExpiresAt      time.Time      `json:"expires_at"`
+	// The points each dimension contributes to Score (§3.4), what
+	// ?sort=conduit and ?sort=ap2 order by.
+	ConduitContribution int       `json:"conduit_contribution"`
+	AP2Contribution     int       `json:"ap2_contribution"`
+	ComputedAt          time.Time `json:"computed_at"`
+	ExpiresAt           time.Time `json:"expires_at"`
 }
 
 // AgentsPage is one page of the ranking, highest score first; NextCursor

@@ -438,8 +438,11 @@ func (c *Client) Escrow(ctx context.Context, agentID string, amountCents int64) 
 type AgentsQuery struct {
 	Tier     string // lowest tier wanted: NONE, STANDARD or ELITE
 	MinScore int
-	Limit    int
-	Cursor   string // NextCursor of the previous page
+	// Sort is the order: "score" (the default when empty), "conduit",
+	// "ap2" or "escrow"; a Cursor must come from a page of the same Sort.
+	Sort   string
+	Limit  int
+	Cursor string // NextCursor of the previous page
 }
 
 // RankedAgent is one entry of the ranking (api.RankedAgent).
@@ -449,8 +452,8 @@ type RankedAgent = api.RankedAgent
 // page (api.AgentsPage).
 type AgentsPage = api.AgentsPage
 
-// Agents lists agents by current score, highest first (GET
-// /swarmscore/agents) with the operator token.
+// Agents lists agents by current score (or q.Sort's key), highest first
+// (GET /swarmscore/agents) with the operator token.
 func (c *Client) Agents(ctx context.Context, q AgentsQuery) (*AgentsPage, error) {
 	v := url.Values{}
 	if q.Tier != "" {
@@ -458,6 +461,9 @@ func (c *Client) Agents(ctx context.Context, q AgentsQuery) (*AgentsPage, error)
 	}
 	if q.MinScore != 0 {
 		v.Set("min_score", strconv.Itoa(q.MinScore))
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

@@ -464,18 +464,20 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	resp := api.AgentsPage{Agents: make([]api.RankedAgent, 0, len(page.Agents))}
 	for _, e := range page.Agents {
 		resp.Agents = append(resp.Agents, api.RankedAgent{
-			AgentID:        e.AgentID,
-			Score:          e.Result.Score,
-			Tier:           e.Result.Tier,
-			EscrowModifier: e.Result.Escrow,
-			ConduitTotal:   e.Result.Counts.ConduitTotal,
-			AP2Total:       e.Result.Counts.AP2Total,
-			ComputedAt:     wire.Seconds(e.ComputedAt),
-			ExpiresAt:      wire.Seconds(e.ExpiresAt),
+			AgentID:             e.AgentID,
+			Score:               e.Result.Score,
+			Tier:                e.Result.Tier,
+			EscrowModifier:      e.Result.Escrow,
+			ConduitTotal:        e.Result.Counts.ConduitTotal,
+			AP2Total:            e.Result.Counts.AP2Total,
+			ConduitContribution: e.Result.ConduitContribution,
+			AP2Contribution:     e.Result.AP2Contribution,
+			ComputedAt:          wire.Seconds(e.ComputedAt),
+			ExpiresAt:           wire.Seconds(e.ExpiresAt),
 		})
 	}
 	if page.Next != nil {
-		c := encodeCursor(*page.Next)
+		c := encodeCursor(*page.Next, q.By)
 		resp.NextCursor = &c
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -508,31 +510,56 @@ func rankingQuery(v url.Values) (service.RankingQuery, error) {
 				return q, errorf(ptInvalid, "query parameter limit: %q is not an integer in 1..1000", val)
 			}
 			q.Limit = n
-		case "cursor":
-			c, err := decodeCursor(val)
-			if err != nil {
-				return q, err
+		case "sort":
+			by, ok := rankSorts[val]
+			if !ok {
+				return q, errorf(ptInvalid, "query parameter sort: %q is not score, conduit, ap2 or escrow", val)
 			}
-			q.After = &c
+			q.By = by
+		case "cursor":
+			// Decoded below, once sort is known: a cursor names its order.
 		default:
-			return q, errorf(ptInvalid, "unknown query parameter %q (known: tier, min_score, limit, cursor)", k)
+			return q, errorf(ptInvalid, "unknown query parameter %q (known: tier, min_score, sort, limit, cursor)", k)
 		}
+	}
+	if c := v.Get("cursor"); c != "" {
+		after, err := decodeCursor(c, q.By)
+		if err != nil {
+			return q, err
+		}
+		q.After = &after
 	}
 	return q, nil
 }
 
-// Cursors are opaque to clients: base64url of "score:agent_id".
-func encodeCursor(c ledger.Cursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(c.Score) + ":" + c.AgentID))
+// rankSorts are the ranking's orders, ?sort=: the score, or one
+// dimension's contribution to it (§3.4), highest first. escrow is the
+// score's order, lowest hold first: the share held falls as the score
+// rises (§3.6; docs/ERRATA.md E71, as the leaderboard page does).
+var rankSorts = map[string]ledger.RankBy{"score": ledger.RankScore, "escrow": ledger.RankScore,
+	"conduit": ledger.RankConduit, "ap2": ledger.RankAP2}
+
+// cursorPrefix marks a cursor of an order other than the score's, so that
+// a cursor is never read under another order than the one that made it;
+// a score cursor has none, as before sort existed.
+var cursorPrefix = map[ledger.RankBy]string{ledger.RankConduit: "conduit:", ledger.RankAP2: "ap2:"}
+
+// Cursors are opaque to clients: base64url of "[order:]key:agent_id".
+func encodeCursor(c ledger.Cursor, by ledger.RankBy) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix[by] + strconv.Itoa(c.Score) + ":" + c.AgentID))
 }
 
-func decodeCursor(s string) (ledger.Cursor, error) {
-	bad := errorf(ptInvalid, "query parameter cursor is not a next_cursor this server returned")
+func decodeCursor(s string, by ledger.RankBy) (ledger.Cursor, error) {
+	bad := errorf(ptInvalid, "query parameter cursor is not a next_cursor this server returned for this sort")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return ledger.Cursor{}, bad
 	}
-	sc, id, ok := strings.Cut(string(b), ":")
+	rest, ok := strings.CutPrefix(string(b), cursorPrefix[by])
+	if !ok {
+		return ledger.Cursor{}, bad
+	}
+	sc, id, ok := strings.Cut(rest, ":")
 	n, err := strconv.Atoi(sc)
 	if !ok || err != nil || n < 0 || n > score.MaxScore || !ledger.ValidID(id) {
 		return ledger.Cursor{}, bad

@@ -200,6 +200,8 @@ func (f *fake) KeyHistory(ctx context.Context) passport.KeyHistory {
 	defer f.mu.Unlock()
 	return f.keyHistory
 }
+// Backlog is the one WebhookService method a scrape of /metrics calls.
+func (f *fake) Backlog(context.Context) (int64, error) { return 0, nil }
 func (f *fake) KeyringStats() service.KeyringStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -719,6 +721,35 @@ func TestAgents(t *testing.T) {
 	h.do("GET", "/swarmscore/agents?cursor="+cursor, nil, authHdr()...).ok(t)
 	if q := h.f.gotQuery; q.After == nil || *q.After != (ledger.Cursor{Score: 760, AgentID: "agent-1"}) || q.Limit != 50 {
 		t.Fatalf("cursor round trip: %+v", q)
+	}
+	if a["conduit_contribution"] != float64(e.Result.ConduitContribution) || a["ap2_contribution"] != float64(e.Result.AP2Contribution) ||
+		e.Result.ConduitContribution+e.Result.AP2Contribution != 760 {
+		t.Errorf("contributions %v", a)
+	}
+	// Another order: its cursors carry it, and a cursor of one order is
+	// refused under another.
+	h.f.page.Next = &ledger.Cursor{Score: 456, AgentID: "agent-1"}
+	m = h.do("GET", "/swarmscore/agents?sort=ap2", nil, authHdr()...).ok(t)
+	if q := h.f.gotQuery; q.By != ledger.RankAP2 {
+		t.Fatalf("sort=ap2: query %+v", q)
+	}
+	ap2Cursor, _ := m["next_cursor"].(string)
+	h.do("GET", "/swarmscore/agents?cursor="+ap2Cursor+"&sort=ap2", nil, authHdr()...).ok(t)
+	if q := h.f.gotQuery; q.By != ledger.RankAP2 || q.After == nil || *q.After != (ledger.Cursor{Score: 456, AgentID: "agent-1"}) {
+		t.Fatalf("ap2 cursor round trip: %+v", q)
+	}
+	h.do("GET", "/swarmscore/agents?sort=escrow", nil, authHdr()...).ok(t)
+	if q := h.f.gotQuery; q.By != ledger.RankScore {
+		t.Fatalf("sort=escrow: query %+v", q)
+	}
+	calls := h.f.calls
+	for _, q := range []string{"cursor=" + ap2Cursor, "sort=conduit&cursor=" + ap2Cursor, "sort=ap2&cursor=" + cursor} {
+		if p := h.do("GET", "/swarmscore/agents?"+q, nil, authHdr()...).problem(t, "invalid-request", 400); !strings.Contains(p.Detail, "cursor") {
+			t.Errorf("%s: detail %q", q, p.Detail)
+		}
+	}
+	if h.f.calls != calls {
+		t.Errorf("a cursor of another order reached the service")
 	}
 	h.f.page = service.RankingPage{}
 	m = h.do("GET", "/swarmscore/agents", nil, authHdr()...).ok(t)

@@ -3,12 +3,15 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swarmscore/swarmscore/api"
 	authz "github.com/swarmscore/swarmscore/internal/auth"
+	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/webhook"
 )
 
@@ -50,6 +53,25 @@ func TestWebhookRoutes(t *testing.T) {
 	}
 	if r := h.do("GET", "/swarmscore/webhooks/"+created.ID, nil, bearer(op.Secret)...); !strings.Contains(string(r.body), created.ID) {
 		t.Errorf("GET one: %s", r.body)
+	}
+	// The backlog gauge: nothing pending, then the score.changed of an
+	// agent whose first certificate is computed after the registration.
+	if m := string(h.do("GET", "/metrics", nil).body); !strings.Contains(m, "swarmscore_webhook_backlog 0\n") {
+		t.Errorf("metrics before any message: no swarmscore_webhook_backlog 0")
+	}
+	var evs []ledger.Event
+	for i := range 12 {
+		evs = append(evs, ledger.Event{Type: ledger.AP2Transaction, ID: fmt.Sprintf("agent-9-t%d", i), AgentID: "agent-9",
+			BuyerID: "buyer-x", Status: ledger.Settled, EscrowAmountCents: 1000, StartedAt: now.Add(-3 * time.Hour), EndedAt: now.Add(-2 * time.Hour)})
+	}
+	if _, err := h.u.Ingest.Ingest(ctx, "acme", evs); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.do("GET", "/swarmscore/agent-9/certificate", nil); r.code != 200 {
+		t.Fatalf("certificate: %d %s", r.code, r.body)
+	}
+	if m := string(h.do("GET", "/metrics", nil).body); !strings.Contains(m, "swarmscore_webhook_backlog 1\n") {
+		t.Errorf("metrics after a score change: no swarmscore_webhook_backlog 1")
 	}
 	for _, c := range []struct{ body, code string }{
 		{`{"url":"http://hooks.example.com/x","events":["score.changed"]}`, webhook.CodeInvalidURL},

@@ -29,6 +29,8 @@ type WebhookStore interface {
 	// endpoint's too), newest first, at most limit, each with its attempts.
 	// Errors: ErrNotFound for an id never used; ErrUnavailable.
 	WebhookDeliveries(ctx context.Context, endpointID string, limit int) ([]webhook.Message, error)
+	// WebhookBacklog counts the pending messages. Errors: ErrUnavailable.
+	WebhookBacklog(ctx context.Context) (int64, error)
 }
 
 // WebhookOutbox is what a dispatcher delivers from. Several dispatchers,
@@ -48,7 +50,7 @@ type WebhookOutbox interface {
 	// claim). Errors: ErrInvalid for a state other than pending,
 	// delivered or failed; ErrUnavailable.
 	RecordWebhookAttempt(ctx context.Context, r webhook.Result) (recorded bool, err error)
-	// WebhookBacklog counts the pending messages.
+	// WebhookBacklog counts the pending messages. Errors: ErrUnavailable.
 	WebhookBacklog(ctx context.Context) (int64, error)
 }
 

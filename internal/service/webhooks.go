@@ -28,6 +28,13 @@ type Webhooks struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
+// Backlog counts the outbox's messages still pending delivery (not yet
+// delivered, failed for good or cancelled): what a dispatcher that keeps
+// up holds near zero. Errors: ErrUnavailable.
+func (u *Webhooks) Backlog(ctx context.Context) (int64, error) {
+	return u.store.WebhookBacklog(ctx)
+}
+
 // AddWebhook registers an endpoint for url and events for the operator
 // acting (by), with a new secret (to show once: Endpoint.Secret.Reveal),
 // and records it in the action log. The
