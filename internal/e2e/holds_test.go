@@ -171,7 +171,7 @@ func TestEscrowHolds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g, err := op.GetHold(ctx, "tx-h1"); err != nil || g.State != "refunded" || g.RefundCents != g.HoldCents || g.PayoutCents != 0 || g.FeeCents != 0 || g.Seq != 3 {
+		if g, err := op.GetHold(ctx, "tx-h1"); err != nil || g.State != "refunded" || g.RefundCents != g.HoldCents || g.PayoutCents != 0 || g.FeeCents != 0 || g.Seq != 3 || g.CorrectionID != cb.ID {
 			t.Fatalf("the charged-back hold: %+v %v", g, err)
 		}
 		if code, out, errOut := run(t, env, "", "escrow", "reconcile", "--db", dsn); code != 0 {

@@ -120,10 +120,14 @@ type Hold struct {
 	PayoutCents int64
 	FeeCents    int64
 	RefundCents int64
-	// Reason is the last dispute's or resolution's reason.
-	Reason    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// Reason is the last dispute's, resolution's or correction's reason.
+	Reason string
+	// CorrectionID is the last correction of the hold's transaction that
+	// reached it (CorrectHold), "" for none: the mark that the ledger's
+	// record of the transaction was corrected after the hold priced it.
+	CorrectionID string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 	// Seq is the number of steps and Hash the last one's hash: the head
 	// of the hold's chain.
 	Seq  int64
@@ -485,8 +489,21 @@ func VerifyHold(h *Hold, steps []HoldStep) error {
 		return fmt.Errorf("hold %s: its head (step %d) is not its last step (%d)", h.TransactionID, h.Seq, last.Seq)
 	case h.State != last.State || h.PayoutCents != last.PayoutCents || h.FeeCents != last.FeeCents || h.RefundCents != last.RefundCents || h.Reason != last.Reason:
 		return fmt.Errorf("hold %s: its state or money differs from its last step's", h.TransactionID)
+	case h.CorrectionID != lastCorrection(steps):
+		return fmt.Errorf("hold %s: it says correction %q reached it last; its steps say %q", h.TransactionID, h.CorrectionID, lastCorrection(steps))
 	}
 	return CheckHoldMoney(h)
+}
+
+// lastCorrection is the correction the last correction's step names, "" for
+// none.
+func lastCorrection(steps []HoldStep) string {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Correction != "" {
+			return steps[i].Correction
+		}
+	}
+	return ""
 }
 
 // CheckHoldMoney checks that a hold's money adds up: ReleasedCents =

@@ -67,7 +67,8 @@ func correctionMoveAllowed(from, to HoldState) bool {
 // CorrectHold returns the change correction c makes to hold cur, the hold
 // of the ap2_transaction c corrects: a HoldCorrect step by the correction's
 // author at its time, naming it, with the state and money CorrectedHold
-// gives (the reason is the correction's). The change has no Event: the
+// gives; the hold's reason becomes the correction's and its CorrectionID
+// the correction's id. The change has no Event: the
 // correction's own records are the ledger's. Errors: ErrInvalid when c is
 // not a correction of cur's transaction.
 func CorrectHold(cur *Hold, c *Correction) (HoldChange, error) {
@@ -76,7 +77,7 @@ func CorrectHold(cur *Hold, c *Correction) (HoldChange, error) {
 	}
 	at := c.At.UTC().Truncate(time.Microsecond)
 	h := *cur
-	h.UpdatedAt, h.Reason = at, c.Reason
+	h.UpdatedAt, h.Reason, h.CorrectionID = at, c.Reason, c.ID
 	if state, payout, fee, refund, changed := CorrectedHold(cur.State, cur.HoldCents, c.Action, c.ToStatus); changed {
 		h.State, h.PayoutCents, h.FeeCents, h.RefundCents = state, payout, fee, refund
 	}

@@ -88,12 +88,19 @@ func TestCorrectHold(t *testing.T) {
 		if got := (money{n.State, n.PayoutCents, n.FeeCents, n.RefundCents}); got != tc.want {
 			t.Errorf("%s %s %s: %+v, want %+v", tc.from, tc.action, tc.to, got, tc.want)
 		}
-		if ch.Event != nil || ch.Step.Action != HoldCorrect || ch.Step.Correction != c.ID || ch.Step.Actor != "op-2" || n.ProviderID != "prov" || n.Reason != "chargeback" {
+		if ch.Event != nil || ch.Step.Action != HoldCorrect || ch.Step.Correction != c.ID || ch.Step.Actor != "op-2" || n.ProviderID != "prov" || n.Reason != "chargeback" ||
+			n.CorrectionID != c.ID {
 			t.Errorf("%s %s %s: step %+v", tc.from, tc.action, tc.to, ch.Step)
 		}
 		all := append(steps, ch.Step)
 		if err := VerifyHold(&n, all); err != nil {
 			t.Errorf("%s %s %s: %v", tc.from, tc.action, tc.to, err)
+		}
+		// The hold's mark is its last correction's.
+		unmarked := n
+		unmarked.CorrectionID = ""
+		if VerifyHold(&unmarked, all) == nil {
+			t.Errorf("%s %s %s: a hold without its correction's mark verifies", tc.from, tc.action, tc.to)
 		}
 		// The step names its correction: another id breaks the link, and
 		// an ordinary step may name none.

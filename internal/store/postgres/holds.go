@@ -22,7 +22,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 	var hash []byte
 	if err := scan(&h.TransactionID, &h.ProviderID, &h.BuyerID, &h.Operator, &h.AmountCents, &h.Currency, &score_, &tier, &bp,
 		&h.PassportID, &h.KID, &h.HoldCents, &h.ReleasedCents, &state, &h.PayoutCents, &h.FeeCents, &h.RefundCents, &h.Reason,
-		&h.CreatedAt, &h.UpdatedAt, &seq, &hash); err != nil {
+		&h.CreatedAt, &h.UpdatedAt, &seq, &hash, &h.CorrectionID); err != nil {
 		return h, err
 	}
 	t, err := score.ParseTier(tier)
@@ -111,13 +111,14 @@ func saveHold(ctx context.Context, tx pgx.Tx, cur *ledger.Hold, ch *ledger.HoldC
 	n := &ch.Hold
 	var err error
 	if ch.Created {
-		_, err = tx.Exec(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+		_, err = tx.Exec(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 			n.TransactionID, n.ProviderID, n.BuyerID, n.Operator, n.AmountCents, n.Currency, n.Score, n.Tier.String(), n.Modifier.BasisPoints(),
 			n.PassportID, n.KID, n.HoldCents, n.ReleasedCents, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason,
-			n.CreatedAt, n.UpdatedAt, n.Seq, n.Hash[:])
+			n.CreatedAt, n.UpdatedAt, n.Seq, n.Hash[:], n.CorrectionID)
 	} else {
-		_, err = tx.Exec(ctx, `UPDATE escrow_holds SET state = $1, payout_cents = $2, fee_cents = $3, refund_cents = $4, reason = $5, updated_at = $6, seq = $7, hash = $8
-		  WHERE transaction_id = $9`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, n.UpdatedAt, n.Seq, n.Hash[:], n.TransactionID)
+		_, err = tx.Exec(ctx, `UPDATE escrow_holds SET state = $1, payout_cents = $2, fee_cents = $3, refund_cents = $4, reason = $5, updated_at = $6, seq = $7, hash = $8,
+		  correction_id = $9 WHERE transaction_id = $10`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, n.UpdatedAt, n.Seq, n.Hash[:],
+			n.CorrectionID, n.TransactionID)
 	}
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 	var hash []byte
 	if err := scan(&h.TransactionID, &h.ProviderID, &h.BuyerID, &h.Operator, &h.AmountCents, &h.Currency, &h.Score, &tier, &bp,
 		&h.PassportID, &h.KID, &h.HoldCents, &h.ReleasedCents, &state, &h.PayoutCents, &h.FeeCents, &h.RefundCents, &h.Reason,
-		&created, &updated, &h.Seq, &hash); err != nil {
+		&created, &updated, &h.Seq, &hash, &h.CorrectionID); err != nil {
 		return h, err
 	}
 	t, err := score.ParseTier(tier)
@@ -98,13 +98,14 @@ func saveHold(ctx context.Context, tx *sql.Tx, cur *ledger.Hold, ch *ledger.Hold
 	n := &ch.Hold
 	var err error
 	if ch.Created {
-		_, err = tx.ExecContext(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			n.TransactionID, n.ProviderID, n.BuyerID, n.Operator, n.AmountCents, n.Currency, n.Score, n.Tier.String(), n.Modifier.BasisPoints(),
 			n.PassportID, n.KID, n.HoldCents, n.ReleasedCents, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason,
-			micros(n.CreatedAt), micros(n.UpdatedAt), n.Seq, n.Hash[:])
+			micros(n.CreatedAt), micros(n.UpdatedAt), n.Seq, n.Hash[:], n.CorrectionID)
 	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE escrow_holds SET state = ?, payout_cents = ?, fee_cents = ?, refund_cents = ?, reason = ?, updated_at = ?, seq = ?, hash = ?
-		  WHERE transaction_id = ?`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, micros(n.UpdatedAt), n.Seq, n.Hash[:], n.TransactionID)
+		_, err = tx.ExecContext(ctx, `UPDATE escrow_holds SET state = ?, payout_cents = ?, fee_cents = ?, refund_cents = ?, reason = ?, updated_at = ?, seq = ?, hash = ?,
+		  correction_id = ? WHERE transaction_id = ?`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, micros(n.UpdatedAt), n.Seq, n.Hash[:],
+			n.CorrectionID, n.TransactionID)
 	}
 	if err != nil {
 		return dbErr("save hold", err)

@@ -268,7 +268,7 @@ func testHoldCorrections(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 		if got.State != tc.state || got.PayoutCents != tc.payout || got.FeeCents != tc.fee || got.RefundCents != tc.refund || got.Seq != 3 ||
-			got.ProviderID != "prov" || !got.UpdatedAt.Equal(tc.cor.At) {
+			got.ProviderID != "prov" || !got.UpdatedAt.Equal(tc.cor.At) || got.CorrectionID != tc.cor.ID {
 			t.Errorf("%s after %s: %+v", tc.id, tc.cor.Action, got)
 		}
 		steps, err := s.HoldSteps(ctx(t), tc.id)
@@ -298,7 +298,7 @@ func testHoldCorrections(t *testing.T, h Harness) {
 		t.Fatalf("%d hold.updated messages after the corrections, want 3", len(ms)-before)
 	}
 	if p := string(ms[before].Payload); !strings.Contains(p, `"transaction_id":"tx-c1"`) || !strings.Contains(p, `"state":"refunded"`) ||
-		!strings.Contains(p, `"previous_state":"released"`) || !ms[before].CreatedAt.Equal(c1.At) {
+		!strings.Contains(p, `"previous_state":"released"`) || !strings.Contains(p, `"correction_id":"`+c1.ID+`"`) || !ms[before].CreatedAt.Equal(c1.At) {
 		t.Errorf("chargeback message %s at %s", p, ms[before].CreatedAt)
 	}
 	// The same correction again is a no-op: no step, no message.
