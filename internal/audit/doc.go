@@ -86,8 +86,10 @@
 // operators, reasons): a step with a withheld member has its hash taken
 // as stated, and everything else above is still checked, commitments
 // comparing equal to the chain's. A hold naming an erased agent by its
-// pseudonym has its steps marked sealed and their hashes taken as stated
-// (docs/ERRATA.md E58). A bundle without holds has neither member, and
+// pseudonym has its steps marked sealed by the erasure, whose record must
+// be in the bundle, and their hashes taken as stated (docs/ERRATA.md E58);
+// an erased provider's passports were revoked with their documents, so its
+// holds' price is checked against their own score only. A bundle without holds has neither member, and
 // reads as before; one with holds is refused whole, not verified without
 // them, by a verifier that predates them (Parse refuses unknown members).
 //

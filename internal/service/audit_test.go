@@ -492,3 +492,33 @@ func TestAuditHoldErasedBuyer(t *testing.T) {
 		t.Fatalf("%+v %v", r.Warnings, r.Discrepancy)
 	}
 }
+
+// TestAuditHoldErasedProvider: the bundle of an erased provider's
+// pseudonym holds its hold, sealed; the erasure revoked the passport that
+// priced it, so its price is checked against its own score, and the
+// bundle verifies.
+func TestAuditHoldErasedProvider(t *testing.T) {
+	u, _ := newUseCases(t)
+	ctx := t.Context()
+	op := OperatorCaller("op-1")
+	ingest(t, u, conduit("prov-gone", "p", 10, 9, t0))
+	if _, _, err := u.Holds.CreateHold(ctx, op, HoldInput{TransactionID: "hz-2", ProviderID: "prov-gone", BuyerID: "buyer-1", AmountCents: 5000, Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := u.Rights.EraseAgent(ctx, op, "prov-gone", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := exportBundle(t, u, e.Pseudonym, AuditQuery{})
+	if len(b.Holds) != 1 || len(b.HoldPassports) != 0 {
+		t.Fatalf("%d holds, %d passports", len(b.Holds), len(b.HoldPassports))
+	}
+	if r := audit.Verify(b, auditKeys(t)); !r.Valid || r.Holds != 1 {
+		t.Fatalf("%+v", r.Discrepancy)
+	}
+	// A step marked sealed by an erasure the bundle does not show fails.
+	b.Holds[0].Steps[0].SealedBy = "era-nowhere"
+	if r := audit.Verify(b, auditKeys(t)); r.Valid || r.Discrepancy.Code != audit.CodeHoldChain {
+		t.Fatalf("a false seal: %+v", r.Discrepancy)
+	}
+}
