@@ -500,7 +500,7 @@ func (p *Pages) baseURL(r *http.Request) string {
 
 // badgeVersion changes when the badge's drawing does, so that a cached
 // badge of an unchanged certificate is not served across the change.
-const badgeVersion = "2"
+const badgeVersion = "3"
 
 // badgeLabel is the badge's left half unless ?label= says otherwise;
 // maxBadgeLabel bounds what it may say, in characters.
@@ -555,6 +555,11 @@ func cleanLabel(s string) string {
 // never shows an old score as if it were current.
 func badgeFace(prof service.Profile, now time.Time) (message, color string, stale bool) {
 	message = strconv.Itoa(prof.Result.Score) + " " + prof.Result.Tier.String()
+	if prof.Result.Tier == score.TierNone && !newVolume(prof.Result).Enough {
+		// Below STANDARD's volume a score says little (E70): a badge of
+		// "4 NONE" would read as a verdict on an agent that has none yet.
+		message = "new agent"
+	}
 	if !prof.Valid || !now.Before(prof.Certificate.ExpiresAt) {
 		return message + " (stale)", staleColor, true
 	}

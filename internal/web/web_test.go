@@ -435,7 +435,7 @@ func TestBadge(t *testing.T) {
 		t.Fatal("the badge has no Cache-Control")
 	}
 	etag := r.header.Get("ETag")
-	if !strings.HasPrefix(etag, `"badge2-`) || !strings.Contains(etag, strings.Trim(cert.header.Get("ETag"), `"`)) {
+	if !strings.HasPrefix(etag, `"badge`+badgeVersion+"-") || !strings.Contains(etag, strings.Trim(cert.header.Get("ETag"), `"`)) {
 		t.Fatalf("ETag %q, certificate's %q", etag, cert.header.Get("ETag"))
 	}
 	if nm := s.get("/badge/agent-7.svg", "If-None-Match", etag); nm.code != http.StatusNotModified || nm.body != "" {
@@ -525,6 +525,31 @@ func TestBadgeStale(t *testing.T) {
 	prof.Valid = false
 	if _, _, stale := badgeFace(prof, testNow); !stale {
 		t.Fatal("a passport that does not verify is not stale")
+	}
+}
+
+// NONE is two things (E70): a badge says "new agent" below STANDARD's
+// volume, and the score and tier once the agent has it.
+func TestBadgeNewAgent(t *testing.T) {
+	compute := func(c score.Counts) score.Result {
+		r, err := score.Compute(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	prof := service.Profile{Valid: true, Certificate: service.Certificate{ExpiresAt: testNow.Add(time.Hour)},
+		Result: compute(score.Counts{ConduitTotal: 2, ConduitSuccess: 1, AP2Total: 1, AP2Success: 1})}
+	if m, c, _ := badgeFace(prof, testNow); m != "new agent" || c != tierColor(score.TierNone) {
+		t.Errorf("new: %q %q", m, c)
+	}
+	if m, _, _ := badgeFace(prof, testNow.Add(time.Hour)); m != "new agent (stale)" {
+		t.Errorf("new, expired: %q", m)
+	}
+	prof.Result = compute(score.Counts{ConduitTotal: 50, ConduitSuccess: 10, AP2Total: 25, AP2Success: 5})
+	want := fmt.Sprint(prof.Result.Score) + " NONE"
+	if m, _, _ := badgeFace(prof, testNow); m != want || prof.Result.Tier != score.TierNone {
+		t.Errorf("low: %q, want %q", m, want)
 	}
 }
 
