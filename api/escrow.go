@@ -44,10 +44,13 @@ type Hold struct {
 	FeeCents       int64          `json:"fee_cents"`
 	RefundCents    int64          `json:"refund_cents"`
 	Reason         string         `json:"reason"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-	Seq            int64          `json:"seq"`
-	Hash           string         `json:"hash"`
+	// CorrectionID is the last correction of the transaction that reached
+	// the hold (absent for none; ERRATA E65–E66).
+	CorrectionID string    `json:"correction_id,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	Seq          int64     `json:"seq"`
+	Hash         string    `json:"hash"`
 }
 
 // HoldList is GET /swarmscore/escrow/holds: the holds, oldest first.

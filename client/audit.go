@@ -47,8 +47,9 @@ func (c *Client) Audit(ctx context.Context, agentID string, q AuditQuery) ([]byt
 // Ed25519 keys check the passport, the checkpoint and the log checkpoint
 // note: every chain link, the checkpoint's inclusion proofs, the head
 // record's inclusion in the transparency log, the rules of every report
-// and correction, the account of every event, the counts, the score and
-// the passport (docs/FORMATS.md, "Audit bundles"). Problems are in the
+// and correction, the account of every event, the counts, the score, the
+// passport, and the agent's escrow holds with the passports that priced
+// them (docs/FORMATS.md, "Audit bundles"). Problems are in the
 // report; only a key set that cannot be read is an error (matching
 // passport.ErrInvalid's kind, errkind.ErrInvalid).
 func VerifyBundle(bundle, keySet []byte) (*AuditReport, error) {

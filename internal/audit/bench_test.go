@@ -119,3 +119,55 @@ func BenchmarkParse10000(b *testing.B) {
 		}
 	}
 }
+
+// holdBundles are the bundle of an agent with n escrow holds, each placed
+// and released (two steps, its HELD and SETTLED reports in the chain),
+// priced by one passport, and the same bundle without its holds: the
+// difference is what checking the holds costs.
+func holdBundles(tb testing.TB, n int) (with, without []byte) {
+	m := audittest.NewLedger()
+	m.Ingest(tb, "op-1", audittest.Conduit("c-0", "a", ledger.Verified, audittest.AsOf.Add(-72*time.Hour)))
+	priced := m.SignPassport(tb, "a", audittest.AsOf.Add(-48*time.Hour))
+	for i := range n {
+		at := audittest.AsOf.Add(-47*time.Hour + time.Duration(i)*time.Second)
+		m.Hold(tb, priced, ledger.HoldRequest{Action: ledger.HoldCreate, TransactionID: fmt.Sprintf("h-%d", i), ProviderID: "a",
+			BuyerID: fmt.Sprintf("buyer-%d", i%97), AmountCents: int64(1000 + i), Currency: ledger.HoldCurrency, At: at},
+			ledger.HoldRequest{Action: ledger.HoldRelease, FeeBPS: 250, At: at.Add(time.Hour)})
+	}
+	leaves := m.Leaves()
+	src := m.Source("a", audittest.AsOf, m.SignPassport(tb, "a", audittest.AsOf), audittest.SignCheckpoint(tb, 1, audittest.AsOf, leaves), leaves)
+	b, err := audit.Build(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if r := audit.Verify(b, audittest.Keys(tb)); !r.Valid || r.Holds != n {
+		tb.Fatalf("%+v", r.Discrepancy)
+	}
+	with = b.AppendJSON(nil)
+	b.Holds, b.HoldPassports = nil, nil
+	return with, b.AppendJSON(nil)
+}
+
+// BenchmarkVerifyHolds1000 is `audit verify` of an agent with 1,000 holds
+// (and their 2,000 reports); BenchmarkVerifyHolds1000Without the same
+// bundle with the holds left out.
+func BenchmarkVerifyHolds1000(b *testing.B) {
+	with, _ := holdBundles(b, 1000)
+	benchVerify(b, with)
+}
+
+func BenchmarkVerifyHolds1000Without(b *testing.B) {
+	_, without := holdBundles(b, 1000)
+	benchVerify(b, without)
+}
+
+func benchVerify(b *testing.B, doc []byte) {
+	keys := audittest.Keys(b)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := audit.VerifyDocument(doc, keys); !r.Valid {
+			b.Fatal(r.Discrepancy)
+		}
+	}
+}

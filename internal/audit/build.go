@@ -39,6 +39,14 @@ type Source struct {
 	// Sealers are the chains (CheckpointStore.Chain) of the pseudonyms
 	// SealerAgents names, by pseudonym.
 	Sealers map[string][]ledger.ChainRow
+	// Holds are the agent's escrow holds as provider, oldest first, with
+	// their steps, and HoldPassports the documents of the passports that
+	// priced them, by agent_passport_id (PassportStore). Read them after
+	// the agent's head and before Chain, so that the chain holds every
+	// report a hold step made. Erasures are needed when a hold names an
+	// erased agent.
+	Holds         []HoldRows
+	HoldPassports map[string][]byte
 }
 
 // NeedsErasures reports whether chains hold an erasure's record or a
@@ -180,6 +188,9 @@ func Build(src Source) (*Bundle, error) {
 	}
 	if err := b.prove(src.Leaves); err != nil {
 		return nil, err
+	}
+	if err := b.buildHolds(src); err != nil {
+		return nil, fmt.Errorf("%w: the stored holds: %v", errkind.ErrConflict, err)
 	}
 	events, _, err := b.Account()
 	if err != nil {

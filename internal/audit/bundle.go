@@ -57,6 +57,11 @@ type Bundle struct {
 	// Chains (Record.SealedBy), by erasure id, sorted; each erasure's
 	// record is in Chains and commits to them.
 	Sealings []Sealing
+	// Holds are the escrow holds whose provider is the agent and whose
+	// transaction its chain reports, oldest first, and HoldPassports the
+	// documents of the passports that priced them, each once (hold.go).
+	Holds         []Hold
+	HoldPassports [][]byte
 	// Log proves the audited agent's head record to be in the exporter's
 	// transparency log, against a signed checkpoint note; nil when the
 	// exporter signs no notes (an HMAC key) or the record is not in the
@@ -285,13 +290,14 @@ type Category string
 const (
 	// Buyers: buyer_id of every report.
 	Buyers Category = "buyers"
-	// Operators: the operator of every report and the author (by) of
-	// every correction.
+	// Operators: the operator of every report, the author (by) of every
+	// correction and the actor of every hold step.
 	Operators Category = "operators"
 	// Agents: every agent id other than the audited agent's: the other
 	// party of a re-attribution and the agent of another chain.
 	Agents Category = "agents"
-	// Reasons: the free text of corrections, which may name people.
+	// Reasons: the free text of corrections and holds, which may name
+	// people.
 	Reasons Category = "reasons"
 )
 
@@ -326,7 +332,7 @@ func category(name string, v Value, audited string) Category {
 	switch name {
 	case "buyer_id":
 		return Buyers
-	case "operator", "by":
+	case "operator", "by", "actor":
 		return Operators
 	case "reason":
 		return Reasons

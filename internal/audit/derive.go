@@ -69,6 +69,22 @@ const (
 	// CodePassportCounts: the counts the records give as of the passport's
 	// computed_at are not the passport's.
 	CodePassportCounts = "passport_counts"
+	// CodeHoldChain: an escrow hold's steps are not its chain: a step's
+	// content is not a hold step's, states other terms than step 1, is
+	// out of seq, makes a move no action makes or money that does not
+	// add up, does not hash to its stated hash, or the steps do not end
+	// at the stated head.
+	CodeHoldChain = "hold_chain"
+	// CodeHoldPrice: what priced a hold is not what it says: the passport
+	// is missing, does not verify at the hold's creation, is another
+	// agent's or states another score, tier, key or modifier; or the
+	// modifier is not the score's, or the hold not the amount × modifier
+	// rounded up.
+	CodeHoldPrice = "hold_price"
+	// CodeHoldReport: the audited chain does not report a hold's
+	// transaction as the hold says (buyer, amount, the status of each
+	// final step), or a correction of it and the hold's chain disagree.
+	CodeHoldReport = "hold_report"
 )
 
 // Finding is one result of a check: the discrepancy that failed a bundle,

@@ -48,6 +48,51 @@
 // other agent's chain; that segment's links are recomputed up to its head
 // and its head checked against the checkpoint like the agent's own.
 //
+// # Escrow holds
+//
+// A bundle of agent X also holds X's escrow holds as provider (issue 24;
+// Bundle.Holds): every hold whose transaction X's chain reports, with all
+// its steps (also those after as_of, like the chain's records), each as
+// the canonical content the hold's own chain hashes (ledger.HoldContent:
+// the hold's terms and price, and the state and money the step left), the
+// stored hashes and head, and the documents of the passports that priced
+// them (Bundle.HoldPassports). Verify checks, for each hold:
+//
+//   - its chain: every step's content is a hold step's as the ledger
+//     writes it, every step states the same terms, the steps are numbered
+//     from 1, make only the moves the ledger's actions make, leave money
+//     that adds up, link (SHA-256 of the previous hash ‖ content) and end
+//     at the stated head;
+//   - its price: the passport it names verifies under the bundle's keys at
+//     the hold's creation, is X's, and states the hold's score, tier, key
+//     and escrow modifier; the modifier is the score's, and hold_cents is
+//     the amount × modifier rounded up (the buyer's favour) and
+//     released_cents the rest. A hold without a passport (a provider the
+//     ledger did not know) must be at score 0, tier NONE: a full hold;
+//   - the ledger agrees with it: X's chain reports the transaction with
+//     the hold's buyer and amount, and with the status of each final step
+//     (docs/ERRATA.md E56); each correction step names a correction of the
+//     transaction in X's chain, dated and made as it, and does what the
+//     ledger's rule (ledger.CorrectedHold) does with it; and every
+//     correction of the transaction recorded since the hold was placed
+//     has its step (E65).
+//
+// The reports' content has no escrow modifier (the chain records never
+// hashed one), so the modifier is proved by the signed passport, not by
+// the chain. A hold's steps are not anchored by the checkpoint: a hold
+// left out of a bundle (with its passport) is not caught; a hold given is
+// bound by the reports and corrections in X's chain, which are. Buyer ids,
+// actors and reasons in holds follow the bundle's withholding (buyers,
+// operators, reasons): a step with a withheld member has its hash taken
+// as stated, and everything else above is still checked, commitments
+// comparing equal to the chain's. A hold naming an erased agent by its
+// pseudonym has its steps marked sealed by the erasure, whose record must
+// be in the bundle, and their hashes taken as stated (docs/ERRATA.md E58);
+// an erased provider's passports were revoked with their documents, so its
+// holds' price is checked against their own score only. A bundle without holds has neither member, and
+// reads as before; one with holds is refused whole, not verified without
+// them, by a verifier that predates them (Parse refuses unknown members).
+//
 // # Withholding other parties' identifiers
 //
 // A bundle may withhold buyer ids, operators (and correction authors),

@@ -30,7 +30,16 @@ import (
 //	"chains":[
 //	{"agent_id":"agent-7","from_seq":1,"prev":"00…","head":{"seq":4,"hash":"…"},"checkpoint_proof":{"seq":4,"proof":{…}},"records":[
 //	{"hash":"…","content":{"agent_id":"agent-7","buyer_id":{"withheld":"…"},…}},
-//	…]}]}
+//	…]}],
+//	"holds":[
+//	{"transaction_id":"tx-1","head":{"seq":2,"hash":"…"},"steps":[
+//	{"hash":"…","content":{"action":"hold","actor":"market-1",…}},
+//	…]}],
+//	"hold_passports":[
+//	{…}]}
+//
+// "sealings", "holds" with "hold_passports", and "log_inclusion" are
+// present only when the bundle has them.
 func (b *Bundle) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"type":"`+Type+`",`+"\n"+`"agent_id":`...)
 	dst = jcsstr.Append(dst, b.AgentID)
@@ -100,6 +109,26 @@ func (b *Bundle) AppendJSON(dst []byte) []byte {
 				dst = appendHash(dst, d)
 			}
 			dst = append(dst, "]}"...)
+		}
+		dst = append(dst, ']')
+	}
+	// Likewise only a bundle with holds has these two.
+	if len(b.Holds) > 0 || len(b.HoldPassports) > 0 {
+		dst = append(dst, ",\n"+`"holds":[`...)
+		for i := range b.Holds {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '\n')
+			dst = b.Holds[i].appendJSON(dst)
+		}
+		dst = append(dst, "],\n"+`"hold_passports":[`...)
+		for i, doc := range b.HoldPassports {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '\n')
+			dst = append(dst, doc...)
 		}
 		dst = append(dst, ']')
 	}
@@ -200,15 +229,37 @@ func (c *Chain) appendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, "\n"+`{"hash":`...)
-		dst = appendHash(dst, c.Records[i].Hash)
-		dst = append(dst, `,"content":`...)
-		dst = c.Records[i].Content.appendJSON(dst)
-		if by := c.Records[i].SealedBy; by != "" {
-			dst = append(dst, `,"sealed_by":`...)
-			dst = jcsstr.Append(dst, by)
+		dst = c.Records[i].appendJSON(dst)
+	}
+	return append(dst, "]}"...)
+}
+
+// appendJSON appends a record (or a hold's step) on a line of its own.
+func (r *Record) appendJSON(dst []byte) []byte {
+	dst = append(dst, "\n"+`{"hash":`...)
+	dst = appendHash(dst, r.Hash)
+	dst = append(dst, `,"content":`...)
+	dst = r.Content.appendJSON(dst)
+	if by := r.SealedBy; by != "" {
+		dst = append(dst, `,"sealed_by":`...)
+		dst = jcsstr.Append(dst, by)
+	}
+	return append(dst, '}')
+}
+
+func (h *Hold) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"transaction_id":`...)
+	dst = jcsstr.Append(dst, h.TransactionID)
+	dst = append(dst, `,"head":{"seq":`...)
+	dst = strconv.AppendInt(dst, h.Head.Seq, 10)
+	dst = append(dst, `,"hash":`...)
+	dst = appendHash(dst, h.Head.Hash)
+	dst = append(dst, `},"steps":[`...)
+	for i := range h.Steps {
+		if i > 0 {
+			dst = append(dst, ',')
 		}
-		dst = append(dst, '}')
+		dst = h.Steps[i].appendJSON(dst)
 	}
 	return append(dst, "]}"...)
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/swarmscore/swarmscore/internal/audit/audittest"
 )
 
-// seedBundles are the scenario's bundle in full and with everything
-// withheld, and its openings.
+// seedBundles are the hold scenario's bundle (every kind of record, and
+// escrow holds) in full and with everything withheld, and its openings.
 func seedBundles(f *testing.F) (full, withheld, openings []byte) {
-	_, src := audittest.Scenario(f)
+	_, src := audittest.HoldScenario(f)
 	b, err := audit.Build(src)
 	if err != nil {
 		f.Fatal(err)
@@ -79,6 +79,17 @@ func FuzzTamper(f *testing.F) {
 		f.Add(false, at, byte('1'))
 		f.Add(true, at, byte('"'))
 	}
+	// Bytes of the holds and of the passports that priced them.
+	for _, doc := range []struct {
+		withheld bool
+		b        []byte
+	}{{false, full}, {true, withheld}} {
+		if at := bytes.Index(doc.b, []byte(`"holds":[`)); at >= 0 {
+			for _, d := range []int{40, 300, 700, 1500, 2600} {
+				f.Add(doc.withheld, uint32(at+d), byte('7'))
+			}
+		}
+	}
 	// A hex letter of the passport's signature in upper case (ERRATA E11).
 	if sig := bytes.Index(full, []byte(`"signature":"`)); sig >= 0 {
 		if k := bytes.IndexAny(full[sig+13:sig+13+128], "abcdef"); k >= 0 {
@@ -119,7 +130,11 @@ func normalize(t *testing.T, doc []byte) *audit.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, raw := range []*[]byte{&b.Passport, &b.Checkpoint} {
+	raws := []*[]byte{&b.Passport, &b.Checkpoint}
+	for i := range b.HoldPassports {
+		raws = append(raws, &b.HoldPassports[i])
+	}
+	for _, raw := range raws {
 		var c bytes.Buffer
 		if err := json.Compact(&c, *raw); err != nil {
 			t.Fatal(err)
@@ -129,17 +144,30 @@ func normalize(t *testing.T, doc []byte) *audit.Bundle {
 	// ERRATA E11: a passport's signature is read in either case, and its
 	// case is outside what it signs.
 	b.Passport = hexSignature.ReplaceAllFunc(b.Passport, bytes.ToLower)
+	for i := range b.HoldPassports {
+		b.HoldPassports[i] = hexSignature.ReplaceAllFunc(b.HoldPassports[i], bytes.ToLower)
+	}
+	records := []*audit.Record{}
 	for ci := range b.Chains {
 		for k := range b.Chains[ci].Records {
-			r := &b.Chains[ci].Records[k]
-			if _, ok := r.Content.Canonical(); ok {
-				continue
-			}
-			r.Hash = [32]byte{}
-			for m := range r.Content {
-				if r.Content[m].Name != "seq" {
-					r.Content[m] = audit.Member{Name: r.Content[m].Name}
-				}
+			records = append(records, &b.Chains[ci].Records[k])
+		}
+	}
+	// A hold's step that withholds members is taken as stated, like a
+	// record.
+	for i := range b.Holds {
+		for k := range b.Holds[i].Steps {
+			records = append(records, &b.Holds[i].Steps[k])
+		}
+	}
+	for _, r := range records {
+		if _, ok := r.Content.Canonical(); ok {
+			continue
+		}
+		r.Hash = [32]byte{}
+		for m := range r.Content {
+			if r.Content[m].Name != "seq" {
+				r.Content[m] = audit.Member{Name: r.Content[m].Name}
 			}
 		}
 	}

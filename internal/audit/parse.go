@@ -15,7 +15,9 @@ import (
 // Parse reads a bundle strictly, so that it has one reading: one JSON
 // object with exactly the members AppendJSON writes (in any order, with any
 // whitespace; "sealings" and a record's "sealed_by" only where an erasure
-// sealed records, the digests and the erasures each sorted and once), each once and of its type; integers as plain digits up to
+// sealed records, the digests and the erasures each sorted and once;
+// "holds" and "hold_passports" together, only where there are holds),
+// each once and of its type; integers as plain digits up to
 // 2^53 − 1, hashes and commitments as 64 lowercase hex characters, times
 // as the ledger formats them (RFC 3339 UTC, at most six fractional
 // digits), strings of valid UTF-8 without lone surrogates; the window and
@@ -100,6 +102,21 @@ func Parse(data []byte) (*Bundle, error) {
 				b.Sealings = append(b.Sealings, g)
 				return err
 			})
+		case "holds":
+			err = s.array(name, func(int) error {
+				h, err := s.hold()
+				b.Holds = append(b.Holds, h)
+				return err
+			})
+		case "hold_passports":
+			err = s.array(name, func(int) error {
+				if s.peek() != '{' {
+					return s.fail("hold_passports: want a passport object, found %s", s.found())
+				}
+				doc, err := s.raw(name)
+				b.HoldPassports = append(b.HoldPassports, doc)
+				return err
+			})
 		case "log_inclusion":
 			b.Log, err = s.logInclusion()
 		default:
@@ -117,6 +134,9 @@ func Parse(data []byte) (*Bundle, error) {
 		if !have[name] {
 			return nil, &ParseError{Offset: len(data), Reason: "missing member " + strconv.Quote(name)}
 		}
+	}
+	if have["holds"] != have["hold_passports"] || have["holds"] && len(b.Holds) == 0 {
+		return nil, &ParseError{Offset: len(data), Reason: `"holds" and "hold_passports" come together, with at least one hold`}
 	}
 	switch {
 	case typ != Type:
@@ -379,23 +399,7 @@ func (s *scanner) chain() (Chain, error) {
 			})
 		case "records":
 			err = s.array("chain.records", func(int) error {
-				var r Record
-				err := s.members("record", []string{"hash", "content"}, []string{"sealed_by"}, func(name string) error {
-					var err error
-					switch name {
-					case "hash":
-						r.Hash, err = s.hash("record.hash")
-					case "content":
-						r.Content, err = s.content("record.content")
-					default:
-						at := s.pos
-						if r.SealedBy, err = s.str("record.sealed_by"); err == nil && !ledger.ValidID(r.SealedBy) {
-							s.pos = at
-							err = s.fail("record.sealed_by: %s is not a valid erasure id", strconv.Quote(clip(r.SealedBy)))
-						}
-					}
-					return err
-				})
+				r, err := s.record("record")
 				c.Records = append(c.Records, r)
 				return err
 			})
@@ -403,6 +407,62 @@ func (s *scanner) chain() (Chain, error) {
 		return err
 	})
 	return c, err
+}
+
+// record reads {"hash","content"[,"sealed_by"]}: a chain record or a hold's
+// step.
+func (s *scanner) record(what string) (Record, error) {
+	var r Record
+	err := s.members(what, []string{"hash", "content"}, []string{"sealed_by"}, func(name string) error {
+		var err error
+		switch name {
+		case "hash":
+			r.Hash, err = s.hash(what + ".hash")
+		case "content":
+			r.Content, err = s.content(what + ".content")
+		default:
+			at := s.pos
+			if r.SealedBy, err = s.str(what + ".sealed_by"); err == nil && !ledger.ValidID(r.SealedBy) {
+				s.pos = at
+				err = s.fail("%s.sealed_by: %s is not a valid erasure id", what, strconv.Quote(clip(r.SealedBy)))
+			}
+		}
+		return err
+	})
+	return r, err
+}
+
+// hold reads {"transaction_id","head":{"seq","hash"},"steps":[record…]}.
+func (s *scanner) hold() (Hold, error) {
+	var h Hold
+	err := s.members("hold", []string{"transaction_id", "head", "steps"}, nil, func(name string) error {
+		switch name {
+		case "transaction_id":
+			at := s.pos
+			var err error
+			if h.TransactionID, err = s.str("hold.transaction_id"); err == nil && !ledger.ValidID(h.TransactionID) {
+				s.pos = at
+				err = s.fail("hold.transaction_id: %s is not a valid id", strconv.Quote(clip(h.TransactionID)))
+			}
+			return err
+		case "head":
+			return s.members("hold.head", []string{"seq", "hash"}, nil, func(name string) error {
+				var err error
+				if name == "seq" {
+					h.Head.Seq, err = s.integer("hold.head.seq")
+				} else {
+					h.Head.Hash, err = s.hash("hold.head.hash")
+				}
+				return err
+			})
+		}
+		return s.array("hold.steps", func(int) error {
+			r, err := s.record("hold.step")
+			h.Steps = append(h.Steps, r)
+			return err
+		})
+	})
+	return h, err
 }
 
 // sealing reads one erasure's digests: {"erasure":ID,"digests":[hash…]},

@@ -67,7 +67,9 @@ type Report struct {
 	Score  int          `json:"score"`
 	// PassportID is the verified passport's agent_passport_id; "" when the
 	// bundle has none or it was not reached.
-	PassportID  string    `json:"passport_id,omitempty"`
+	PassportID string `json:"passport_id,omitempty"`
+	// Holds counts the escrow holds checked.
+	Holds       int       `json:"holds"`
 	Discrepancy *Finding  `json:"discrepancy"`
 	Warnings    []Finding `json:"warnings"`
 }
@@ -113,6 +115,9 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 //     Keys.Passport, consistency, expiry), for this agent, computed no
 //     later than as_of, with the counts the replay gives as of its
 //     computed_at.
+//  7. the escrow holds (checkHolds): each hold's chain of steps and head,
+//     its money, its price against the passport that priced it, and the
+//     audited chain's reports and corrections of its transaction.
 //
 // Verify never fails: every problem is in the Report.
 func Verify(b *Bundle, keys Keys) *Report {
@@ -168,7 +173,10 @@ func verify(b *Bundle, keys Keys, r *Report) *Finding {
 		return &Finding{Code: CodeScore, Message: fmt.Sprintf("score.Compute gives %d, %s, escrow modifier %s; the bundle says %d, %s, %s",
 			got.Value, got.Tier, got.Escrow, b.Score.Value, b.Score.Tier, b.Score.Escrow)}
 	}
-	return checkPassport(b, keys, dv, r)
+	if f := checkPassport(b, keys, dv, r); f != nil {
+		return f
+	}
+	return checkHolds(b, keys, dec, r)
 }
 
 func countsText(c score.Counts) string {

@@ -84,6 +84,10 @@ func TestParseStrict(t *testing.T) {
 		{"sealings unsorted", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e-2","digests":[]},{"erasure":"e-1","digests":[]}],"chains":[`)},
 		{"sealing not an id", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e 1","digests":[]}],"chains":[`)},
 		{"sealing with more", replace(doc, `"chains":[`, `"sealings":[{"erasure":"e-1","digests":[],"pseudonym":"x"}],"chains":[`)},
+		{"no hold", replace(doc, `"chains":[`, `"holds":[],"hold_passports":[],"chains":[`)},
+		{"holds without their passports", replace(doc, `"chains":[`, `"holds":[{"transaction_id":"t","head":{"seq":0,"hash":"`+hash0+`"},"steps":[]}],"chains":[`)},
+		{"hold id not an id", replace(doc, `"chains":[`, `"holds":[{"transaction_id":"t 1","head":{"seq":0,"hash":"`+hash0+`"},"steps":[]}],"hold_passports":[],"chains":[`)},
+		{"hold passport not an object", replace(doc, `"chains":[`, `"holds":[{"transaction_id":"t","head":{"seq":0,"hash":"`+hash0+`"},"steps":[]}],"hold_passports":[null],"chains":[`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := audit.Parse([]byte(tc.doc))

@@ -103,6 +103,15 @@ func (b *Bundle) Withhold(cats []Category, random io.Reader) (Openings, error) {
 			}
 		}
 	}
+	for _, rec := range b.holdSteps() {
+		for m := range rec.Content {
+			if !rec.Content[m].IsInt {
+				if rec.Content[m].Str, err = commit(rec.Content[m].Name, rec.Content[m].Str); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	for i := range b.Events {
 		e := &b.Events[i]
 		if e.MovedFrom, err = commit("from_agent", e.MovedFrom); err != nil {
@@ -123,6 +132,17 @@ func (b *Bundle) Withhold(cats []Category, random io.Reader) (Openings, error) {
 	slices.Sort(b.Withheld)
 	b.Withheld = slices.Compact(b.Withheld)
 	return w.open, nil
+}
+
+// holdSteps lists every step of every hold.
+func (b *Bundle) holdSteps() []*Record {
+	var out []*Record
+	for i := range b.Holds {
+		for k := range b.Holds[i].Steps {
+			out = append(out, &b.Holds[i].Steps[k])
+		}
+	}
+	return out
 }
 
 type withholder struct {
@@ -188,6 +208,15 @@ func (b *Bundle) Open(o Openings) (int, error) {
 					if err := open(content[m].Name, &content[m].Str); err != nil {
 						return n, err
 					}
+				}
+			}
+		}
+	}
+	for _, rec := range b.holdSteps() {
+		for m := range rec.Content {
+			if !rec.Content[m].IsInt {
+				if err := open(rec.Content[m].Name, &rec.Content[m].Str); err != nil {
+					return n, err
 				}
 			}
 		}

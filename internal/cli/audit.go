@@ -127,8 +127,11 @@ it and a key, in this order: the hash chains (every record at its seq, its
 content as the ledger writes it, its link recomputed, the head), the
 checkpoint's signature and inclusion proofs, the ledger's rules and the
 corrections applied, the bundle's account of every event, the counts and score
-recomputed (score.Compute), and the passport (signature, agent, expiry, and its
-counts as of its computed_at).
+recomputed (score.Compute), the passport (signature, agent, expiry, and its
+counts as of its computed_at), and the agent's escrow holds as provider (each
+hold's chain of steps, its money, the passport that priced it verified at the
+hold's creation with the hold's score, tier and modifier, the hold rounded up,
+and the chain's reports and corrections of its transaction).
 
 Keys: SWARMSCORE_SIGNING_KEY (HMAC passports and HS256 checkpoints) and/or
 --keys FILE|URL, a JWK set (RFC 7517) whose Ed25519 public keys check EdDSA
@@ -280,6 +283,9 @@ func printAuditReport(out io.Writer, r *audit.Report) error {
 	}
 	if r.PassportID != "" {
 		fmt.Fprintf(w, "passport\t%s verified\n", r.PassportID)
+	}
+	if r.Holds > 0 {
+		fmt.Fprintf(w, "holds\t%d checked: chains, money, the passports that priced them, the chain's reports\n", r.Holds)
 	}
 	for _, f := range r.Warnings {
 		fmt.Fprintf(w, "warning\t%s\n", f.Error())

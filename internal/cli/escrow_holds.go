@@ -97,6 +97,9 @@ func printHold(w io.Writer, h *ledger.Hold) {
 	if h.Reason != "" {
 		fmt.Fprintf(tw, "Reason\t%s\n", h.Reason)
 	}
+	if h.CorrectionID != "" {
+		fmt.Fprintf(tw, "Corrected by\t%s\n", h.CorrectionID)
+	}
 	fmt.Fprintf(tw, "Created\t%s\n", ledger.FormatTime(h.CreatedAt))
 	fmt.Fprintf(tw, "Updated\t%s (step %d)\n", ledger.FormatTime(h.UpdatedAt), h.Seq)
 	tw.Flush()

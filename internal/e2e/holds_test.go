@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -162,9 +164,44 @@ func TestEscrowHolds(t *testing.T) {
 		if code, out, errOut := run(t, env, "", "ledger", "verify", "--db", dsn); code != 0 || !strings.Contains(out, "every chain is intact") {
 			t.Fatalf("ledger verify: %d %s %s", code, out, errOut)
 		}
-		// An audit bundle holds the transaction's HELD and SETTLED records.
-		if code, out, errOut := run(t, env, "", "audit", "export", "agent-h", "--db", dsn); code != 0 || strings.Count(out, `"tx-h1"`) < 2 {
-			t.Errorf("audit export: %d %s", code, errOut)
+		// A chargeback of the released tx-h1 reaches its hold (ERRATA E65):
+		// refunded whole, by a step naming the correction; the books still
+		// balance.
+		cb, err := op.Correct(ctx, client.CorrectionRequest{EventType: "ap2_transaction", EventID: "tx-h1", Action: "status", Status: "REFUNDED", Reason: "chargeback"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, err := op.GetHold(ctx, "tx-h1"); err != nil || g.State != "refunded" || g.RefundCents != g.HoldCents || g.PayoutCents != 0 || g.FeeCents != 0 || g.Seq != 3 || g.CorrectionID != cb.ID {
+			t.Fatalf("the charged-back hold: %+v %v", g, err)
+		}
+		if code, out, errOut := run(t, env, "", "escrow", "reconcile", "--db", dsn); code != 0 {
+			t.Fatalf("reconcile after the chargeback: %d %s %s", code, out, errOut)
+		}
+		// The provider's audit bundle holds the transaction's HELD and
+		// SETTLED records and its holds with the passport that priced them
+		// (the certificate fetched above), and verifies offline; a hold
+		// whose score is raised in the bundle fails, named.
+		code, bundle, errOut := run(t, env, "", "audit", "export", "agent-h", "--db", dsn)
+		if code != 0 || strings.Count(bundle, `"tx-h1"`) < 3 || !strings.Contains(bundle, `"correction":"`+cb.ID+`"`) || !strings.Contains(bundle, `"hold_passports":[`) || !strings.Contains(bundle, passportID(t, cert.Raw)) {
+			t.Fatalf("audit export: %d %s", code, errOut)
+		}
+		bundleFile := filepath.Join(t.TempDir(), "agent-h.audit.json")
+		if err := os.WriteFile(bundleFile, []byte(bundle), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := run(t, env, "", "audit", "verify", bundleFile); code != 0 || !strings.Contains(out, "every check passed") ||
+			!strings.Contains(out, "holds     3 checked:") {
+			t.Fatalf("audit verify: %d %s %s", code, out, errOut)
+		}
+		tampered := strings.Replace(bundle, `"score":772,"seq":1`, `"score":900,"seq":1`, 1)
+		if tampered == bundle {
+			t.Fatal("the bundle has no hold step at score 772")
+		}
+		if err := os.WriteFile(bundleFile, []byte(tampered), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := run(t, env, "", "audit", "verify", bundleFile); code != 1 || !strings.Contains(out, "DISCREPANCY hold_") {
+			t.Fatalf("audit verify of a tampered hold: %d %s %s", code, out, errOut)
 		}
 		// The public client does the same.
 		ph, err := op.PlaceHold(ctx, client.HoldRequest{TransactionID: "tx-h4", ProviderID: "agent-h", BuyerID: "buyer-2", AmountCents: 5000, Currency: "USD"})

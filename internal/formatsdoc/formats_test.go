@@ -241,6 +241,7 @@ encoding:   %x
 leaf hash:  SHA-256(0x00 ‖ encoding) = %x`, h2[:], enc, lh[:])
 
 	out["audit-bundle"] = string(exampleBundle(t))
+	out["audit-holds"] = exampleHolds(t)
 
 	hookAt := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	hook := webhook.ScoreEvents(webhook.ScoreData{AgentID: "agent-7", Score: 760, Tier: "STANDARD", PreviousScore: 640, PreviousTier: "NONE",
@@ -414,6 +415,45 @@ func exampleBundle(t *testing.T) []byte {
 		t.Fatalf("the example bundle: %+v", rep)
 	}
 	return j
+}
+
+// exampleHolds is the "holds" and "hold_passports" members of agent-7's
+// bundle after a hold of $1,000 priced by its passport (score 16: 98.72%
+// held) and released less a fee of $25.
+func exampleHolds(t *testing.T) string {
+	t.Helper()
+	asOf := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	m := audittest.NewLedger()
+	m.Ingest(t, "market-1",
+		audittest.Conduit("s-1", "agent-7", ledger.Verified, asOf.Add(-48*time.Hour)),
+		audittest.AP2("t-1", "agent-7", "buyer-1", ledger.Settled, asOf.Add(-20*time.Hour)))
+	r, err := score.Compute(m.Counts("agent-7", asOf.Add(-2*time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := passport.New("agent-7", "test.example", r, asOf.Add(-2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AgentPassportID = "5d2c7e90-3b1a-4f6e-8c2d-9a7b6e5f4d31"
+	k, _ := passport.NewKey([]byte(audittest.Secret))
+	doc, err := p.Sign(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Hold(t, doc, ledger.HoldRequest{Action: ledger.HoldCreate, TransactionID: "t-2", ProviderID: "agent-7", BuyerID: "buyer-2", AmountCents: 100000,
+		Currency: ledger.HoldCurrency, At: asOf.Add(-90 * time.Minute)},
+		ledger.HoldRequest{Action: ledger.HoldRelease, HasFee: true, FeeCents: 2500, At: asOf.Add(-80 * time.Minute)})
+	ckpt := audittest.SignCheckpoint(t, 1, asOf.Add(-time.Hour), m.Leaves())
+	b, err := audit.Build(m.Source("agent-7", asOf, doc, ckpt, m.Leaves()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := string(b.AppendJSON(nil))
+	if rep := audit.VerifyDocument([]byte(j), audittest.Keys(t)); !rep.Valid || rep.Holds != 1 {
+		t.Fatalf("the example bundle with a hold: %+v %v", rep, rep.Discrepancy)
+	}
+	return strings.TrimSuffix(j[strings.Index(j, `"holds":`):], "}\n")
 }
 
 var block = regexp.MustCompile("(?s)<!-- example ([a-z0-9-]+) -->\n```[a-z]*\n(.*?)```")

@@ -200,6 +200,7 @@ func (f *fake) KeyHistory(ctx context.Context) passport.KeyHistory {
 	defer f.mu.Unlock()
 	return f.keyHistory
 }
+
 // Backlog is the one WebhookService method a scrape of /metrics calls.
 func (f *fake) Backlog(context.Context) (int64, error) { return 0, nil }
 func (f *fake) KeyringStats() service.KeyringStats {

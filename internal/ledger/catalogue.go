@@ -223,10 +223,10 @@ var catalogue = []Table{
 		Columns: join(cols(Plain, "transaction_id"), cols(AgentRef, "provider_id", "buyer_id"),
 			cols(Plain, "operator_id", "amount_cents", "currency", "score", "tier", "escrow_modifier_bp", "passport_id", "kid",
 				"hold_cents", "released_cents", "state", "payout_cents", "fee_cents", "refund_cents"),
-			cols(AgentText, "reason"), cols(Plain, "created_at", "updated_at", "seq", "hash"))},
+			cols(AgentText, "reason"), cols(Plain, "created_at", "updated_at", "seq", "hash", "correction_id"))},
 	{Name: "escrow_hold_steps", Key: []string{"transaction_id", "seq"},
 		Columns: join(cols(Plain, "transaction_id", "seq", "action", "state", "at", "actor", "payout_cents", "fee_cents", "refund_cents"),
-			cols(AgentText, "reason"), cols(Plain, "hash"))},
+			cols(AgentText, "reason"), cols(Plain, "correction_id", "hash"))},
 	// A proof check names a Conduit session by its event id and an
 	// operator: no agent.
 	{Name: "conduit_proofs", Key: []string{"event_id", "seq"},

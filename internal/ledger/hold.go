@@ -69,6 +69,9 @@ const (
 	HoldDispute HoldAction = "dispute"
 	HoldResolve HoldAction = "resolve"
 	HoldCancel  HoldAction = "cancel"
+	// HoldCorrect is the step a correction of the hold's ap2_transaction
+	// appends (CorrectHold); no route or command asks for it.
+	HoldCorrect HoldAction = "correct"
 )
 
 // HoldCurrency is the one currency a hold may be in: the ledger's amounts
@@ -117,10 +120,14 @@ type Hold struct {
 	PayoutCents int64
 	FeeCents    int64
 	RefundCents int64
-	// Reason is the last dispute's or resolution's reason.
-	Reason    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// Reason is the last dispute's, resolution's or correction's reason.
+	Reason string
+	// CorrectionID is the last correction of the hold's transaction that
+	// reached it (CorrectHold), "" for none: the mark that the ledger's
+	// record of the transaction was corrected after the hold priced it.
+	CorrectionID string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 	// Seq is the number of steps and Hash the last one's hash: the head
 	// of the hold's chain.
 	Seq  int64
@@ -148,7 +155,10 @@ type HoldStep struct {
 	FeeCents      int64
 	RefundCents   int64
 	Reason        string
-	Hash          Hash
+	// Correction is the id of the correction that made the step
+	// (HoldCorrect), "" for every other action.
+	Correction string
+	Hash       Hash
 }
 
 // HoldPrice is what the provider's current passport says when a hold is
@@ -386,7 +396,8 @@ func (h *Hold) step(a HoldAction, actor string, at time.Time) HoldStep {
 
 // HoldContent is the canonical content of step s of hold h: RFC 8785 JSON
 // of the hold's terms and price (from h) and the state, money and reason
-// the step left, with the step's action, actor, time and seq. Its bytes
+// the step left, with the step's action, actor, time and seq, and the
+// correction that made it (a "correction" member, only when there is one). Its bytes
 // never change for a stored step: changing them breaks every hold's chain.
 func HoldContent(h *Hold, s *HoldStep) []byte {
 	b := make([]byte, 0, 512)
@@ -400,6 +411,12 @@ func HoldContent(h *Hold, s *HoldStep) []byte {
 	b = appendJSONTime(b, s.At)
 	b = append(b, `,"buyer_id":`...)
 	b = jcsstr.Append(b, h.BuyerID)
+	// Only a correction's step has the member, so that every step stored
+	// before corrections reached holds hashes as it did.
+	if s.Correction != "" {
+		b = append(b, `,"correction":`...)
+		b = jcsstr.Append(b, s.Correction)
+	}
 	b = append(b, `,"currency":`...)
 	b = jcsstr.Append(b, h.Currency)
 	b = append(b, `,"escrow_modifier_bp":`...)
@@ -452,7 +469,10 @@ func VerifyHold(h *Hold, steps []HoldStep) error {
 		if s.Seq != int64(i+1) {
 			return fmt.Errorf("hold %s: step %d is missing (next present is %d)", h.TransactionID, i+1, s.Seq)
 		}
-		if !holdMoveAllowed(state, s.Action, s.State) {
+		if (s.Action == HoldCorrect) != (s.Correction != "") {
+			return fmt.Errorf("hold %s: step %d is %s and names correction %q: only a correction's step names one, and it must", h.TransactionID, s.Seq, s.Action, s.Correction)
+		}
+		if !HoldMoveAllowed(state, s.Action, s.State) {
 			if state == "" {
 				return fmt.Errorf("hold %s: step 1 is %s to %s, not hold to held", h.TransactionID, s.Action, s.State)
 			}
@@ -469,8 +489,21 @@ func VerifyHold(h *Hold, steps []HoldStep) error {
 		return fmt.Errorf("hold %s: its head (step %d) is not its last step (%d)", h.TransactionID, h.Seq, last.Seq)
 	case h.State != last.State || h.PayoutCents != last.PayoutCents || h.FeeCents != last.FeeCents || h.RefundCents != last.RefundCents || h.Reason != last.Reason:
 		return fmt.Errorf("hold %s: its state or money differs from its last step's", h.TransactionID)
+	case h.CorrectionID != lastCorrection(steps):
+		return fmt.Errorf("hold %s: it says correction %q reached it last; its steps say %q", h.TransactionID, h.CorrectionID, lastCorrection(steps))
 	}
 	return CheckHoldMoney(h)
+}
+
+// lastCorrection is the correction the last correction's step names, "" for
+// none.
+func lastCorrection(steps []HoldStep) string {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Correction != "" {
+			return steps[i].Correction
+		}
+	}
+	return ""
 }
 
 // CheckHoldMoney checks that a hold's money adds up: ReleasedCents =
@@ -486,12 +519,15 @@ func CheckHoldMoney(h *Hold) error {
 	return nil
 }
 
-// holdMoveAllowed reports whether action a may move a hold from state from
-// ("" before its first step) to state to.
-func holdMoveAllowed(from HoldState, a HoldAction, to HoldState) bool {
+// HoldMoveAllowed reports whether action a may move a hold from state from
+// ("" before its first step) to state to: DecideHold's transitions and
+// CorrectHold's moves.
+func HoldMoveAllowed(from HoldState, a HoldAction, to HoldState) bool {
 	switch {
 	case from == "":
 		return a == HoldCreate && to == HoldHeld
+	case a == HoldCorrect:
+		return correctionMoveAllowed(from, to)
 	case from == HoldHeld:
 		return a == HoldRelease && to == HoldReleased || a == HoldDispute && to == HoldDisputed || a == HoldCancel && to == HoldCancelled
 	case from == HoldDisputed:

@@ -130,6 +130,12 @@ func (u *Audit) auditSource(ctx context.Context, agentID string, asOf time.Time)
 	if src.Counts, err = u.store.Counts(ctx, agentID, src.AsOf); err != nil {
 		return src, false, err
 	}
+	// The holds before the chain: a hold's change that reports to the
+	// ledger moves the chain's head, so a chain read unmoved since before
+	// holds every report the holds read made.
+	if err := u.holdSource(ctx, &src); err != nil {
+		return src, false, err
+	}
 	if src.Chain, err = u.store.Chain(ctx, agentID); err != nil {
 		return src, false, err
 	}
@@ -144,8 +150,9 @@ func (u *Audit) auditSource(ctx context.Context, agentID string, asOf time.Time)
 		read = append(read, src.Origins[o])
 	}
 	// Records an erasure sealed are checked against its digests, which its
-	// record (in the erased agent's chain) commits to.
-	if audit.NeedsErasures(read...) {
+	// record (in the erased agent's chain) commits to; a hold naming an
+	// erased agent is marked sealed.
+	if audit.NeedsErasures(read...) || len(src.Holds) > 0 {
 		if src.Erasures, err = u.store.Erasures(ctx); err != nil {
 			return src, false, err
 		}
@@ -157,6 +164,34 @@ func (u *Audit) auditSource(ctx context.Context, agentID string, asOf time.Time)
 		}
 	}
 	return src, false, nil
+}
+
+// holdSource reads the agent's escrow holds as provider, their steps and
+// the passports that priced them.
+func (u *Audit) holdSource(ctx context.Context, src *audit.Source) error {
+	holds, err := u.store.Holds(ctx, HoldQuery{ProviderID: src.AgentID})
+	if err != nil || len(holds) == 0 {
+		return err
+	}
+	src.Holds = make([]audit.HoldRows, len(holds))
+	for i := range holds {
+		steps, err := u.store.HoldSteps(ctx, holds[i].TransactionID)
+		if err != nil {
+			return err
+		}
+		src.Holds[i] = audit.HoldRows{Hold: holds[i], Steps: steps}
+	}
+	ps, err := u.store.Passports(ctx, src.AgentID)
+	if err != nil {
+		return err
+	}
+	src.HoldPassports = map[string][]byte{}
+	for _, p := range ps {
+		if p.Document != nil {
+			src.HoldPassports[p.ID] = p.Document
+		}
+	}
+	return nil
 }
 
 // latestCheckpointLeaves returns the latest checkpoint's document and

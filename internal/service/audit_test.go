@@ -404,3 +404,121 @@ func testAuditPrunedChain(t *testing.T, be auditBackend) {
 		t.Fatal("the erased id is in the pseudonym's bundle")
 	}
 }
+
+func TestAuditHoldsSQLite(t *testing.T)   { testAuditHolds(t, sqliteAudit(t)) }
+func TestAuditHoldsPostgres(t *testing.T) { testAuditHolds(t, postgresAudit(t)) }
+
+// testAuditHolds: holds placed, released, disputed and refunded by a
+// chargeback through the use cases are in the provider's bundle with the
+// passport that priced them, which verifies (also withheld) and catches
+// every tamper; the buyer's bundle holds none.
+func testAuditHolds(t *testing.T, be auditBackend) {
+	u, c := auditLedger(t, be)
+	ctx := t.Context()
+	op := OperatorCaller("op-1")
+	for _, in := range []HoldInput{
+		{TransactionID: "hx-1", ProviderID: "a", BuyerID: "buyer-h", AmountCents: 100000, Currency: "USD"},
+		{TransactionID: "hx-2", ProviderID: "a", BuyerID: "buyer-h", AmountCents: 4321, Currency: "USD"},
+	} {
+		if _, _, err := u.Holds.CreateHold(ctx, op, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.t = c.t.Add(time.Minute)
+	if _, err := u.Holds.ChangeHold(ctx, op, "hx-1", HoldAction{Action: ledger.HoldRelease, HasFee: true, FeeCents: 700}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Holds.ChangeHold(ctx, op, "hx-2", HoldAction{Action: ledger.HoldDispute, Reason: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(time.Minute)
+	cb := audittest.Req(ledger.ActionStatus, ledger.AP2Transaction, "hx-1", c.t)
+	cb.Status, cb.By = ledger.Refunded, "op-1"
+	correct(t, u, cb)
+	if h, err := u.Holds.Hold(ctx, "hx-1"); err != nil || h.State != ledger.HoldRefunded || h.RefundCents != h.HoldCents || h.Seq != 3 {
+		t.Fatalf("the charged-back hold: %+v, %v", h, err)
+	}
+	if r, err := u.Holds.Reconcile(ctx); err != nil || r.Broken != "" || !r.Totals.Balanced() {
+		t.Fatalf("reconcile: %+v, %v", r, err)
+	}
+	makeCheckpoint(t, u, 2)
+
+	keys := auditKeys(t)
+	b := exportBundle(t, u, "a", AuditQuery{})
+	r := audit.Verify(b, keys)
+	if !r.Valid || r.Holds != 2 || len(b.HoldPassports) != 1 {
+		t.Fatalf("bundle with holds: %+v, %d holds, %d passports", r.Discrepancy, r.Holds, len(b.HoldPassports))
+	}
+	w, _, err := u.Audit.AuditBundle(ctx, "a", AuditQuery{Withhold: audit.Categories})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := audit.VerifyDocument(w.AppendJSON(nil), keys); !r.Valid || r.Holds != 2 {
+		t.Fatalf("withheld bundle with holds: %+v", r.Discrepancy)
+	}
+	if strings.Contains(string(w.AppendJSON(nil)), "buyer-h") {
+		t.Error("the withheld bundle names the holds' buyer")
+	}
+	t.Run("tamper", func(t *testing.T) { audittest.Run(t, b, keys) })
+}
+
+// TestAuditHoldErasedBuyer: after the buyer of a hold is erased, the hold
+// names its pseudonym and no longer hashes; the provider's bundle marks its
+// steps sealed, takes their hashes as stated with a warning, and still
+// verifies its price, money and reports.
+func TestAuditHoldErasedBuyer(t *testing.T) {
+	u, _ := newUseCases(t)
+	ctx := t.Context()
+	op := OperatorCaller("op-1")
+	ingest(t, u, conduit("prov", "p", 10, 9, t0))
+	ingest(t, u, conduit("buyer-gone", "b", 1, 1, t0))
+	if _, _, err := u.Holds.CreateHold(ctx, op, HoldInput{TransactionID: "hz-1", ProviderID: "prov", BuyerID: "buyer-gone", AmountCents: 5000, Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Holds.ChangeHold(ctx, op, "hz-1", HoldAction{Action: ledger.HoldRelease}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Rights.EraseAgent(ctx, op, "buyer-gone", ""); err != nil {
+		t.Fatal(err)
+	}
+	b := exportBundle(t, u, "prov", AuditQuery{})
+	if strings.Contains(string(b.AppendJSON(nil)), "buyer-gone") || len(b.Holds) != 1 || b.Holds[0].Steps[0].SealedBy == "" {
+		t.Fatalf("the bundle after the buyer's erasure: %d holds", len(b.Holds))
+	}
+	r := audit.Verify(b, auditKeys(t))
+	if !r.Valid || r.Holds != 1 || !slices.ContainsFunc(r.Warnings, func(f audit.Finding) bool {
+		return f.Code == audit.WarnSealed && strings.Contains(f.Message, "hold steps")
+	}) {
+		t.Fatalf("%+v %v", r.Warnings, r.Discrepancy)
+	}
+}
+
+// TestAuditHoldErasedProvider: the bundle of an erased provider's
+// pseudonym holds its hold, sealed; the erasure revoked the passport that
+// priced it, so its price is checked against its own score, and the
+// bundle verifies.
+func TestAuditHoldErasedProvider(t *testing.T) {
+	u, _ := newUseCases(t)
+	ctx := t.Context()
+	op := OperatorCaller("op-1")
+	ingest(t, u, conduit("prov-gone", "p", 10, 9, t0))
+	if _, _, err := u.Holds.CreateHold(ctx, op, HoldInput{TransactionID: "hz-2", ProviderID: "prov-gone", BuyerID: "buyer-1", AmountCents: 5000, Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := u.Rights.EraseAgent(ctx, op, "prov-gone", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := exportBundle(t, u, e.Pseudonym, AuditQuery{})
+	if len(b.Holds) != 1 || len(b.HoldPassports) != 0 {
+		t.Fatalf("%d holds, %d passports", len(b.Holds), len(b.HoldPassports))
+	}
+	if r := audit.Verify(b, auditKeys(t)); !r.Valid || r.Holds != 1 {
+		t.Fatalf("%+v", r.Discrepancy)
+	}
+	// A step marked sealed by an erasure the bundle does not show fails.
+	b.Holds[0].Steps[0].SealedBy = "era-nowhere"
+	if r := audit.Verify(b, auditKeys(t)); r.Valid || r.Discrepancy.Code != audit.CodeHoldChain {
+		t.Fatalf("a false seal: %+v", r.Discrepancy)
+	}
+}

@@ -88,5 +88,6 @@ type (
 		PassportLister
 		ErasureLister
 		ChainWalker
+		HoldReader
 	}
 )

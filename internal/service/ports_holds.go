@@ -31,14 +31,19 @@ type HoldStore interface {
 	ApplyHold(ctx context.Context, id string, b ledger.Batch, decide HoldDecider) (ledger.HoldChange, error)
 	// Hold returns a hold (ErrNotFound for an unknown id).
 	Hold(ctx context.Context, id string) (ledger.Hold, error)
+	HoldReader
+	// HoldStats counts the holds by state and adds up what is held, in
+	// one query.
+	HoldStats(ctx context.Context) (HoldStats, error)
+}
+
+// HoldReader lists holds and reads their chains.
+type HoldReader interface {
 	// Holds lists the holds q selects, oldest first.
 	Holds(ctx context.Context, q HoldQuery) ([]ledger.Hold, error)
 	// HoldSteps returns a hold's steps in seq order (none for an unknown
 	// id).
 	HoldSteps(ctx context.Context, id string) ([]ledger.HoldStep, error)
-	// HoldStats counts the holds by state and adds up what is held, in
-	// one query.
-	HoldStats(ctx context.Context) (HoldStats, error)
 }
 
 // ProofStore keeps the checks of Conduit proof bundles (ledger.ProofCheck).

@@ -48,10 +48,11 @@ func ErasureScope(d Dialect, chainSelect string) []string {
 // HoldColumns are an escrow hold row's columns in the order the back ends
 // scan them (scanHold).
 const HoldColumns = `transaction_id, provider_id, buyer_id, operator_id, amount_cents, currency, score, tier, escrow_modifier_bp,
-	passport_id, kid, hold_cents, released_cents, state, payout_cents, fee_cents, refund_cents, reason, created_at, updated_at, seq, hash`
+	passport_id, kid, hold_cents, released_cents, state, payout_cents, fee_cents, refund_cents, reason, created_at, updated_at, seq, hash,
+	correction_id`
 
 // HoldStepColumns are an escrow hold step row's columns in scan order.
-const HoldStepColumns = `transaction_id, seq, action, state, at, actor, payout_cents, fee_cents, refund_cents, reason, hash`
+const HoldStepColumns = `transaction_id, seq, action, state, at, actor, payout_cents, fee_cents, refund_cents, reason, correction_id, hash`
 
 // HoldStatsSQL counts the holds by state with what each state holds.
 const HoldStatsSQL = `SELECT state, COUNT(*), CAST(COALESCE(SUM(hold_cents), 0) AS BIGINT) FROM escrow_holds GROUP BY state`

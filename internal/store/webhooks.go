@@ -28,7 +28,8 @@ func HoldEvent(prev *ledger.Hold, ch ledger.HoldChange) webhook.Event {
 	h := &ch.Hold
 	d := webhook.HoldData{TransactionID: h.TransactionID, ProviderID: h.ProviderID, BuyerID: h.BuyerID,
 		State: string(h.State), AmountCents: h.AmountCents, Currency: h.Currency, HoldCents: h.HoldCents,
-		ReleasedCents: h.ReleasedCents, Score: h.Score, Tier: h.Tier.String(), EscrowModifier: h.Modifier.String()}
+		ReleasedCents: h.ReleasedCents, Score: h.Score, Tier: h.Tier.String(), EscrowModifier: h.Modifier.String(),
+		CorrectionID: ch.Step.Correction}
 	if prev != nil {
 		d.PreviousState = string(prev.State)
 	}

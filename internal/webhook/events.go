@@ -111,6 +111,9 @@ type HoldData struct {
 	Score          int    `json:"score"`
 	Tier           string `json:"tier"`
 	EscrowModifier string `json:"escrow_modifier"`
+	// CorrectionID names the correction that made this change (ERRATA
+	// E65), absent for every other change.
+	CorrectionID string `json:"correction_id,omitempty"`
 }
 
 // HoldEvent is hold.updated for d, about the hold's provider.

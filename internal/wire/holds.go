@@ -21,7 +21,7 @@ func HoldOf(h *ledger.Hold) api.Hold {
 	return api.Hold{TransactionID: h.TransactionID, ProviderID: h.ProviderID, BuyerID: h.BuyerID, AmountCents: h.AmountCents,
 		Currency: h.Currency, Score: h.Score, Tier: h.Tier, EscrowModifier: h.Modifier, HoldCents: h.HoldCents,
 		ReleasedCents: h.ReleasedCents, PassportID: optString(h.PassportID), KID: optString(h.KID), State: string(h.State),
-		PayoutCents: h.PayoutCents, FeeCents: h.FeeCents, RefundCents: h.RefundCents, Reason: h.Reason,
+		PayoutCents: h.PayoutCents, FeeCents: h.FeeCents, RefundCents: h.RefundCents, Reason: h.Reason, CorrectionID: h.CorrectionID,
 		CreatedAt: ledgerTime(h.CreatedAt), UpdatedAt: ledgerTime(h.UpdatedAt), Seq: h.Seq, Hash: hex.EncodeToString(h.Hash[:])}
 }
 

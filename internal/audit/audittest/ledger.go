@@ -23,12 +23,59 @@ type Ledger struct {
 	events      map[ledger.EventKey]ledger.StoredEvent
 	records     map[string][]ledger.ChainRecord
 	corrections map[string]ledger.Correction
+	// holds are the escrow holds, oldest first, and passports the
+	// documents that priced them, by id.
+	holds     []audit.HoldRows
+	passports map[string][]byte
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
 	return &Ledger{heads: map[string]ledger.Head{}, events: map[ledger.EventKey]ledger.StoredEvent{},
-		records: map[string][]ledger.ChainRecord{}, corrections: map[string]ledger.Correction{}}
+		records: map[string][]ledger.ChainRecord{}, corrections: map[string]ledger.Correction{}, passports: map[string][]byte{}}
+}
+
+// Hold places a hold priced by the passport doc (nil: no passport, score
+// 0) and applies the changes after, each by op-1, recording their
+// ap2_transaction events as the stores do.
+func (m *Ledger) Hold(tb testing.TB, doc []byte, create ledger.HoldRequest, changes ...ledger.HoldRequest) {
+	tb.Helper()
+	if doc != nil {
+		p, err := passport.Parse(doc)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		create.Price = ledger.HoldPrice{Score: p.Score.Value, Tier: p.Score.Tier, PassportID: p.AgentPassportID, KID: p.Issuer.KID}
+		m.passports[p.AgentPassportID] = doc
+	}
+	var cur *ledger.Hold
+	var steps []ledger.HoldStep
+	for _, req := range append([]ledger.HoldRequest{create}, changes...) {
+		req.TransactionID, req.Operator = create.TransactionID, "op-1"
+		ch, err := ledger.DecideHold(cur, &req)
+		if err != nil {
+			tb.Fatalf("hold %s: %v", create.TransactionID, err)
+		}
+		if ch.Event != nil {
+			m.Ingest(tb, "op-1", *ch.Event)
+		}
+		cur, steps = &ch.Hold, append(steps, ch.Step)
+	}
+	m.holds = append(m.holds, audit.HoldRows{Hold: *cur, Steps: steps})
+}
+
+// correctHold applies a correction to the hold of its transaction, as the
+// stores do.
+func (m *Ledger) correctHold(tb testing.TB, c *ledger.Correction) {
+	for i := range m.holds {
+		if hr := &m.holds[i]; c.EventType == ledger.AP2Transaction && hr.Hold.TransactionID == c.EventID {
+			ch, err := ledger.CorrectHold(&hr.Hold, c)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			hr.Hold, hr.Steps = ch.Hold, append(hr.Steps, ch.Step)
+		}
+	}
 }
 
 // Ingest records a batch of op, every report of which must be accepted.
@@ -92,6 +139,7 @@ func (m *Ledger) Correct(tb testing.TB, req ledger.CorrectionRequest) ledger.Cor
 	m.records = appendRecords(m.records, plan.Records)
 	m.events[k] = plan.Event
 	m.corrections[plan.Correction.ID] = plan.Correction
+	m.correctHold(tb, &plan.Correction)
 	return plan.Correction
 }
 
@@ -148,7 +196,12 @@ func (m *Ledger) Leaves() []checkpoint.Leaf {
 // Source is what the export use case reads, from m.
 func (m *Ledger) Source(agent string, asOf time.Time, passportDoc, ckpt []byte, leaves []checkpoint.Leaf) audit.Source {
 	src := audit.Source{AgentID: agent, AsOf: asOf, Counts: m.Counts(agent, asOf), Passport: passportDoc, Chain: m.Chain(agent),
-		Origins: map[string][]ledger.ChainRow{}, Checkpoint: ckpt, Leaves: leaves}
+		Origins: map[string][]ledger.ChainRow{}, Checkpoint: ckpt, Leaves: leaves, HoldPassports: m.passports}
+	for _, h := range m.holds {
+		if h.Hold.ProviderID == agent {
+			src.Holds = append(src.Holds, audit.HoldRows{Hold: h.Hold, Steps: slices.Clone(h.Steps)})
+		}
+	}
 	for _, o := range audit.OriginAgents(agent, src.Chain) {
 		src.Origins[o] = m.Chain(o)
 	}

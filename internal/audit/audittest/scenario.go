@@ -44,6 +44,41 @@ func Req(action ledger.CorrectionAction, typ ledger.Type, id string, at time.Tim
 // (directly, and through a third agent), with a checkpoint over it and a
 // passport as of AsOf.
 func Scenario(tb testing.TB) (*Ledger, audit.Source) {
+	m := scenario(tb)
+	ckpt := SignCheckpoint(tb, 1, AsOf.Add(-40*time.Minute), m.Leaves())
+	leaves := m.Leaves()
+	return m, m.Source("a", AsOf, m.SignPassport(tb, "a", AsOf), ckpt, leaves)
+}
+
+// HoldScenario is Scenario with escrow holds of provider "a" (issue 24):
+// h1 priced by one passport, released, then refunded by a chargeback
+// correction (a step naming it); h2 priced by a later passport and
+// disputed, still open; h3 of a provider with no passport (score 0, a full
+// hold), cancelled. The bundle holds them and both passports.
+func HoldScenario(tb testing.TB) (*Ledger, audit.Source) {
+	m := scenario(tb)
+	p1 := m.SignPassport(tb, "a", AsOf.Add(-30*time.Hour))
+	p2 := m.SignPassport(tb, "a", AsOf.Add(-10*time.Hour))
+	m.Hold(tb, p1, holdReq("h1", 100000, AsOf.Add(-29*time.Hour)),
+		ledger.HoldRequest{Action: ledger.HoldRelease, HasFee: true, FeeCents: 1500, At: AsOf.Add(-28 * time.Hour)})
+	m.Hold(tb, p2, holdReq("h2", 250000, AsOf.Add(-9*time.Hour)),
+		ledger.HoldRequest{Action: ledger.HoldDispute, Reason: "not delivered", At: AsOf.Add(-8 * time.Hour)})
+	m.Hold(tb, nil, holdReq("h3", 777, AsOf.Add(-7*time.Hour)), ledger.HoldRequest{Action: ledger.HoldCancel, At: AsOf.Add(-6 * time.Hour)})
+	cb := Req(ledger.ActionStatus, ledger.AP2Transaction, "h1", AsOf.Add(-45*time.Minute))
+	cb.Status, cb.Reason = ledger.Refunded, "chargeback"
+	m.Correct(tb, cb)
+	ckpt := SignCheckpoint(tb, 1, AsOf.Add(-40*time.Minute), m.Leaves())
+	leaves := m.Leaves()
+	return m, m.Source("a", AsOf, m.SignPassport(tb, "a", AsOf), ckpt, leaves)
+}
+
+func holdReq(id string, amount int64, at time.Time) ledger.HoldRequest {
+	return ledger.HoldRequest{Action: ledger.HoldCreate, TransactionID: id, ProviderID: "a", BuyerID: "buyer-h", AmountCents: amount,
+		Currency: ledger.HoldCurrency, At: at}
+}
+
+// scenario is Scenario's ledger.
+func scenario(tb testing.TB) *Ledger {
 	m := NewLedger()
 	h := time.Hour
 	m.Ingest(tb, "op-1",
@@ -80,7 +115,5 @@ func Scenario(tb testing.TB) (*Ledger, audit.Source) {
 	move(ledger.ConduitSession, "c7", "a")
 	move(ledger.AP2Transaction, "t4", "b")
 	move(ledger.AP2Transaction, "t4", "a")
-	ckpt := SignCheckpoint(tb, 1, AsOf.Add(-40*time.Minute), m.Leaves())
-	leaves := m.Leaves()
-	return m, m.Source("a", AsOf, m.SignPassport(tb, "a", AsOf), ckpt, leaves)
+	return m
 }

@@ -53,6 +53,14 @@ func correctIn(ctx context.Context, tx pgx.Tx, req ledger.CorrectionRequest, iss
 		if ok {
 			st.Existing = &existing
 		}
+		// The hold of a transaction is locked before its event, in the
+		// order ApplyHold takes them, so that a correction and a change
+		// of the hold wait for each other instead of deadlocking.
+		if req.EventType == ledger.AP2Transaction {
+			if err := lockHold(ctx, tx, req.EventID); err != nil {
+				return err
+			}
+		}
 		rows, err := tx.Query(ctx, eventSelect(req.EventType)+` WHERE id = $1 FOR UPDATE`, req.EventID)
 		if err != nil {
 			return err
@@ -145,6 +153,10 @@ func writeCorrection(ctx context.Context, tx pgx.Tx, plan *ledger.CorrectionPlan
 		if _, err := refreshIn(ctx, tx, a, c.At, issue); err != nil {
 			return err
 		}
+	}
+	// A hold of the transaction follows the correction (ERRATA E65–E67).
+	if err := correctHold(ctx, tx, c); err != nil {
+		return err
 	}
 	if issue != nil {
 		c.ReissuedAt = c.At

@@ -22,7 +22,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 	var hash []byte
 	if err := scan(&h.TransactionID, &h.ProviderID, &h.BuyerID, &h.Operator, &h.AmountCents, &h.Currency, &score_, &tier, &bp,
 		&h.PassportID, &h.KID, &h.HoldCents, &h.ReleasedCents, &state, &h.PayoutCents, &h.FeeCents, &h.RefundCents, &h.Reason,
-		&h.CreatedAt, &h.UpdatedAt, &seq, &hash); err != nil {
+		&h.CreatedAt, &h.UpdatedAt, &seq, &hash, &h.CorrectionID); err != nil {
 		return h, err
 	}
 	t, err := score.ParseTier(tier)
@@ -43,7 +43,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide ledger.HoldDecider) (ledger.HoldChange, error) {
 	var ch ledger.HoldChange
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('escrow_hold:' || $1, 0))`, id); err != nil {
+		if err := lockHold(ctx, tx, id); err != nil {
 			return err
 		}
 		var cur *ledger.Hold
@@ -85,26 +85,7 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 				return err
 			}
 		}
-		n := &ch.Hold
-		if ch.Created {
-			_, err = tx.Exec(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
-				n.TransactionID, n.ProviderID, n.BuyerID, n.Operator, n.AmountCents, n.Currency, n.Score, n.Tier.String(), n.Modifier.BasisPoints(),
-				n.PassportID, n.KID, n.HoldCents, n.ReleasedCents, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason,
-				n.CreatedAt, n.UpdatedAt, n.Seq, n.Hash[:])
-		} else {
-			_, err = tx.Exec(ctx, `UPDATE escrow_holds SET state = $1, payout_cents = $2, fee_cents = $3, refund_cents = $4, reason = $5, updated_at = $6, seq = $7, hash = $8
-			  WHERE transaction_id = $9`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, n.UpdatedAt, n.Seq, n.Hash[:], n.TransactionID)
-		}
-		if err != nil {
-			return err
-		}
-		st := &ch.Step
-		_, err = tx.Exec(ctx, `INSERT INTO escrow_hold_steps (`+store.HoldStepColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			st.TransactionID, st.Seq, string(st.Action), string(st.State), st.At, st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason, st.Hash[:])
-		if err != nil {
-			return err
-		}
-		return emitWebhook(ctx, tx, store.HoldEvent(cur, ch))
+		return saveHold(ctx, tx, cur, &ch)
 	})
 	switch errkind.Of(err) {
 	case errkind.Invalid, errkind.Conflict, errkind.NotFound:
@@ -115,6 +96,62 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 		return ledger.HoldChange{}, fmt.Errorf("postgres: hold %s: %w", id, err)
 	}
 	return ch, nil
+}
+
+// lockHold takes the transaction-scoped lock that serializes the changes
+// of hold id.
+func lockHold(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('escrow_hold:' || $1, 0))`, id)
+	return err
+}
+
+// saveHold writes a decided change of hold cur (nil when ch creates it):
+// the hold, its step and its hold.updated message.
+func saveHold(ctx context.Context, tx pgx.Tx, cur *ledger.Hold, ch *ledger.HoldChange) error {
+	n := &ch.Hold
+	var err error
+	if ch.Created {
+		_, err = tx.Exec(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+			n.TransactionID, n.ProviderID, n.BuyerID, n.Operator, n.AmountCents, n.Currency, n.Score, n.Tier.String(), n.Modifier.BasisPoints(),
+			n.PassportID, n.KID, n.HoldCents, n.ReleasedCents, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason,
+			n.CreatedAt, n.UpdatedAt, n.Seq, n.Hash[:], n.CorrectionID)
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE escrow_holds SET state = $1, payout_cents = $2, fee_cents = $3, refund_cents = $4, reason = $5, updated_at = $6, seq = $7, hash = $8,
+		  correction_id = $9 WHERE transaction_id = $10`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, n.UpdatedAt, n.Seq, n.Hash[:],
+			n.CorrectionID, n.TransactionID)
+	}
+	if err != nil {
+		return err
+	}
+	st := &ch.Step
+	_, err = tx.Exec(ctx, `INSERT INTO escrow_hold_steps (`+store.HoldStepColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		st.TransactionID, st.Seq, string(st.Action), string(st.State), st.At, st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason,
+		st.Correction, st.Hash[:])
+	if err != nil {
+		return err
+	}
+	return emitWebhook(ctx, tx, store.HoldEvent(cur, *ch))
+}
+
+// correctHold applies correction c, written in tx, to the hold of the
+// transaction it corrects, if there is one (ledger.CorrectHold). The
+// caller holds the hold's lock (lockHold).
+func correctHold(ctx context.Context, tx pgx.Tx, c *ledger.Correction) error {
+	if c.EventType != ledger.AP2Transaction {
+		return nil
+	}
+	h, err := scanHold(tx.QueryRow(ctx, `SELECT `+store.HoldColumns+` FROM escrow_holds WHERE transaction_id = $1`, c.EventID).Scan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ch, err := ledger.CorrectHold(&h, c)
+	if err != nil {
+		return err
+	}
+	return saveHold(ctx, tx, &h, &ch)
 }
 
 // Hold implements service.HoldStore.
@@ -154,7 +191,7 @@ func (s *Store) HoldSteps(ctx context.Context, id string) ([]ledger.HoldStep, er
 		var action, state string
 		var at time.Time
 		var hash []byte
-		if err := r.Scan(&st.TransactionID, &st.Seq, &action, &state, &at, &st.Actor, &st.PayoutCents, &st.FeeCents, &st.RefundCents, &st.Reason, &hash); err != nil {
+		if err := r.Scan(&st.TransactionID, &st.Seq, &action, &state, &at, &st.Actor, &st.PayoutCents, &st.FeeCents, &st.RefundCents, &st.Reason, &st.Correction, &hash); err != nil {
 			return st, err
 		}
 		st.Action, st.State, st.At = ledger.HoldAction(action), ledger.HoldState(state), at.UTC()

@@ -140,6 +140,10 @@ func (s *Store) correctIn(ctx context.Context, tx *sql.Tx, req ledger.Correction
 			return ledger.Correction{}, false, err
 		}
 	}
+	// A hold of the transaction follows the correction (ERRATA E65–E67).
+	if err := correctHold(ctx, tx, c); err != nil {
+		return ledger.Correction{}, false, err
+	}
 	if issue != nil {
 		c.ReissuedAt = c.At
 		if _, err := tx.ExecContext(ctx, `UPDATE corrections SET reissued_at = ? WHERE id = ?`, micros(c.At), c.ID); err != nil {

@@ -20,7 +20,7 @@ func scanHold(scan func(...any) error) (ledger.Hold, error) {
 	var hash []byte
 	if err := scan(&h.TransactionID, &h.ProviderID, &h.BuyerID, &h.Operator, &h.AmountCents, &h.Currency, &h.Score, &tier, &bp,
 		&h.PassportID, &h.KID, &h.HoldCents, &h.ReleasedCents, &state, &h.PayoutCents, &h.FeeCents, &h.RefundCents, &h.Reason,
-		&created, &updated, &h.Seq, &hash); err != nil {
+		&created, &updated, &h.Seq, &hash, &h.CorrectionID); err != nil {
 		return h, err
 	}
 	t, err := score.ParseTier(tier)
@@ -83,31 +83,60 @@ func (s *Store) ApplyHold(ctx context.Context, id string, b ledger.Batch, decide
 			return ledger.HoldChange{}, dbErr("record hold modifier", err)
 		}
 	}
-	n := &ch.Hold
-	if ch.Created {
-		_, err = tx.ExecContext(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.TransactionID, n.ProviderID, n.BuyerID, n.Operator, n.AmountCents, n.Currency, n.Score, n.Tier.String(), n.Modifier.BasisPoints(),
-			n.PassportID, n.KID, n.HoldCents, n.ReleasedCents, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason,
-			micros(n.CreatedAt), micros(n.UpdatedAt), n.Seq, n.Hash[:])
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE escrow_holds SET state = ?, payout_cents = ?, fee_cents = ?, refund_cents = ?, reason = ?, updated_at = ?, seq = ?, hash = ?
-		  WHERE transaction_id = ?`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, micros(n.UpdatedAt), n.Seq, n.Hash[:], n.TransactionID)
-	}
-	if err != nil {
-		return ledger.HoldChange{}, dbErr("save hold", err)
-	}
-	st := &ch.Step
-	if _, err := tx.ExecContext(ctx, `INSERT INTO escrow_hold_steps (`+store.HoldStepColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		st.TransactionID, st.Seq, string(st.Action), string(st.State), micros(st.At), st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason, st.Hash[:]); err != nil {
-		return ledger.HoldChange{}, dbErr("record hold step", err)
-	}
-	if err := emitWebhook(ctx, tx, store.HoldEvent(cur, ch)); err != nil {
+	if err := saveHold(ctx, tx, cur, &ch); err != nil {
 		return ledger.HoldChange{}, err
 	}
 	if err := tx.Commit(); err != nil {
 		return ledger.HoldChange{}, dbErr("commit hold", err)
 	}
 	return ch, nil
+}
+
+// saveHold writes a decided change of hold cur (nil when ch creates it):
+// the hold, its step and its hold.updated message.
+func saveHold(ctx context.Context, tx *sql.Tx, cur *ledger.Hold, ch *ledger.HoldChange) error {
+	n := &ch.Hold
+	var err error
+	if ch.Created {
+		_, err = tx.ExecContext(ctx, `INSERT INTO escrow_holds (`+store.HoldColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.TransactionID, n.ProviderID, n.BuyerID, n.Operator, n.AmountCents, n.Currency, n.Score, n.Tier.String(), n.Modifier.BasisPoints(),
+			n.PassportID, n.KID, n.HoldCents, n.ReleasedCents, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason,
+			micros(n.CreatedAt), micros(n.UpdatedAt), n.Seq, n.Hash[:], n.CorrectionID)
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE escrow_holds SET state = ?, payout_cents = ?, fee_cents = ?, refund_cents = ?, reason = ?, updated_at = ?, seq = ?, hash = ?,
+		  correction_id = ? WHERE transaction_id = ?`, string(n.State), n.PayoutCents, n.FeeCents, n.RefundCents, n.Reason, micros(n.UpdatedAt), n.Seq, n.Hash[:],
+			n.CorrectionID, n.TransactionID)
+	}
+	if err != nil {
+		return dbErr("save hold", err)
+	}
+	st := &ch.Step
+	if _, err := tx.ExecContext(ctx, `INSERT INTO escrow_hold_steps (`+store.HoldStepColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.TransactionID, st.Seq, string(st.Action), string(st.State), micros(st.At), st.Actor, st.PayoutCents, st.FeeCents, st.RefundCents, st.Reason,
+		st.Correction, st.Hash[:]); err != nil {
+		return dbErr("record hold step", err)
+	}
+	return emitWebhook(ctx, tx, store.HoldEvent(cur, *ch))
+}
+
+// correctHold applies correction c, written in tx, to the hold of the
+// transaction it corrects, if there is one (ledger.CorrectHold).
+func correctHold(ctx context.Context, tx *sql.Tx, c *ledger.Correction) error {
+	if c.EventType != ledger.AP2Transaction {
+		return nil
+	}
+	h, err := scanHold(tx.QueryRowContext(ctx, `SELECT `+store.HoldColumns+` FROM escrow_holds WHERE transaction_id = ?`, c.EventID).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return dbErr("read hold", err)
+	}
+	ch, err := ledger.CorrectHold(&h, c)
+	if err != nil {
+		return err
+	}
+	return saveHold(ctx, tx, &h, &ch)
 }
 
 // Hold implements service.HoldStore.
@@ -151,7 +180,7 @@ func (s *Store) HoldSteps(ctx context.Context, id string) ([]ledger.HoldStep, er
 		var action, state string
 		var at int64
 		var hash []byte
-		if err := rows.Scan(&st.TransactionID, &st.Seq, &action, &state, &at, &st.Actor, &st.PayoutCents, &st.FeeCents, &st.RefundCents, &st.Reason, &hash); err != nil {
+		if err := rows.Scan(&st.TransactionID, &st.Seq, &action, &state, &at, &st.Actor, &st.PayoutCents, &st.FeeCents, &st.RefundCents, &st.Reason, &st.Correction, &hash); err != nil {
 			return nil, dbErr("read hold steps", err)
 		}
 		st.Action, st.State, st.At = ledger.HoldAction(action), ledger.HoldState(state), fromMicros(at)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/swarmscore/swarmscore/internal/errkind"
 	"github.com/swarmscore/swarmscore/internal/ledger"
 	"github.com/swarmscore/swarmscore/internal/service"
+	"github.com/swarmscore/swarmscore/internal/webhook"
 	"github.com/swarmscore/swarmscore/score"
 )
 
@@ -213,5 +215,97 @@ func testHoldsConcurrent(t *testing.T, h Harness) {
 	}
 	if r, err := s.VerifyLedger(ctx(t)); err != nil || len(r.Broken) != 0 {
 		t.Errorf("VerifyLedger: %+v, %v", r, err)
+	}
+}
+
+// testHoldCorrections: a correction of a transaction a hold reported
+// changes the hold in the correction's transaction, as a step naming it
+// (ERRATA E65–E67): a chargeback of a released hold refunds it whole, a
+// void and a re-attribution mark it, the hold's chain still verifies and
+// the totals still balance; each change writes hold.updated; a
+// correction of a transaction without a hold, or of a session, touches no
+// hold.
+func testHoldCorrections(t *testing.T, h Harness) {
+	s := h.Open(t)
+	if err := s.CreateWebhook(ctx(t), endpoint("ep_hold", webhook.HoldUpdated)); err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(-time.Hour)
+	for _, id := range []string{"tx-c1", "tx-c2", "tx-c3"} {
+		if _, err := applyHold(s, newHold(id, "prov", 100000, 760, at)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := applyHold(s, ledger.HoldRequest{Action: ledger.HoldRelease, TransactionID: id, Operator: "op-a", At: at.Add(time.Minute), HasFee: true, FeeCents: 2500}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest(t, s, "op-a", ap2("tx-plain", "prov", ledger.Settled, at, at.Add(time.Minute)))
+	before := len(messages(t, s, "ep_hold"))
+
+	cb := correction(ledger.ActionStatus, ledger.AP2Transaction, "tx-c1", at.Add(2*time.Minute))
+	cb.Status, cb.Reason = ledger.Refunded, "chargeback"
+	c1, _ := correct(t, s, cb, nil)
+	void, _ := correct(t, s, correction(ledger.ActionVoid, ledger.AP2Transaction, "tx-c2", at.Add(3*time.Minute)), nil)
+	move := correction(ledger.ActionReattribute, ledger.AP2Transaction, "tx-c3", at.Add(4*time.Minute))
+	move.AgentID = "prov-2"
+	moved, _ := correct(t, s, move, nil)
+	plain := correction(ledger.ActionStatus, ledger.AP2Transaction, "tx-plain", at.Add(5*time.Minute))
+	plain.Status = ledger.Refunded
+	correct(t, s, plain, nil)
+
+	for _, tc := range []struct {
+		id                  string
+		cor                 ledger.Correction
+		state               ledger.HoldState
+		payout, fee, refund int64
+	}{
+		{"tx-c1", c1, ledger.HoldRefunded, 0, 0, 39200},
+		{"tx-c2", void, ledger.HoldReleased, 39200 - 2500, 2500, 0},
+		{"tx-c3", moved, ledger.HoldReleased, 39200 - 2500, 2500, 0},
+	} {
+		got, err := s.Hold(ctx(t), tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != tc.state || got.PayoutCents != tc.payout || got.FeeCents != tc.fee || got.RefundCents != tc.refund || got.Seq != 3 ||
+			got.ProviderID != "prov" || !got.UpdatedAt.Equal(tc.cor.At) || got.CorrectionID != tc.cor.ID {
+			t.Errorf("%s after %s: %+v", tc.id, tc.cor.Action, got)
+		}
+		steps, err := s.HoldSteps(ctx(t), tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := steps[len(steps)-1]; last.Action != ledger.HoldCorrect || last.Correction != tc.cor.ID || last.Actor != "op-a" {
+			t.Errorf("%s: last step %+v", tc.id, last)
+		}
+		if err := ledger.VerifyHold(&got, steps); err != nil {
+			t.Errorf("%s: %v", tc.id, err)
+		}
+	}
+	var tot ledger.HoldTotals
+	all, err := s.Holds(ctx(t), service.HoldQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		tot.Add(&all[i])
+	}
+	if !tot.Balanced() || tot.Refunds != 39200 || tot.Payouts != 2*(39200-2500) {
+		t.Errorf("totals %+v", tot)
+	}
+	ms := messages(t, s, "ep_hold")
+	if len(ms) != before+3 {
+		t.Fatalf("%d hold.updated messages after the corrections, want 3", len(ms)-before)
+	}
+	if p := string(ms[before].Payload); !strings.Contains(p, `"transaction_id":"tx-c1"`) || !strings.Contains(p, `"state":"refunded"`) ||
+		!strings.Contains(p, `"previous_state":"released"`) || !strings.Contains(p, `"correction_id":"`+c1.ID+`"`) || !ms[before].CreatedAt.Equal(c1.At) {
+		t.Errorf("chargeback message %s at %s", p, ms[before].CreatedAt)
+	}
+	// The same correction again is a no-op: no step, no message.
+	if _, created := correct(t, s, cb, nil); created {
+		t.Error("a repeated correction was stored again")
+	}
+	if steps, _ := s.HoldSteps(ctx(t), "tx-c1"); len(steps) != 3 || len(messages(t, s, "ep_hold")) != before+3 {
+		t.Errorf("a repeated correction reached the hold: %d steps", len(steps))
 	}
 }

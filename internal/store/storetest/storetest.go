@@ -125,6 +125,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrent", testConcurrent},
 		{"Holds", testHolds},
 		{"HoldsConcurrent", testHoldsConcurrent},
+		{"HoldCorrections", testHoldCorrections},
 		{"Proofs", testProofs},
 		{"Property", testProperty},
 	}
