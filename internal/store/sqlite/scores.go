@@ -240,10 +240,13 @@ func refreshIn(ctx context.Context, tx *sql.Tx, agentID string, asOf time.Time, 
 	return e, nil
 }
 
-// recomputeSQL builds the set-based refresh: one pass over the counted
-// events from the window start on, aggregated per agent, joined to every
-// agent, written with the formula in SQL (store.ScoreSQL). ?1 window start,
-// ?2 as_of, ?3 expires_at, ?4 the window length plus one microsecond.
+// recomputeSQL builds the set-based refresh: the counted events from the
+// window start on, aggregated per agent for each table apart, joined to
+// every agent, written with the formula in SQL (store.ScoreSQL). ?1 window
+// start, ?2 as_of, ?3 expires_at, ?4 the window length plus one
+// microsecond. Each table's GROUP BY reads its rows in the order of its
+// partial index on (agent, end, status), so nothing is sorted; a GROUP BY
+// over both tables' rows at once sorts them all (docs/growth.md).
 func recomputeSQL(onlyStale bool) string {
 	conduit, ap2, total, tier, mod := store.ScoreSQL("ct", "cs", "at", "asx")
 	stale := ""
@@ -251,21 +254,18 @@ func recomputeSQL(onlyStale bool) string {
 		stale = "AND NOT EXISTS (SELECT 1 FROM swarmscore_cache k WHERE k.agent_id = ag.id AND k.ledger_seq = ag.terminal_seq AND k.computed_at <= ?2 AND ?2 < k.valid_until)"
 	}
 	return `
-WITH ev AS (
-  SELECT agent_id AS a, 0 AS k, completed_at AS t, status = 'VERIFIED' AS ok FROM conduit_sessions
-    WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at >= ?1
-  UNION ALL
-  SELECT provider_id, 1, settled_at, status = 'SETTLED' FROM ap2_transactions
-    WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at >= ?1
-), agg AS MATERIALIZED (
-  SELECT a,
-    SUM(k = 0 AND t <= ?2) AS ct, SUM(k = 0 AND t <= ?2 AND ok) AS cs,
-    SUM(k = 1 AND t <= ?2) AS at, SUM(k = 1 AND t <= ?2 AND ok) AS asx,
-    MIN(CASE WHEN t <= ?2 THEN t END) AS oldest, MIN(CASE WHEN t > ?2 THEN t END) AS nxt
-  FROM ev GROUP BY a
+WITH c AS MATERIALIZED (
+  SELECT agent_id AS a, SUM(completed_at <= ?2) AS ct, SUM(completed_at <= ?2 AND status = 'VERIFIED') AS cs,
+    MIN(CASE WHEN completed_at <= ?2 THEN completed_at END) AS oldest, MIN(CASE WHEN completed_at > ?2 THEN completed_at END) AS nxt
+  FROM conduit_sessions WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at >= ?1 GROUP BY agent_id
+), t AS MATERIALIZED (
+  SELECT provider_id AS a, SUM(settled_at <= ?2) AS at, SUM(settled_at <= ?2 AND status = 'SETTLED') AS asx,
+    MIN(CASE WHEN settled_at <= ?2 THEN settled_at END) AS oldest, MIN(CASE WHEN settled_at > ?2 THEN settled_at END) AS nxt
+  FROM ap2_transactions WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at >= ?1 GROUP BY provider_id
 ), x AS (
-  SELECT ag.id, ag.terminal_seq AS version, COALESCE(ct, 0) AS ct, COALESCE(cs, 0) AS cs, COALESCE(at, 0) AS at, COALESCE(asx, 0) AS asx, oldest, nxt
-  FROM agents ag LEFT JOIN agg ON agg.a = ag.id
+  SELECT ag.id, ag.terminal_seq AS version, COALESCE(c.ct, 0) AS ct, COALESCE(c.cs, 0) AS cs, COALESCE(t.at, 0) AS at, COALESCE(t.asx, 0) AS asx,
+    COALESCE(MIN(c.oldest, t.oldest), c.oldest, t.oldest) AS oldest, COALESCE(MIN(c.nxt, t.nxt), c.nxt, t.nxt) AS nxt
+  FROM agents ag LEFT JOIN c ON c.a = ag.id LEFT JOIN t ON t.a = ag.id
   WHERE true ` + stale + `
 )
 INSERT INTO swarmscore_cache (agent_id, score, tier, conduit_sessions_90d, conduit_successful_90d, ap2_sessions_90d,

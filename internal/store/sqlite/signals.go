@@ -15,25 +15,39 @@ import (
 // interval in microseconds: burst counts, for each session, the sessions
 // of the same agent and buyer ending in [its end, its end + ?4), one
 // window function over the sessions sorted by agent, buyer and end.
+//
+// The counted sessions and transactions are grouped once, by agent and
+// buyer (pair: nc sessions, b empty for none; na transactions; pn the pair's
+// events with a buyer), and every buyer figure is read from that smaller
+// set: the totals and the largest pair by agent (agg), the largest buyer
+// as the smallest buyer id among the pairs of that size, the top five AP2
+// buyers by one ranking of the pairs with transactions. Sessions without a
+// buyer are a pair of their own that only the Conduit totals count.
 const signalQuery = `
 WITH
 scope AS (SELECT ?3 AS a UNION SELECT buyer_id FROM conduit_sessions WHERE agent_id = ?3 AND buyer_id IS NOT NULL
           UNION SELECT buyer_id FROM ap2_transactions WHERE provider_id = ?3),
-cb AS (SELECT agent_id AS a, COALESCE(buyer_id, '') AS b, COUNT(*) AS n FROM conduit_sessions
-       WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN ?1 AND ?2
-         AND (?3 = '' OR agent_id IN (SELECT a FROM scope))
-       GROUP BY agent_id, COALESCE(buyer_id, '')),
-ab AS (SELECT provider_id AS a, buyer_id AS b, COUNT(*) AS n FROM ap2_transactions
-       WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at BETWEEN ?1 AND ?2
-         AND (?3 = '' OR provider_id IN (SELECT a FROM scope))
-       GROUP BY provider_id, buyer_id),
-c AS (SELECT a, SUM(n) AS total, MAX(CASE WHEN b <> '' THEN n ELSE 0 END) AS top FROM cb GROUP BY a),
-ar AS (SELECT a, n, ROW_NUMBER() OVER (PARTITION BY a ORDER BY n DESC, b) AS rn FROM ab),
-ap AS (SELECT a, SUM(n) AS total, SUM(CASE WHEN rn <= 5 THEN n ELSE 0 END) AS top5, COUNT(*) AS buyers FROM ar GROUP BY a),
-pair AS (SELECT a, b, SUM(n) AS n FROM (SELECT a, b, n FROM cb WHERE b <> '' UNION ALL SELECT a, b, n FROM ab) GROUP BY a, b),
-topb AS (SELECT a, b, n FROM (SELECT a, b, n, ROW_NUMBER() OVER (PARTITION BY a ORDER BY n DESC, b) AS rn FROM pair) WHERE rn = 1),
-self AS (SELECT a, n FROM pair WHERE a = b),
+pair AS MATERIALIZED (
+  SELECT a, b, SUM(nc) AS nc, SUM(na) AS na, SUM(v) AS v, SUM(h) AS h, SUM(p) AS p, CASE WHEN b <> '' THEN SUM(nc) ELSE 0 END + SUM(na) AS pn FROM (
+    SELECT s.agent_id AS a, COALESCE(s.buyer_id, '') AS b, 1 AS nc, 0 AS na, s.status = 'VERIFIED' AS v,
+      s.status = 'VERIFIED' AND s.proof_hash IS NOT NULL AS h,
+      CASE WHEN s.status = 'VERIFIED' AND s.proof_hash IS NOT NULL THEN EXISTS (SELECT 1 FROM conduit_proofs p
+        WHERE p.event_id = s.id AND p.outcome = 'proof_matched' AND p.expected = s.proof_hash) ELSE 0 END AS p
+    FROM conduit_sessions s
+    WHERE s.status IN ('VERIFIED', 'FAILED') AND s.voided_at IS NULL AND s.completed_at BETWEEN ?1 AND ?2
+      AND (?3 = '' OR s.agent_id IN (SELECT a FROM scope))
+    UNION ALL
+    SELECT provider_id, buyer_id, 0, 1, 0, 0, 0 FROM ap2_transactions
+    WHERE status IN ('SETTLED', 'DISPUTED', 'REFUNDED') AND voided_at IS NULL AND settled_at BETWEEN ?1 AND ?2
+      AND (?3 = '' OR provider_id IN (SELECT a FROM scope)))
+  GROUP BY a, b),
+agg AS MATERIALIZED (SELECT a, SUM(nc) AS ct, MAX(CASE WHEN b <> '' THEN nc ELSE 0 END) AS ctop, SUM(na) AS at,
+    SUM(na > 0) AS buyers, SUM(CASE WHEN a = b THEN pn ELSE 0 END) AS self, MAX(pn) AS tn, SUM(v) AS v, SUM(h) AS h, SUM(p) AS p
+  FROM pair GROUP BY a),
+topb AS MATERIALIZED (SELECT p.a, MIN(p.b) AS b, g.tn AS n FROM agg g JOIN pair p ON p.a = g.a AND p.pn = g.tn WHERE g.tn > 0 GROUP BY p.a),
 recip AS (SELECT x.a, x.n FROM topb x JOIN topb y ON y.a = x.b AND y.b = x.a WHERE x.a <> x.b),
+ap AS (SELECT a, SUM(na) AS top5 FROM (SELECT a, na, ROW_NUMBER() OVER (PARTITION BY a ORDER BY na DESC) AS rn FROM pair WHERE na > 0)
+       WHERE rn <= 5 GROUP BY a),
 off AS (SELECT agent_id AS a, COUNT(*) AS decided, SUM(status = 'ACCEPTED') AS accepted FROM task_offers
         WHERE status IN ('ACCEPTED', 'DECLINED') AND voided_at IS NULL AND decided_at BETWEEN ?1 AND ?2 AND (?3 = '' OR agent_id = ?3)
         GROUP BY agent_id),
@@ -51,19 +65,14 @@ burst AS (SELECT a, MAX(n) AS n FROM (
           WHERE status IN ('VERIFIED', 'FAILED') AND voided_at IS NULL AND completed_at BETWEEN ?1 AND ?2 AND buyer_id IS NOT NULL
             AND (?3 = '' OR agent_id = ?3))
         GROUP BY a),
-pv AS (SELECT s.agent_id AS a, COUNT(*) AS verified, COUNT(s.proof_hash) AS hashed,
-         SUM(EXISTS (SELECT 1 FROM conduit_proofs p WHERE p.event_id = s.id AND p.outcome = 'proof_matched' AND p.expected = s.proof_hash)) AS proven
-       FROM conduit_sessions s
-       WHERE s.status = 'VERIFIED' AND s.voided_at IS NULL AND s.completed_at BETWEEN ?1 AND ?2 AND (?3 = '' OR s.agent_id = ?3)
-       GROUP BY s.agent_id),
-who AS (SELECT a FROM c UNION SELECT a FROM ap UNION SELECT a FROM off)
-SELECT w.a, COALESCE(c.total, 0), COALESCE(c.top, 0), COALESCE(ap.total, 0), COALESCE(ap.top5, 0), COALESCE(ap.buyers, 0),
-  COALESCE(self.n, 0), COALESCE(recip.n, 0), COALESCE(off.decided, 0), COALESCE(off.accepted, 0), COALESCE(lag.lag, 0),
-  k.agent_id IS NOT NULL, COALESCE(burst.n, 0), COALESCE(pv.verified, 0), COALESCE(pv.hashed, 0), COALESCE(pv.proven, 0)
+who AS (SELECT a FROM agg UNION SELECT a FROM off)
+SELECT w.a, COALESCE(g.ct, 0), COALESCE(g.ctop, 0), COALESCE(g.at, 0), COALESCE(ap.top5, 0), COALESCE(g.buyers, 0),
+  COALESCE(g.self, 0), COALESCE(recip.n, 0), COALESCE(off.decided, 0), COALESCE(off.accepted, 0), COALESCE(lag.lag, 0),
+  k.agent_id IS NOT NULL, COALESCE(burst.n, 0), COALESCE(g.v, 0), COALESCE(g.h, 0), COALESCE(g.p, 0)
 FROM who w
-LEFT JOIN c ON c.a = w.a LEFT JOIN ap ON ap.a = w.a LEFT JOIN self ON self.a = w.a LEFT JOIN recip ON recip.a = w.a
+LEFT JOIN agg g ON g.a = w.a LEFT JOIN ap ON ap.a = w.a LEFT JOIN recip ON recip.a = w.a
 LEFT JOIN off ON off.a = w.a LEFT JOIN lag ON lag.a = w.a LEFT JOIN chain_breaks k ON k.agent_id = w.a
-LEFT JOIN burst ON burst.a = w.a LEFT JOIN pv ON pv.a = w.a
+LEFT JOIN burst ON burst.a = w.a
 WHERE ?3 = '' OR w.a = ?3
 ORDER BY w.a`
 
